@@ -1,0 +1,36 @@
+# The two commands of the README, and their helpers. Python 3.11 and uv do the installing;
+# `memory-pipeline local up` fetches, builds and starts the local servers (cached after the first run).
+UV_VERSION := 0.13.8
+PYTHON ?= python3.11
+UV := $(PYTHON) -m uv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+
+.PHONY: run test install up down status bench
+
+## run: install, start Elasticsearch + both llama-servers, open the Dagster UI on 127.0.0.1:3000
+run: install
+	$(UV) run --frozen memory-pipeline dev
+
+## test: install, start the local servers, run the whole test suite
+test: install
+	$(UV) run --frozen memory-pipeline local up
+	$(UV) run --frozen pytest
+
+install:
+	@$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
+	$(UV) sync --frozen
+
+up: install
+	$(UV) run --frozen memory-pipeline local up
+
+down:
+	$(UV) run --frozen memory-pipeline local down
+
+status:
+	$(UV) run --frozen memory-pipeline local status
+
+## bench: the benchmarks; results go to bench/results.md
+bench: install
+	$(UV) run --frozen memory-pipeline local up
+	$(UV) run --frozen python -m bench

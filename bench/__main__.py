@@ -1,0 +1,20 @@
+"""`python -m bench [runtime] [--cold]`: run benchmarks (all when none is named)."""
+
+from __future__ import annotations
+
+import sys
+
+from bench import runtime
+
+BENCHMARKS = {"runtime": runtime.main}
+
+
+def main() -> None:
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(BENCHMARKS)
+    flags = [a for a in sys.argv[1:] if a.startswith("--")]
+    for name in names:
+        BENCHMARKS[name](flags)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""`memory-pipeline local up | down | status`: the embedded default's servers.
+
+Only servers whose URL is not configured are local; a configured URL is the
+user's own server, shown by `status` and never started or stopped here.
+`up` is idempotent, and `down` stops exactly the processes `up` recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import psutil
+from pydantic import BaseModel
+
+from memory_pipeline.local.artifacts import Progress
+from memory_pipeline.local.process import (
+    RuntimeProblem,
+    owned_process,
+    port_in_use,
+    read_record,
+    remove_record,
+    start_process,
+    stop_process,
+    wait_until,
+)
+from memory_pipeline.local.services import LocalService, all_services
+from memory_pipeline.settings import ServiceName, Settings
+
+
+class ServiceStatus(BaseModel):
+    name: ServiceName
+    url: str
+    mode: str  # "local" or "external"
+    state: str  # running, started, stopped, stale, external, unreachable
+    pid: int | None = None
+    rss_mb: float | None = None
+    version: str = "-"
+    model: str = "-"
+    health: str = "-"
+    seconds: float | None = None  # how long `up` took for it
+
+
+class LocalRuntime:
+    def __init__(self, settings: Settings, progress: Progress = print) -> None:
+        self.settings = settings
+        self.progress = progress
+        self.run_dir = settings.memory_pipeline_state_dir / "run"
+
+    def services(self, names: Iterable[ServiceName] | None = None) -> list[LocalService]:
+        wanted = set(names) if names is not None else None
+        return [s for s in all_services(self.settings) if wanted is None or s.name in wanted]
+
+    def up(self, names: Iterable[ServiceName] | None = None) -> list[ServiceStatus]:
+        """Start every local server not already running; wait until all are ready."""
+        started: list[tuple[LocalService, psutil.Process, float]] = []
+        results: dict[str, ServiceStatus] = {}
+        try:
+            for service in self.services(names):
+                if not self.settings.is_local(service.name):
+                    results[service.name] = self._status(service)
+                    continue
+                begin = time.monotonic()
+                record = read_record(self.run_dir, service.name)
+                process = owned_process(record) if record else None
+                if process is not None:
+                    wait_until(service.is_ready, timeout=service.ready_timeout, alive=process,
+                               what=f"{service.name} (pid {process.pid})", log_path=service.log_path)
+                    results[service.name] = self._status(service, state="running")
+                    continue
+                if record is not None:
+                    self.progress(f"{service.name}: removing stale PID file (pid {record.pid} is not ours any more)")
+                    remove_record(self.run_dir, service.name)
+                if port_in_use(service.port):
+                    raise RuntimeProblem(f"{service.name}: port {service.port} on 127.0.0.1 is in use by another "
+                                         f"process: stop it, or set {service.port_variable} to a free port")
+                spec = service.prepare(self.progress)
+                self.progress(f"{service.name}: starting on {service.url}")
+                record = start_process(name=service.name, argv=spec.argv, env=spec.env, port=service.port,
+                                       url=service.url, run_dir=self.run_dir, log_path=service.log_path,
+                                       cwd=spec.cwd, user=spec.user)
+                started.append((service, psutil.Process(record.pid), begin))
+            # Started together, waited for together: Elasticsearch's JVM boot overlaps the model loads.
+            for service, process, begin in started:
+                wait_until(service.is_ready, timeout=service.ready_timeout, alive=process,
+                           what=service.name, log_path=service.log_path)
+                results[service.name] = self._status(service, state="started",
+                                                     seconds=round(time.monotonic() - begin, 1))
+                self.progress(f"{service.name}: ready in {results[service.name].seconds}s")
+        except BaseException:
+            for service, _, _ in started:
+                if service.name not in results:
+                    self._stop(service)
+            raise
+        return [results[s.name] for s in self.services(names) if s.name in results]
+
+    def down(self, names: Iterable[ServiceName] | None = None) -> list[str]:
+        """Stop the servers `up` recorded (only those); the names of those that were running."""
+        return [s.name for s in self.services(names) if self._stop(s)]
+
+    def status(self) -> list[ServiceStatus]:
+        return [self._status(service) for service in self.services()]
+
+    def _stop(self, service: LocalService) -> bool:
+        record = read_record(self.run_dir, service.name)
+        if record is None:
+            return False
+        was_running = stop_process(record)
+        remove_record(self.run_dir, service.name)
+        if was_running:
+            self.progress(f"{service.name}: stopped (pid {record.pid})")
+        return was_running
+
+    def _status(self, service: LocalService, state: str | None = None,
+                seconds: float | None = None) -> ServiceStatus:
+        local = self.settings.is_local(service.name)
+        status = ServiceStatus(name=service.name, url=service.url, mode="local" if local else "external",
+                               state=state or ("external" if not local else "stopped"), seconds=seconds)
+        if local:
+            record = read_record(self.run_dir, service.name)
+            process = owned_process(record) if record else None
+            if process is None:
+                status.state = "stale" if record else "stopped"
+                return status
+            status.pid = process.pid
+            status.rss_mb = round(sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+                                  / 2**20, 1)
+            status.state = state or "running"
+        try:
+            described = service.describe()
+            status.version, status.model, status.health = described["version"], described["model"], described["health"]
+        except Exception as exc:  # noqa: BLE001 - status reports, it does not fail
+            status.health = f"unreachable ({type(exc).__name__})"
+            if not local:
+                status.state = "unreachable"
+        return status

@@ -1,0 +1,56 @@
+"""Dagster resources: one per outside server, built from the validated settings."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from dagster_elasticsearch import ElasticsearchResource, HostsConfig
+from pydantic import Field
+
+from memory_pipeline.settings import Settings
+from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.llm import ChatClient
+
+
+class LlamaResource(ConfigurableResource):
+    """The chat server (llama-server or any OpenAI-compatible endpoint)."""
+
+    url: str
+    model: str | None = Field(None, description="Model id; None = the first one the server lists.")
+    timeout_seconds: float = 300.0
+
+    def get_client(self) -> ChatClient:
+        return ChatClient(self.url, model=self.model, timeout=self.timeout_seconds)
+
+
+class EmbeddingsResource(ConfigurableResource):
+    """The embedding server (llama-server --embedding or any OpenAI-compatible endpoint)."""
+
+    url: str
+    model: str | None = Field(None, description="Model id; None = the first one the server lists.")
+    timeout_seconds: float = 120.0
+
+    def get_client(self) -> EmbeddingsClient:
+        return EmbeddingsClient(self.url, model=self.model, timeout=self.timeout_seconds)
+
+
+class SessionsResource(ConfigurableResource):
+    """Where pi's session logs are read from."""
+
+    sessions_dir: str
+
+
+def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
+    return {
+        "es": ElasticsearchResource(
+            connection_config=HostsConfig(
+                hosts=[settings.elasticsearch_url],
+                api_key=settings.es_api_key,
+                verify_certs=settings.es_verify_certs,
+                ca_certs=str(settings.es_ca_certs) if settings.es_ca_certs else None,
+            ),
+            request_timeout=60,
+        ),
+        "llm": LlamaResource(url=settings.chat_url, model=settings.llama_model),
+        "embedder": EmbeddingsResource(url=settings.embeddings_url, model=settings.embed_model),
+        "sessions": SessionsResource(sessions_dir=str(settings.sessions_dir)),
+    }

@@ -1,0 +1,129 @@
+"""Every environment variable the pipeline reads, validated once.
+
+Settings come from the process environment and an optional `.env` file in the
+current directory (see `.env.example`). A URL left unset means "use the embedded
+default": the local runtime starts that server on 127.0.0.1. A URL that is set
+means the user brings their own server and nothing local starts for it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AnyHttpUrl, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+ServiceName = Literal["elasticsearch", "chat", "embed"]
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message names the offending variable."""
+
+
+def _default_cache_dir() -> Path:
+    # An unprivileged service user (Elasticsearch refuses to run as root) must be
+    # able to read the unpacked distribution, and /root is private.
+    if os.geteuid() == 0:
+        return Path("/var/cache/memory-pipeline")
+    return Path.home() / ".cache" / "memory-pipeline"
+
+
+class Settings(BaseSettings):
+    """The pipeline's configuration; field names are the environment variables."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        case_sensitive=False,
+        extra="ignore",
+        frozen=True,
+    )
+
+    es_url: AnyHttpUrl | None = Field(None, description="Elasticsearch URL; unset = local runtime.")
+    es_api_key: str | None = Field(None, description="API key for ES_URL.")
+    es_verify_certs: bool = Field(True, description="Verify ES_URL's TLS certificate.")
+    es_ca_certs: Path | None = Field(None, description="CA bundle for ES_URL.")
+
+    llama_url: AnyHttpUrl | None = Field(None, description="Chat server (OpenAI-compatible); unset = local runtime.")
+    llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
+    embed_url: AnyHttpUrl | None = Field(None, description="Embedding server (OpenAI-compatible); unset = local runtime.")
+    embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
+
+    sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
+
+    memory_pipeline_state_dir: Path = Field(
+        Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
+    )
+    memory_pipeline_cache_dir: Path = Field(
+        default_factory=_default_cache_dir,
+        description="Downloads and builds shared by every checkout: ES distribution, llama-server, models.",
+    )
+    local_es_port: Port = 9200
+    local_llama_port: Port = 8080
+    local_embed_port: Port = 8081
+    local_es_heap_mb: int = Field(512, ge=256, le=8192)
+    local_threads: int = Field(2, ge=1, le=256)
+    local_llama_slots: int = Field(1, ge=1, le=64, description="Parallel slots of the local chat server.")
+    local_llama_ctx: int = Field(8192, ge=512, le=131072, description="Context tokens per chat slot.")
+
+    @field_validator("sessions_dir", "memory_pipeline_state_dir", "memory_pipeline_cache_dir", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().absolute()
+
+    @field_validator("es_api_key", "llama_model", "embed_model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("es_url", "llama_url", "embed_url", mode="before")
+    @classmethod
+    def _blank_url_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        if self.es_api_key and self.es_url is None:
+            raise ValueError("ES_API_KEY is set but ES_URL is not: the local Elasticsearch runs without security")
+        ports = {"LOCAL_ES_PORT": self.local_es_port, "LOCAL_LLAMA_PORT": self.local_llama_port,
+                 "LOCAL_EMBED_PORT": self.local_embed_port}
+        if len(set(ports.values())) != len(ports):
+            raise ValueError(f"LOCAL_*_PORT values must differ, got {ports}")
+        return self
+
+    @cached_property
+    def elasticsearch_url(self) -> str:
+        return _strip(self.es_url) or f"http://127.0.0.1:{self.local_es_port}"
+
+    @cached_property
+    def chat_url(self) -> str:
+        return _strip(self.llama_url) or f"http://127.0.0.1:{self.local_llama_port}"
+
+    @cached_property
+    def embeddings_url(self) -> str:
+        return _strip(self.embed_url) or f"http://127.0.0.1:{self.local_embed_port}"
+
+    def is_local(self, service: ServiceName) -> bool:
+        """Whether the local runtime owns this server (its URL is not configured)."""
+        return {"elasticsearch": self.es_url, "chat": self.llama_url, "embed": self.embed_url}[service] is None
+
+
+def _strip(url: AnyHttpUrl | None) -> str | None:
+    return str(url).rstrip("/") if url is not None else None
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read and validate the configuration, or raise ConfigError naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            variable = "_".join(str(part) for part in error["loc"]).upper() or "configuration"
+            problems.append(f"{variable}: {error['msg']} (got {error.get('input')!r})"
+                            if error["loc"] else error["msg"].removeprefix("Value error, "))
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None

@@ -1,0 +1,120 @@
+"""`local up | down | status` against real processes."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+import pytest
+
+from memory_pipeline.local.models import CHAT_MODEL, ModelIntegrityError
+from memory_pipeline.local.process import ProcessRecord, RuntimeProblem, read_record
+from memory_pipeline.local.runtime import LocalRuntime
+from memory_pipeline.settings import Settings, load_settings
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _private_runtime(tmp_path: Path, shared: Settings, cache: Path | None = None) -> LocalRuntime:
+    """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default."""
+    settings = load_settings(memory_pipeline_state_dir=tmp_path / "state",
+                             memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
+                             local_es_port=_free_port(), local_llama_port=_free_port(),
+                             local_embed_port=_free_port())
+    return LocalRuntime(settings, progress=lambda m: None)
+
+
+def test_second_up_starts_nothing_new(local_runtime: Settings) -> None:
+    runtime = LocalRuntime(local_runtime, progress=lambda m: None)
+    before = {s.name: s.pid for s in runtime.status()}
+    again = runtime.up()
+    assert [s.state for s in again if s.mode == "local"] == ["running"] * sum(s.mode == "local" for s in again)
+    assert {s.name: s.pid for s in again} == before
+
+
+def test_status_reports_each_server(local_runtime: Settings) -> None:
+    rows = {s.name: s for s in LocalRuntime(local_runtime).status()}
+    assert set(rows) == {"elasticsearch", "chat", "embed"}
+    assert rows["elasticsearch"].health in ("yellow", "green") and rows["elasticsearch"].version.startswith("8.")
+    assert rows["chat"].model == CHAT_MODEL.name and rows["chat"].health == "ok"
+    assert rows["embed"].model == "all-MiniLM-L6-v2" and rows["embed"].health == "ok"
+    for row in rows.values():
+        assert row.url.startswith("http://127.0.0.1:") and row.pid and row.rss_mb and row.rss_mb > 1
+
+
+def test_cli_status_prints_a_table(local_runtime: Settings) -> None:
+    out = subprocess.run([sys.executable, "-m", "memory_pipeline", "local", "status"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "elasticsearch" in out and "running" in out and CHAT_MODEL.name in out
+
+
+def test_up_down_cycle_stops_only_what_it_started(local_runtime: Settings, tmp_path: Path) -> None:
+    runtime = _private_runtime(tmp_path, local_runtime)
+    first = runtime.up(["embed"])
+    assert [s.state for s in first] == ["started"]
+    pid = first[0].pid
+    assert pid and psutil.pid_exists(pid)
+    assert [s.state for s in runtime.up(["embed"])] == ["running"]
+    shared_pids = [s.pid for s in LocalRuntime(local_runtime).status()]
+    assert runtime.down() == ["embed"]
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert [s.pid for s in LocalRuntime(local_runtime).status()] == shared_pids, "down touched other servers"
+    assert runtime.down() == []
+
+
+def test_stale_pid_file_is_replaced(local_runtime: Settings, tmp_path: Path) -> None:
+    runtime = _private_runtime(tmp_path, local_runtime)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        # A PID file whose PID now belongs to someone else.
+        runtime.run_dir.mkdir(parents=True)
+        (runtime.run_dir / "embed.json").write_text(ProcessRecord(
+            name="embed", pid=stranger.pid, create_time=1.0, port=1, url="x", argv=["x"], log_path="x",
+            started_at=datetime.now(UTC)).model_dump_json())
+        assert [s.state for s in runtime.status() if s.name == "embed"] == ["stale"]
+        started = runtime.up(["embed"])
+        assert started[0].state == "started" and started[0].pid != stranger.pid
+        assert read_record(runtime.run_dir, "embed").pid == started[0].pid
+        runtime.down()
+        assert stranger.poll() is None, "the stranger holding the old PID was signalled"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_port_taken_by_someone_else_is_a_clear_error(local_runtime: Settings, tmp_path: Path) -> None:
+    runtime = _private_runtime(tmp_path, local_runtime)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", runtime.settings.local_embed_port))
+        squatter.listen()
+        with pytest.raises(RuntimeProblem, match=r"port \d+ .* in use .* set LOCAL_EMBED_PORT"):
+            runtime.up(["embed"])
+    assert read_record(runtime.run_dir, "embed") is None
+
+
+def test_corrupted_model_is_refused(local_runtime: Settings, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    corrupt = CHAT_MODEL.path(cache)
+    corrupt.parent.mkdir(parents=True)
+    good = CHAT_MODEL.path(local_runtime.memory_pipeline_cache_dir)
+    # Same size as the real model, one flipped byte in the middle.
+    with good.open("rb") as src, corrupt.open("wb") as dst:
+        while block := src.read(1 << 22):
+            dst.write(block)
+    with corrupt.open("r+b") as handle:
+        handle.seek(good.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    runtime = _private_runtime(tmp_path, local_runtime, cache=cache)
+    with pytest.raises(ModelIntegrityError, match="refusing to serve it"):
+        runtime.up(["chat"])
+    assert read_record(runtime.run_dir, "chat") is None

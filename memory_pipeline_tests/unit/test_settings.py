@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memory_pipeline.cli import main
+from memory_pipeline.settings import ConfigError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("ES_URL", "ES_API_KEY", "LLAMA_URL", "LLAMA_MODEL", "EMBED_URL", "EMBED_MODEL", "SESSIONS_DIR",
+                 "LOCAL_ES_PORT", "LOCAL_LLAMA_PORT", "LOCAL_EMBED_PORT", "ES_VERIFY_CERTS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def test_defaults_use_the_local_runtime() -> None:
+    settings = load_settings()
+    assert settings.elasticsearch_url == "http://127.0.0.1:9200"
+    assert settings.chat_url == "http://127.0.0.1:8080"
+    assert settings.embeddings_url == "http://127.0.0.1:8081"
+    assert all(settings.is_local(s) for s in ("elasticsearch", "chat", "embed"))
+    assert settings.sessions_dir == Path("~/.pi/agent/sessions").expanduser()
+
+
+def test_configured_urls_mean_external_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ES_URL", "https://es.example.test:9243/")
+    monkeypatch.setenv("ES_API_KEY", "abc")
+    monkeypatch.setenv("LLAMA_URL", "http://gpu-box:8000")
+    settings = load_settings()
+    assert settings.elasticsearch_url == "https://es.example.test:9243"
+    assert not settings.is_local("elasticsearch") and not settings.is_local("chat")
+    assert settings.is_local("embed")
+
+
+def test_dotenv_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("LLAMA_MODEL=my-model\nSESSIONS_DIR=/tmp/sessions\n")
+    settings = load_settings()
+    assert settings.llama_model == "my-model"
+    assert settings.sessions_dir == Path("/tmp/sessions")
+
+
+def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ES_URL", "  ")
+    monkeypatch.setenv("LLAMA_MODEL", "")
+    settings = load_settings()
+    assert settings.is_local("elasticsearch") and settings.llama_model is None
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("ES_URL", "not a url", "ES_URL"),
+        ("LLAMA_URL", "ftp://host/x", "LLAMA_URL"),
+        ("LOCAL_ES_PORT", "70000", "LOCAL_ES_PORT"),
+        ("LOCAL_EMBED_PORT", "abc", "LOCAL_EMBED_PORT"),
+        ("ES_VERIFY_CERTS", "perhaps", "ES_VERIFY_CERTS"),
+    ],
+)
+def test_invalid_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str,
+                                          expected: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=expected):
+        load_settings()
+
+
+def test_api_key_without_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ES_API_KEY", "secret-key")
+    with pytest.raises(ConfigError, match="ES_API_KEY is set but ES_URL is not") as error:
+        load_settings()
+    assert "secret-key" not in str(error.value)
+
+
+def test_clashing_local_ports_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_LLAMA_PORT", "8081")
+    with pytest.raises(ConfigError, match="LOCAL_.*_PORT"):
+        load_settings()
+
+
+def test_cli_fails_at_start_with_the_variable_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBED_URL", "::nonsense::")
+    result = CliRunner().invoke(main, ["local", "status"])
+    assert result.exit_code != 0
+    assert "EMBED_URL" in result.output
+
+
+def test_cli_config_masks_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ES_URL", "https://es.example.test")
+    monkeypatch.setenv("ES_API_KEY", "very-secret")
+    result = CliRunner().invoke(main, ["config"])
+    assert result.exit_code == 0, result.output
+    assert "very-secret" not in result.output and '"es_api_key": "***"' in result.output
