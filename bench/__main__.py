@@ -1,12 +1,12 @@
-"""`python -m bench [runtime] [--cold]`: run benchmarks (all when none is named)."""
+"""`python -m bench [runtime|ingest ...] [--cold]`: run benchmarks (all when none is named)."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import runtime
+from bench import ingest, runtime
 
-BENCHMARKS = {"runtime": runtime.main}
+BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main}
 
 
 def main() -> None:

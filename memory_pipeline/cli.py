@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -99,21 +100,70 @@ def dev(port: int, no_local: bool) -> None:
     if "sessions_dir" not in settings.model_fields_set and not settings.sessions_dir.exists():
         env["SESSIONS_DIR"] = str(PROJECT_DIR / "data" / "sessions")
         click.echo(f"{settings.sessions_dir} does not exist: using the sample sessions in data/sessions", err=True)
-    env.setdefault("DAGSTER_HOME", str(settings.memory_pipeline_state_dir / "dagster"))
-    Path(env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
-    (Path(env["DAGSTER_HOME"]) / "dagster.yaml").write_text((PROJECT_DIR / "dagster.yaml").read_text())
+    env["DAGSTER_HOME"] = str(_dagster_home(settings))
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})",
                err=True)
     argv = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_DIR / "workspace.yaml"),
             "-h", "127.0.0.1", "-p", str(port)]
-    # dagster dev in a child ignores SIGINT/SIGTERM unless it leads its own process group.
-    proc = subprocess.Popen(argv, env=env, cwd=PROJECT_DIR, start_new_session=True)
-    try:
-        sys.exit(proc.wait())
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGTERM)
-        sys.exit(proc.wait())
+    # dagster dev shuts down cleanly on SIGINT only, and a shell's background job inherits SIGINT
+    # ignored: so the child leads its own process group with SIGINT restored, and whatever stops
+    # us (Ctrl-C, SIGTERM) becomes a SIGINT to that group, then a SIGKILL if it lingers.
+    proc = subprocess.Popen(argv, env=env, cwd=PROJECT_DIR, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    deadline: list[float] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        os.killpg(proc.pid, signal.SIGINT)
+        deadline.append(time.monotonic() + 30)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        try:
+            sys.exit(proc.wait(timeout=1))
+        except subprocess.TimeoutExpired:
+            if deadline and time.monotonic() > deadline[0]:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _dagster_home(settings: Settings) -> Path:
+    """The instance the UI shows: DAGSTER_HOME, else the state folder's (as `dev` sets it)."""
+    home = Path(os.environ.get("DAGSTER_HOME") or settings.memory_pipeline_state_dir / "dagster")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text((PROJECT_DIR / "dagster.yaml").read_text())
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+@main.command()
+@click.option("--all", "everything", is_flag=True, help="Every day with sessions, not only the missing ones.")
+@click.option("--start", help="First day (YYYY-MM-DD) to consider.")
+@click.option("--end", help="Last day (YYYY-MM-DD) to consider.")
+def backfill(everything: bool, start: str | None, end: str | None) -> None:
+    """Ingest every day that has sessions but no materialisation yet (one run per stretch of days)."""
+    from dagster import AssetKey, DagsterInstance
+
+    from memory_pipeline.backfill import day_ranges, days_to_backfill, run_backfill
+
+    settings = _settings()
+    _dagster_home(settings)
+    with DagsterInstance.get() as instance:
+        done = set() if everything else instance.get_materialized_partitions(AssetKey("memory_raw_index"))
+        days = days_to_backfill(settings.sessions_dir, done, start, end)
+        if not days:
+            click.echo(f"nothing to backfill under {settings.sessions_dir}")
+            return
+        ranges = day_ranges(days)
+        click.echo(f"backfilling {len(days)} day(s) in {len(ranges)} run(s)", err=True)
+        failed = 0
+        for first, last in ranges:
+            result = run_backfill(instance, first, last)
+            click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
+            failed += not result.success
+    if failed:
+        sys.exit(1)
 
 
 @main.command()

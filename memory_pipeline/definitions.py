@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dagster import Definitions
+from dagster import Definitions, load_assets_from_modules
 
+from memory_pipeline.assets import ingest
+from memory_pipeline.jobs import ingest_job
 from memory_pipeline.resources import build_resources
+from memory_pipeline.schedules import daily_ingest_schedule
+from memory_pipeline.sensors import session_files_sensor
 from memory_pipeline.settings import load_settings
 
 # Invalid configuration stops the code location from loading, with a message naming the variable.
 settings = load_settings()
 
 defs = Definitions(
+    assets=load_assets_from_modules([ingest]),
+    jobs=[ingest_job],
+    sensors=[session_files_sensor],
+    schedules=[daily_ingest_schedule],
     resources=build_resources(settings),
 )

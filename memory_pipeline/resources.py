@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dagster import ConfigurableResource
 from dagster_elasticsearch import ElasticsearchResource, HostsConfig
 from pydantic import Field
 
+from memory_pipeline.io_managers import PolarsParquetIOManager
+from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
@@ -34,9 +38,20 @@ class EmbeddingsResource(ConfigurableResource):
 
 
 class SessionsResource(ConfigurableResource):
-    """Where pi's session logs are read from."""
+    """Where pi's session logs are read from, and how they are read."""
 
     sessions_dir: str
+    cache_dir: str = Field(description="Parsed frames of unchanged files, keyed by content fingerprint.")
+    redact_patterns: list[str] = Field(default_factory=list,
+                                       description="Extra regexes to mask, on top of the built-in secret rules.")
+    debounce_seconds: float = Field(30.0, description="The sensor leaves files modified this recently for later.")
+
+    @property
+    def root(self) -> Path:
+        return Path(self.sessions_dir).expanduser()
+
+    def redactor(self) -> Redactor:
+        return Redactor.with_patterns(self.redact_patterns)
 
 
 def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
@@ -52,5 +67,8 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
         ),
         "llm": LlamaResource(url=settings.chat_url, model=settings.llama_model),
         "embedder": EmbeddingsResource(url=settings.embeddings_url, model=settings.embed_model),
-        "sessions": SessionsResource(sessions_dir=str(settings.sessions_dir)),
+        "sessions": SessionsResource(sessions_dir=str(settings.sessions_dir),
+                                     cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
+                                     redact_patterns=settings.redact_extra_patterns),
+        "io_manager": PolarsParquetIOManager(base_dir=str(settings.memory_pipeline_state_dir / "frames")),
     }

@@ -9,6 +9,7 @@ means the user brings their own server and nothing local starts for it.
 from __future__ import annotations
 
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
@@ -54,6 +55,8 @@ class Settings(BaseSettings):
     embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
 
     sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
+    redact_extra_patterns: list[str] = Field(
+        default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].')
 
     memory_pipeline_state_dir: Path = Field(
         Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
@@ -84,6 +87,16 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_url_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("redact_extra_patterns", mode="after")
+    @classmethod
+    def _compilable(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regex: {exc}") from None
+        return patterns
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:

@@ -7,9 +7,10 @@ where the client runs its product check (the `X-Elastic-Product` header).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import BadRequestError, Elasticsearch, helpers
 
 from memory_pipeline.settings import Settings
 
@@ -35,3 +36,67 @@ def cluster_summary(client: Elasticsearch) -> dict[str, str]:
     nodes = client.nodes.info(node_id="_local", metric="_none")
     version = next(iter(nodes["nodes"].values()))["version"] if nodes.get("nodes") else "?"
     return {"health": str(health["status"]), "version": str(version), "cluster": str(health["cluster_name"])}
+
+
+# --- writing and reading documents ------------------------------------------------------
+
+class IndexingError(RuntimeError):
+    """Elasticsearch refused documents (after retries); the message names the index and the first reasons."""
+
+
+def ensure_index(client: Elasticsearch, index: str, mappings: dict[str, Any],
+                 settings: dict[str, Any] | None = None) -> bool:
+    """Create `index` with explicit mappings, or add new fields to an existing one; True if created."""
+    if client.indices.exists(index=index):
+        client.indices.put_mapping(index=index, **mappings)
+        return False
+    try:
+        client.indices.create(index=index, mappings=mappings, settings=settings or {})
+    except BadRequestError as exc:
+        if exc.error != "resource_already_exists_exception":
+            raise
+        return False
+    return True
+
+
+def stored_hashes(client: Elasticsearch, index: str, query: dict[str, Any]) -> dict[str, str]:
+    """`_id -> doc_hash` of every document matching `query` (a scroll: any number of documents)."""
+    hits = helpers.scan(client, index=index, query={"query": query, "_source": ["doc_hash"]}, size=5000,
+                        scroll="2m")
+    return {hit["_id"]: (hit.get("_source") or {}).get("doc_hash", "") for hit in hits}
+
+
+def stored_sources(client: Elasticsearch, index: str, query: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`_id -> _source` of every document matching `query`."""
+    hits = helpers.scan(client, index=index, query={"query": query}, size=5000, scroll="2m")
+    return {hit["_id"]: hit["_source"] for hit in hits}
+
+
+def bulk_apply(client: Elasticsearch, index: str, upserts: Iterable[tuple[str, dict[str, Any] | str]],
+               deletes: Iterable[str] = (), chunk_size: int = 1000) -> tuple[int, int]:
+    """Index documents (dicts, or JSON already serialised) by id and delete ids, in bulk, retrying
+    rejections; (written, deleted)."""
+    def actions() -> Iterator[dict[str, Any]]:
+        for doc_id, document in upserts:
+            yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": document}
+        for doc_id in deletes:
+            yield {"_op_type": "delete", "_index": index, "_id": doc_id}
+
+    written = deleted = 0
+    errors: list[str] = []
+    for ok, item in helpers.streaming_bulk(client, actions(), chunk_size=chunk_size, max_chunk_bytes=50 * 2**20,
+                                           raise_on_error=False, raise_on_exception=True, max_retries=5,
+                                           initial_backoff=1):
+        op, result = next(iter(item.items()))
+        if ok:
+            if op == "delete":
+                deleted += 1
+            else:
+                written += 1
+        elif op == "delete" and result.get("status") == 404:
+            continue  # already gone: what we wanted
+        else:
+            errors.append(f"{result.get('_id')}: {result.get('error') or result.get('status')}")
+    if errors:
+        raise IndexingError(f"{index}: {len(errors)} documents failed, e.g. {errors[:3]}")
+    return written, deleted

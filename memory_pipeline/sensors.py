@@ -1,0 +1,71 @@
+"""A sensor on the sessions directory: runs for the days whose files are new, changed or gone.
+
+The cursor maps each file to (size, mtime, day) as last requested. A tick only
+stats files; it reads a header only for a file it has not seen in this state.
+A file modified within the debounce window is left for a later tick (pi may
+still be writing it), and run keys name the exact file states, so a repeated
+tick requests nothing twice.
+"""
+
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+
+from memory_pipeline.jobs import ingest_job
+from memory_pipeline.partitions import session_days
+from memory_pipeline.resources import SessionsResource
+from memory_pipeline.sessions.parse import parse_timestamp, read_header
+
+
+@sensor(job=ingest_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)
+def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource):
+    """Requests ingest runs for session days with new, changed or deleted files."""
+    root = sessions.root
+    before: dict[str, list] = json.loads(context.cursor) if context.cursor else {}
+    after: dict[str, list] = {}
+    touched: dict[str, list[str]] = defaultdict(list)
+    now_ns = time.time_ns()
+    valid_days = set(session_days.get_partition_keys())
+    for path in sorted(root.rglob("*.jsonl")) if root.exists() else []:
+        relative = str(path.relative_to(root))
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        previous = before.get(relative)
+        if previous and previous[:2] == [stat.st_size, stat.st_mtime_ns]:
+            after[relative] = previous
+            continue
+        if now_ns - stat.st_mtime_ns < sessions.debounce_seconds * 1e9:
+            context.log.info(f"{relative}: modified {(now_ns - stat.st_mtime_ns) / 1e9:.0f}s ago, waiting")
+            if previous:
+                after[relative] = previous  # still owed: compared again next tick
+            continue
+        try:
+            day = parse_timestamp(read_header(path).timestamp).date().isoformat()
+        except (OSError, ValueError) as exc:
+            context.log.warning(f"{relative}:1: not a session file: {exc}")
+            after[relative] = [stat.st_size, stat.st_mtime_ns, None]
+            continue
+        after[relative] = [stat.st_size, stat.st_mtime_ns, day]
+        touched[day].append(f"{relative}:{stat.st_size}:{stat.st_mtime_ns}")
+        if previous and previous[2] and previous[2] != day:
+            touched[previous[2]].append(f"{relative}:moved")
+    for relative, previous in before.items():
+        if relative not in after and previous[2]:
+            touched[previous[2]].append(f"{relative}:deleted")
+    context.update_cursor(json.dumps(after, sort_keys=True))
+    requests = []
+    for day, states in sorted(touched.items()):
+        if day not in valid_days:
+            context.log.warning(f"sessions dated {day} are outside the partitions {session_days.start:%Y-%m-%d}..today")
+            continue
+        run_key = f"{day}:{hashlib.sha1(chr(10).join(sorted(states)).encode()).hexdigest()[:16]}"
+        requests.append(RunRequest(run_key=run_key, partition_key=day, tags={"memory_pipeline/files": str(len(states))}))
+    if not requests:
+        return SkipReason(f"no new or changed session files under {root}")
+    return requests

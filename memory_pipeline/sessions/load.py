@@ -1,0 +1,167 @@
+"""From found files to the frames of a partition, re-reading only what changed.
+
+A file whose size and mtime match what was indexed last time keeps its recorded
+fingerprint without being read; a file whose fingerprint matches has its parsed
+frame loaded from the cache instead of being parsed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from memory_pipeline.sessions.discovery import FoundFile
+from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, empty_messages, session_messages, to_frame
+from memory_pipeline.sessions.parse import Problem, fingerprint, parse_session
+from memory_pipeline.sessions.redact import DEFAULT_RULES, Redactor, Rule
+
+# Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
+PARSER_VERSION = "2"
+
+FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "partition": pl.String,
+    "session_id": pl.String,
+    "session_file": pl.String,
+    "path": pl.String,
+    "project": pl.String,
+    "started_at": pl.String,
+    "size": pl.Int64,
+    "mtime_ns": pl.Int64,
+    "fingerprint": pl.String,
+    "changed": pl.Boolean,
+}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the index's file manifest says about a session file."""
+
+    session_file: str
+    size: int
+    mtime_ns: int
+    fingerprint: str
+    parser_version: str
+
+
+def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFrame:
+    """One row per file, with its fingerprint and whether it changed since it was last indexed."""
+    rows = []
+    for item in found:
+        before = recorded.get(item.session_id)
+        same_stat = (before is not None and before.session_file == item.relative_path
+                     and (before.size, before.mtime_ns) == (item.size, item.mtime_ns))
+        digest = before.fingerprint if same_stat and before else fingerprint(item.path)
+        changed = (before is None or before.fingerprint != digest or before.parser_version != PARSER_VERSION
+                   or before.session_file != item.relative_path)
+        rows.append({"partition": item.partition, "session_id": item.session_id,
+                     "session_file": item.relative_path, "path": str(item.path), "project": item.project,
+                     "started_at": item.started_at_iso, "size": item.size, "mtime_ns": item.mtime_ns,
+                     "fingerprint": digest, "changed": changed})
+    return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
+
+
+@dataclass
+class LoadReport:
+    parsed_files: int = 0
+    cached_files: int = 0
+    failed_files: int = 0
+    bytes_parsed: int = 0
+    parse_seconds: float = 0.0
+    problems: list[Problem] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    redactions: Counter[str] = field(default_factory=Counter)
+
+
+# Below this much changed data a process pool costs more (spawn + imports) than it saves.
+PARALLEL_MIN_BYTES = 16 * 2**20
+
+
+def load_messages(files: pl.DataFrame, cache_dir: Path, redactor: Redactor, workers: int | None = None,
+                  parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> tuple[pl.DataFrame, LoadReport]:
+    """The message rows of every file in `files`, parsed or from the cache; bad files are reported, not fatal.
+
+    Changed files are parsed in a process pool (one worker per core) when there is enough of them."""
+    report = LoadReport()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    redaction_key = _redaction_key(redactor)
+    jobs: list[_ParseJob] = []
+    for row in files.iter_rows(named=True):
+        stem = cache_dir / f"{row['session_id']}-{row['fingerprint'][:16]}-{PARSER_VERSION}-{redaction_key}"
+        jobs.append(_ParseJob(Path(row["path"]), row["session_file"], row["partition"], row["size"], str(stem),
+                              redactor.rules[len(DEFAULT_RULES):]))
+    to_parse = [job for job in jobs if not job.cached]
+    begin = time.perf_counter()
+    workers = workers or min(os.cpu_count() or 1, len(to_parse))
+    if workers > 1 and sum(job.size for job in to_parse) >= parallel_min_bytes:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            failures = list(pool.map(_parse_to_cache, to_parse, chunksize=4))
+    else:
+        failures = [_parse_to_cache(job) for job in to_parse]
+    report.parse_seconds = time.perf_counter() - begin
+    report.parsed_files = len(to_parse) - sum(1 for f in failures if f)
+    report.bytes_parsed = sum(job.size for job, failed in zip(to_parse, failures, strict=True) if not failed)
+    report.cached_files = len(jobs) - len(to_parse)
+    for job, failure in zip(to_parse, failures, strict=True):
+        if failure:
+            report.failed_files += 1
+            report.problems.append(Problem(job.display, None, "unreadable session", failure))
+    readable = [job for job in jobs if job.cached]  # the unreadable ones were reported above
+    for job in readable:
+        notes = json.loads(job.notes_path.read_text())
+        report.skipped.update(notes["skipped"])
+        report.redactions.update(notes["redactions"])
+        report.problems.extend(Problem(**p) for p in notes["problems"])
+    # One multi-threaded scan reads hundreds of small cache files several times faster than a loop.
+    messages = pl.scan_parquet([job.frame_path for job in readable]).collect() if readable else empty_messages()
+    return messages.cast(MESSAGE_SCHEMA), report  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _ParseJob:
+    path: Path
+    display: str
+    partition: str
+    size: int
+    stem: str
+    extra_rules: tuple[Rule, ...]
+
+    @property
+    def frame_path(self) -> Path:
+        return Path(self.stem + ".parquet")
+
+    @property
+    def notes_path(self) -> Path:
+        return Path(self.stem + ".json")
+
+    @property
+    def cached(self) -> bool:
+        return self.frame_path.exists() and self.notes_path.exists()
+
+
+def _parse_to_cache(job: _ParseJob) -> str | None:
+    """Parse one file into its cache entry (frame + notes); the error text if it is not a session."""
+    try:
+        session = parse_session(job.path, display_path=job.display)
+    except (OSError, ValueError) as exc:
+        return str(exc)
+    rows, redactions = session_messages(session, Redactor(job.extra_rules), job.partition, display_path=job.display)
+    to_frame(rows).write_parquet(job.frame_path)
+    # Notes last: an entry counts as cached only once both files are complete.
+    job.notes_path.write_text(json.dumps({"skipped": session.skipped, "redactions": redactions,
+                                          "problems": [p.__dict__ for p in session.problems]}))
+    return None
+
+
+def _redaction_key(redactor: Redactor) -> str:
+    """Cached frames hold redacted text: a different rule set must not reuse them."""
+    rules = "\n".join(f"{r.name}={r.pattern.pattern}" for r in redactor.rules)
+    return hashlib.sha1(rules.encode()).hexdigest()[:8]

@@ -1,0 +1,162 @@
+"""The pipeline's Elasticsearch indices: names, explicit mappings, document shapes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from pydantic import TypeAdapter
+
+RAW_INDEX = "memory-raw"
+RAW_FILES_INDEX = "memory-raw-files"
+
+_KEYWORD = {"type": "keyword"}
+# Filtered (keyword) and searched (text) at once.
+_KEYWORD_TEXT = {"type": "keyword", "ignore_above": 2048, "fields": {"text": {"type": "text"}}}
+_DATE = {"type": "date"}
+
+RAW_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "doc_id": _KEYWORD,
+        "doc_hash": {"type": "keyword", "index": False},
+        "doc_checksum": {"type": "long"},
+        "partition": _KEYWORD,
+        "session_id": _KEYWORD,
+        "session_file": _KEYWORD_TEXT,
+        "project": _KEYWORD_TEXT,
+        "session_name": _KEYWORD_TEXT,
+        "session_started_at": _DATE,
+        "parent_session": _KEYWORD,
+        "format_version": {"type": "byte"},
+        "entry_id": _KEYWORD,
+        "parent_id": _KEYWORD,
+        "line": {"type": "integer"},
+        "entry_type": _KEYWORD,
+        "entry_timestamp": _DATE,
+        "message_timestamp": _DATE,
+        "role": _KEYWORD,
+        "content": {"type": "text"},
+        "thinking": {"type": "text"},
+        "tool_calls": {"properties": {"id": _KEYWORD, "name": _KEYWORD_TEXT, "arguments": {"type": "text"}}},
+        "tool_name": _KEYWORD_TEXT,
+        "tool_call_id": _KEYWORD,
+        "tool_call_entry_id": _KEYWORD,
+        "is_error": {"type": "boolean"},
+        "has_image": {"type": "boolean"},
+        "image_mime_types": _KEYWORD,
+        "provider": _KEYWORD,
+        "model": _KEYWORD_TEXT,
+        "api": _KEYWORD,
+        "stop_reason": _KEYWORD,
+        "error_message": {"type": "text", "fields": {"keyword": {"type": "keyword", "ignore_above": 1024}}},
+        "input_tokens": {"type": "long"},
+        "output_tokens": {"type": "long"},
+        "cache_read_tokens": {"type": "long"},
+        "cache_write_tokens": {"type": "long"},
+        "total_tokens": {"type": "long"},
+        "cost_total": {"type": "double"},
+        "exit_code": {"type": "integer"},
+        "custom_type": _KEYWORD,
+        "labels": _KEYWORD_TEXT,
+        "on_active_path": {"type": "boolean"},
+        "excluded_from_context": {"type": "boolean"},
+        "context_edited": {"type": "boolean"},
+        "content_truncated": {"type": "boolean"},
+        "redactions": {"type": "integer"},
+        "turn_id": _KEYWORD,
+        "turn_index": {"type": "integer"},
+        "message_index": {"type": "integer"},
+    },
+}
+
+RAW_FILES_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "session_id": _KEYWORD,
+        "session_file": _KEYWORD,
+        "partition": _KEYWORD,
+        "size": {"type": "long"},
+        "mtime_ns": {"type": "long"},
+        "fingerprint": _KEYWORD,
+        "parser_version": _KEYWORD,
+        "message_count": {"type": "integer"},
+    },
+}
+
+
+class ToolCallDoc(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class RawMessageDoc(TypedDict):
+    """A `memory-raw` document: one message (see RAW_MAPPINGS)."""
+
+    doc_id: str
+    partition: str
+    session_id: str
+    session_file: str
+    project: str
+    session_name: str | None
+    session_started_at: datetime
+    parent_session: str | None
+    format_version: int
+    entry_id: str
+    parent_id: str | None
+    line: int
+    entry_type: str
+    entry_timestamp: datetime | None
+    message_timestamp: datetime | None
+    role: str
+    content: str
+    thinking: str | None
+    tool_calls: list[ToolCallDoc]
+    tool_name: str | None
+    tool_call_id: str | None
+    tool_call_entry_id: str | None
+    is_error: bool | None
+    has_image: bool
+    image_mime_types: list[str]
+    provider: str | None
+    model: str | None
+    api: str | None
+    stop_reason: str | None
+    error_message: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    total_tokens: int | None
+    cost_total: float | None
+    exit_code: int | None
+    custom_type: str | None
+    labels: list[str]
+    on_active_path: bool
+    excluded_from_context: bool
+    context_edited: bool
+    content_truncated: bool
+    redactions: int
+    turn_id: str
+    turn_index: int
+    message_index: int
+
+
+class RawFileDoc(TypedDict):
+    """A `memory-raw-files` document: what was indexed from one session file, to skip it next time."""
+
+    session_id: str
+    session_file: str
+    partition: str
+    size: int
+    mtime_ns: int
+    fingerprint: str
+    parser_version: str
+    message_count: int
+
+
+RAW_MESSAGE_DOC = TypeAdapter(RawMessageDoc)
+RAW_DOC_FIELDS = tuple(RawMessageDoc.__annotations__)

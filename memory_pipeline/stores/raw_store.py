@@ -1,0 +1,170 @@
+"""Keeping `memory-raw` equal to the session files of a partition, with the fewest writes.
+
+Three kinds of session per run: unchanged (the manifest in `memory-raw-files`
+has the file's fingerprint: nothing is read or written), changed (documents are
+compared by content hash: only new or different ones are written, and the ones
+that no longer exist, e.g. after a rewrite or a branch switch, are deleted), and
+gone (recorded for the partition but no longer found: all their documents go).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from elasticsearch import Elasticsearch
+
+from memory_pipeline.sessions.load import PARSER_VERSION, Recorded
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.indices import (
+    RAW_DOC_FIELDS,
+    RAW_FILES_INDEX,
+    RAW_FILES_MAPPINGS,
+    RAW_INDEX,
+    RAW_MAPPINGS,
+    RawFileDoc,
+    RawMessageDoc,
+)
+
+RAW_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "1s"}
+
+
+def ensure_raw_indices(client: Elasticsearch) -> None:
+    ensure_index(client, RAW_INDEX, RAW_MAPPINGS, RAW_SETTINGS)
+    ensure_index(client, RAW_FILES_INDEX, RAW_FILES_MAPPINGS, {"number_of_shards": 1, "number_of_replicas": 0})
+
+
+def read_manifest(client: Elasticsearch, partitions: list[str]) -> dict[str, tuple[str, Recorded]]:
+    """session_id -> (partition, what was indexed) for the given days."""
+    if not client.indices.exists(index=RAW_FILES_INDEX):
+        return {}
+    hits = stored_sources(client, RAW_FILES_INDEX, {"terms": {"partition": partitions}})
+    return {doc["session_id"]: (doc["partition"], Recorded(doc["session_file"], doc["size"], doc["mtime_ns"],
+                                                           doc["fingerprint"], doc["parser_version"]))
+            for doc in hits.values()}
+
+
+_DATETIME_FIELDS = [name for name, kind in RawMessageDoc.__annotations__.items() if "datetime" in str(kind)]
+
+
+def message_documents(messages: pl.DataFrame) -> Iterator[tuple[str, str, str, str]]:
+    """`(doc_id, session_id, JSON document, content hash)` for every conversation message (metadata rows have none).
+
+    Polars serialises the rows in Rust; per-document validation in Python would cost more than the
+    indexing. The frame's columns are typed by `MESSAGE_SCHEMA`, the contract with `RawMessageDoc` is a
+    test, and the index's strict mapping refuses any stray field. What is hashed is exactly what is stored.
+    """
+    frame = messages.filter(pl.col("doc_id").is_not_null()).select(RAW_DOC_FIELDS).with_columns(
+        pl.col(_DATETIME_FIELDS).dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ"))
+    for batch in frame.iter_slices(5000):
+        for doc_id, session, line in zip(batch["doc_id"], batch["session_id"], batch.write_ndjson().splitlines(),
+                                         strict=True):
+            digest = hashlib.sha1(line.encode()).hexdigest()
+            yield doc_id, session, f'{line[:-1]},"doc_hash":"{digest}","doc_checksum":{checksum(digest)}}}', digest
+
+
+def checksum(digest: str) -> int:
+    """32 bits of a document's hash: summed per session by Elasticsearch, exact in a double below 2^52."""
+    return int(digest[:8], 16)
+
+
+@dataclass
+class SyncPlan:
+    upserts: list[tuple[str, str]] = field(default_factory=list)
+    # session -> (documents, checksum sum) the compared sessions must hold once the plan is applied
+    expected: dict[str, tuple[int, int]] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
+    manifest: list[tuple[str, RawFileDoc]] = field(default_factory=list)
+    manifest_deletes: list[str] = field(default_factory=list)
+    changed_sessions: list[str] = field(default_factory=list)
+    gone_sessions: list[str] = field(default_factory=list)
+    unchanged_documents: int = 0
+
+    @property
+    def writes(self) -> int:
+        return len(self.upserts) + len(self.deletes) + len(self.manifest) + len(self.manifest_deletes)
+
+
+def plan_sync(client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame, partitions: list[str]) -> SyncPlan:
+    """What to write so the index equals the files of `partitions`."""
+    recorded = read_manifest(client, partitions)
+    present = set(files["session_id"].to_list())
+    plan = SyncPlan()
+    plan.gone_sessions = sorted(set(recorded) - present)
+    changed = files.filter(pl.col("changed"))
+    plan.changed_sessions = changed["session_id"].to_list()
+    comparing = plan.changed_sessions + plan.gone_sessions
+    if comparing:
+        existing = stored_hashes(client, RAW_INDEX, {"terms": {"session_id": comparing}})
+        wanted = messages.filter(pl.col("session_id").is_in(plan.changed_sessions))
+        plan.expected = {session: (0, 0) for session in plan.changed_sessions}
+        for doc_id, session, document, digest in message_documents(wanted):
+            count, total = plan.expected[session]
+            plan.expected[session] = (count + 1, total + checksum(digest))
+            if existing.pop(doc_id, None) == digest:
+                plan.unchanged_documents += 1
+            else:
+                plan.upserts.append((doc_id, document))
+        plan.deletes = sorted(existing)  # stored but no longer produced by any file
+        for row in changed.iter_rows(named=True):
+            doc = RawFileDoc(session_id=row["session_id"], session_file=row["session_file"],
+                             partition=row["partition"], size=row["size"], mtime_ns=row["mtime_ns"],
+                             fingerprint=row["fingerprint"], parser_version=PARSER_VERSION,
+                             message_count=plan.expected[row["session_id"]][0])
+            before = recorded.get(row["session_id"])
+            if before is None or before[1] != Recorded(doc["session_file"], doc["size"], doc["mtime_ns"],
+                                                       doc["fingerprint"], PARSER_VERSION) \
+                    or before[0] != doc["partition"]:
+                plan.manifest.append((row["session_id"], doc))
+    plan.manifest_deletes = plan.gone_sessions
+    return plan
+
+
+@dataclass
+class SyncReport:
+    expected: dict[str, tuple[int, int]]  # per changed session: (documents, checksum sum) it must hold now
+    changed: list[str]
+    written: int
+    deleted: int
+    manifest_writes: int
+    unchanged_documents: int
+    changed_sessions: int
+    unchanged_sessions: int
+    gone_sessions: int
+    seconds: float
+
+
+def sync_partitions(client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame,
+                    partitions: list[str]) -> SyncReport:
+    """Make `memory-raw` (and its manifest) equal the files of `partitions`."""
+    begin = time.perf_counter()
+    ensure_raw_indices(client)
+    plan = plan_sync(client, messages, files, partitions)
+    written, deleted = bulk_apply(client, RAW_INDEX, plan.upserts, plan.deletes)
+    # The manifest last: a run that fails before here re-reads those files next time.
+    manifest_written, manifest_deleted = bulk_apply(client, RAW_FILES_INDEX, plan.manifest, plan.manifest_deletes)
+    if plan.writes:
+        client.indices.refresh(index=[RAW_INDEX, RAW_FILES_INDEX])
+    return SyncReport(expected=plan.expected, changed=plan.changed_sessions, written=written, deleted=deleted, manifest_writes=manifest_written + manifest_deleted,
+                      unchanged_documents=plan.unchanged_documents,
+                      changed_sessions=len(plan.changed_sessions),
+                      unchanged_sessions=files.height - len(plan.changed_sessions),
+                      gone_sessions=len(plan.gone_sessions), seconds=time.perf_counter() - begin)
+
+
+def indexed_counts(client: Elasticsearch, partitions: list[str]) -> dict[str, int]:
+    """Documents per session in `memory-raw` for the given days."""
+    return {session: count for session, (count, _) in session_checksums(client, {"terms": {"partition": partitions}}).items()}
+
+
+def session_checksums(client: Elasticsearch, query: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """session_id -> (documents, sum of their checksums), computed by Elasticsearch in one aggregation."""
+    if not client.indices.exists(index=RAW_INDEX):
+        return {}
+    response = client.search(index=RAW_INDEX, size=0, query=query, aggs={"sessions": {
+        "terms": {"field": "session_id", "size": 65536}, "aggs": {"sum": {"sum": {"field": "doc_checksum"}}}}})
+    return {b["key"]: (b["doc_count"], int(b["sum"]["value"])) for b in response["aggregations"]["sessions"]["buckets"]}

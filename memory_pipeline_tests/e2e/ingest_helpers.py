@@ -1,0 +1,71 @@
+"""Helpers for ingest tests: re-dated copies of the real fixtures, runs, and a clean slate in ES."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dagster import DagsterInstance, materialize
+
+from memory_pipeline.assets import ingest
+from memory_pipeline.resources import build_resources
+from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
+from memory_pipeline.stores.indices import RAW_FILES_INDEX, RAW_INDEX
+from memory_pipeline_tests.conftest import SHARED_SESSIONS
+
+INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
+
+
+def copy_fixture(name: str, target: Path, session_id: str, day: str) -> Path:
+    """A real fixture under a new session id and start day (only its header line changes)."""
+    lines = (SHARED_SESSIONS / name).read_bytes().split(b"\n")
+    header = json.loads(lines[0])
+    header["id"] = session_id
+    header["timestamp"] = f"{day}T09:00:00.000Z"
+    lines[0] = json.dumps(header).encode()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"\n".join(lines))
+    return target
+
+
+def reset_days(settings: Settings, days: list[str]) -> None:
+    """Remove every memory-raw document and manifest entry of these days (tests own their days)."""
+    with make_client(settings) as client:
+        for index in (RAW_INDEX, RAW_FILES_INDEX):
+            if client.indices.exists(index=index):
+                ids = stored_hashes(client, index, {"terms": {"partition": days}})
+                bulk_apply(client, index, [], ids)
+                client.indices.refresh(index=index)
+
+
+@dataclass
+class Run:
+    success: bool
+    metadata: dict[str, dict[str, Any]]
+    checks: dict[str, bool]
+    check_metadata: dict[str, dict[str, Any]]
+
+
+def run_ingest(shared: Settings, sessions_dir: Path, state_dir: Path, partition: str | None = None,
+               tags: dict[str, str] | None = None, redact_extra_patterns: list[str] | None = None) -> Run:
+    settings = load_settings(sessions_dir=sessions_dir, memory_pipeline_state_dir=state_dir,
+                             memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
+                             local_es_port=shared.local_es_port, redact_extra_patterns=redact_extra_patterns or [])
+    result = materialize(INGEST_ASSETS, resources=build_resources(settings), partition_key=partition,
+                         instance=DagsterInstance.ephemeral(), tags=tags, raise_on_error=True)
+    metadata = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+                for ev in result.get_asset_materialization_events()}
+    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    check_metadata = {c.check_name: {k: v.value for k, v in c.metadata.items()}
+                      for c in result.get_asset_check_evaluations()}
+    return Run(result.success, metadata, checks, check_metadata)
+
+
+def indexed(settings: Settings, query: dict[str, Any]) -> list[dict[str, Any]]:
+    with make_client(settings) as client:
+        client.indices.refresh(index=RAW_INDEX)
+        response = client.search(index=RAW_INDEX, query=query, size=10_000)
+    return [hit["_source"] | {"_id": hit["_id"]} for hit in response["hits"]["hits"]]

@@ -1,0 +1,108 @@
+"""Skipping unchanged files, the parse cache, range-splitting IO, and backfill planning."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+from dagster import AssetKey, PartitionKeyRange, build_input_context, build_output_context
+
+from memory_pipeline.backfill import day_ranges, days_to_backfill
+from memory_pipeline.io_managers import PolarsParquetIOManager
+from memory_pipeline.partitions import session_days
+from memory_pipeline.sessions import load
+from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, load_messages
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline_tests.conftest import SHARED_SESSIONS
+
+
+@pytest.fixture
+def sessions(tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    root.mkdir()
+    for name in ("telegram-bot-errors.v3.jsonl", "handwritten-cass-v1.jsonl"):
+        (root / name).write_bytes((SHARED_SESSIONS / name).read_bytes())
+    return root
+
+
+def _recorded(files: pl.DataFrame) -> dict[str, Recorded]:
+    return {r["session_id"]: Recorded(r["session_file"], r["size"], r["mtime_ns"], r["fingerprint"], PARSER_VERSION)
+            for r in files.iter_rows(named=True)}
+
+
+def test_unchanged_files_are_not_read_again(sessions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _ = scan_sessions(sessions)
+    first = catalog(found, {})
+    assert first["changed"].all()
+    reads = []
+    monkeypatch.setattr(load, "fingerprint", lambda path: reads.append(path) or "x")
+    second = catalog(found, _recorded(first))
+    assert not second["changed"].any() and reads == []
+
+
+def test_touched_but_identical_file_is_unchanged(sessions: Path) -> None:
+    found, _ = scan_sessions(sessions)
+    recorded = _recorded(catalog(found, {}))
+    os.utime(sessions / "handwritten-cass-v1.jsonl", (1, 1))
+    again = catalog(scan_sessions(sessions)[0], recorded)
+    assert not again["changed"].any()
+
+
+def test_appended_file_is_changed(sessions: Path) -> None:
+    found, _ = scan_sessions(sessions)
+    recorded = _recorded(catalog(found, {}))
+    with (sessions / "handwritten-cass-v1.jsonl").open("a") as handle:
+        handle.write(json.dumps({"type": "message", "timestamp": "2024-01-15T10:40:00Z",
+                                 "message": {"role": "user", "content": "one more", "timestamp": 9}}) + "\n")
+    again = catalog(scan_sessions(sessions)[0], recorded)
+    assert again.filter(pl.col("changed"))["session_file"].to_list() == ["handwritten-cass-v1.jsonl"]
+
+
+def test_parse_cache_serves_the_second_load(sessions: Path, tmp_path: Path) -> None:
+    files = catalog(scan_sessions(sessions)[0], {})
+    first, report = load_messages(files, tmp_path / "cache", Redactor())
+    assert (report.parsed_files, report.cached_files) == (2, 0)
+    second, report = load_messages(files, tmp_path / "cache", Redactor())
+    assert (report.parsed_files, report.cached_files) == (0, 2)
+    assert second.equals(first)
+    # Another rule set means other redactions: the cache must not answer for it.
+    _, report = load_messages(files, tmp_path / "cache", Redactor.with_patterns(["hello"]))
+    assert report.parsed_files == 2
+
+
+def test_parallel_parse_gives_the_same_frame(tmp_path: Path) -> None:
+    files = catalog(scan_sessions(SHARED_SESSIONS)[0], {})
+    sequential, _ = load_messages(files, tmp_path / "one", Redactor(), workers=1)
+    parallel, report = load_messages(files, tmp_path / "two", Redactor(), workers=2, parallel_min_bytes=0)
+    assert report.parsed_files == files.height and report.problems
+    assert parallel.equals(sequential)
+
+
+def test_io_manager_splits_a_range_by_day_and_joins_it_back(tmp_path: Path) -> None:
+    manager = PolarsParquetIOManager(base_dir=str(tmp_path))
+    frame = pl.DataFrame({"partition": ["2024-06-01", "2024-06-03", "2024-06-03"], "x": [1, 2, 3]})
+    days = ["2024-06-01", "2024-06-02", "2024-06-03"]
+    out = build_output_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
+                               asset_partition_key_range=PartitionKeyRange(days[0], days[-1]))
+    manager.handle_output(out, frame)
+    assert sorted(p.name for p in (tmp_path / "raw_messages").iterdir()) == [
+        "2024-06-01.parquet", "2024-06-03.parquet", "_schema.parquet"]
+    both = build_input_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
+                               asset_partition_key_range=PartitionKeyRange(days[0], days[-1]))
+    assert manager.load_input(both).sort("x").equals(frame)
+    quiet = build_input_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
+                                partition_key="2024-06-02")
+    empty = manager.load_input(quiet)
+    assert empty.is_empty() and empty.schema == frame.schema
+
+
+def test_backfill_plans_missing_days_in_stretches(sessions: Path) -> None:
+    assert days_to_backfill(sessions, set()) == ["2024-01-15", "2026-03-18"]
+    assert days_to_backfill(sessions, {"2024-01-15"}) == ["2026-03-18"]
+    assert days_to_backfill(sessions, set(), start="2025-01-01") == ["2026-03-18"]
+    assert day_ranges(["2024-01-01", "2024-01-03", "2024-01-20", "2024-01-21"]) == [
+        ("2024-01-01", "2024-01-03"), ("2024-01-20", "2024-01-21")]

@@ -1,0 +1,103 @@
+"""The sessions-directory sensor and the daily schedule, evaluated without a daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dagster import DagsterInstance, RunRequest, SkipReason, build_schedule_context, build_sensor_context
+
+from memory_pipeline.resources import SessionsResource
+from memory_pipeline.schedules import daily_ingest_schedule
+from memory_pipeline.sensors import session_files_sensor
+
+
+def _session(path: Path, session_id: str, day: str, lines: int = 1, age_seconds: float = 600) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"type": "session", "version": 3, "id": session_id, "timestamp": f"{day}T10:00:00Z", "cwd": "/w"}
+    body = [json.dumps({"type": "message", "id": f"m{i}", "parentId": f"m{i - 1}" if i else None,
+                        "timestamp": f"{day}T10:00:0{i % 10}Z",
+                        "message": {"role": "user", "content": f"hello {i}", "timestamp": i}}) for i in range(lines)]
+    path.write_text("\n".join([json.dumps(header), *body]) + "\n")
+    old = time.time() - age_seconds
+    os.utime(path, (old, old))
+    return path
+
+
+def _tick(root: Path, cursor: str | None) -> tuple[list[RunRequest] | SkipReason, str | None]:
+    resource = SessionsResource(sessions_dir=str(root), cache_dir=str(root / ".cache"), debounce_seconds=30)
+    context = build_sensor_context(cursor=cursor, resources={"sessions": resource},
+                                   instance=DagsterInstance.ephemeral())
+    result = session_files_sensor(context)
+    return result, context.cursor
+
+
+def test_new_file_requests_its_day_and_a_repeat_tick_requests_nothing(tmp_path: Path) -> None:
+    _session(tmp_path / "--w--" / "a.jsonl", "a", "2026-01-05")
+    first, cursor = _tick(tmp_path, None)
+    assert [r.partition_key for r in first] == ["2026-01-05"]
+    again, same_cursor = _tick(tmp_path, cursor)
+    assert isinstance(again, SkipReason) and same_cursor == cursor
+    # A tick that lost its cursor asks again, under the same run key: Dagster drops the duplicate.
+    replay, _ = _tick(tmp_path, None)
+    assert [r.run_key for r in replay] == [r.run_key for r in first]
+
+
+def test_changed_file_requests_again_with_a_new_run_key(tmp_path: Path) -> None:
+    path = _session(tmp_path / "a.jsonl", "a", "2026-01-05", lines=1)
+    first, cursor = _tick(tmp_path, None)
+    _session(path, "a", "2026-01-05", lines=3)
+    second, _ = _tick(tmp_path, cursor)
+    assert [r.partition_key for r in second] == ["2026-01-05"]
+    assert second[0].run_key != first[0].run_key
+
+
+def test_unchanged_files_are_not_read(tmp_path: Path) -> None:
+    _session(tmp_path / "a.jsonl", "a", "2026-01-05")
+    _, cursor = _tick(tmp_path, None)
+    _session(tmp_path / "b.jsonl", "b", "2026-01-07")
+    result, _ = _tick(tmp_path, cursor)
+    assert [r.partition_key for r in result] == ["2026-01-07"]
+
+
+def test_file_being_written_waits_for_the_debounce(tmp_path: Path) -> None:
+    path = _session(tmp_path / "a.jsonl", "a", "2026-01-05", age_seconds=0)
+    result, cursor = _tick(tmp_path, None)
+    assert isinstance(result, SkipReason)
+    assert json.loads(cursor) == {}
+    old = time.time() - 120
+    os.utime(path, (old, old))
+    result, _ = _tick(tmp_path, cursor)
+    assert [r.partition_key for r in result] == ["2026-01-05"]
+
+
+def test_deleted_file_requests_its_day(tmp_path: Path) -> None:
+    path = _session(tmp_path / "a.jsonl", "a", "2026-01-05")
+    _, cursor = _tick(tmp_path, None)
+    path.unlink()
+    result, cursor = _tick(tmp_path, cursor)
+    assert [r.partition_key for r in result] == ["2026-01-05"]
+    assert json.loads(cursor) == {}
+
+
+def test_non_session_files_are_remembered_not_requested(tmp_path: Path) -> None:
+    (tmp_path / "notes.jsonl").write_text('{"a": 1}\n')
+    old = time.time() - 600
+    os.utime(tmp_path / "notes.jsonl", (old, old))
+    result, cursor = _tick(tmp_path, None)
+    assert isinstance(result, SkipReason)
+    assert json.loads(cursor)["notes.jsonl"][2] is None
+
+
+def test_empty_or_missing_directory_skips(tmp_path: Path) -> None:
+    result, _ = _tick(tmp_path / "nothing-here", None)
+    assert isinstance(result, SkipReason)
+
+
+def test_daily_schedule_targets_the_latest_complete_day() -> None:
+    context = build_schedule_context(scheduled_execution_time=datetime(2026, 3, 1, 0, 30, tzinfo=UTC))
+    request = daily_ingest_schedule(context)
+    assert request.partition_key == "2026-02-28" and request.run_key == "daily:2026-02-28"
