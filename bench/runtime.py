@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import statistics
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.results_file import table, write_section
@@ -20,6 +22,7 @@ from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient, ChatCompletion
 
 WORK = Path(__file__).with_name(".work")
+COLD = Path(__file__).with_name("runtime_cold.json")
 
 # A fixed, realistic turn: what the summarize stage will send.
 FIXED_TURN = """[user] The webhook tests fail on CI but pass locally. Please find out why. From now on, always run
@@ -30,9 +33,6 @@ header's UTC time, so it is off by one hour and the 5-minute tolerance rejects i
 [tool:bash] FAILED tests/webhooks/test_signature.py::test_valid_signature - SignatureExpired: timestamp 3600s old
 [assistant] Fixed by parsing the header with datetime.fromtimestamp(ts, tz=UTC) in src/webhooks/verify.py and
 comparing aware datetimes. `pytest -x` passes (42 tests). I did not touch src/gen/."""
-SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
-    "summary": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
-    "priority": {"enum": ["high", "medium", "low"]}}, "required": ["summary", "tags", "priority"]}}
 
 
 def _free_port() -> int:
@@ -65,15 +65,16 @@ def _start_each(settings: Settings) -> tuple[dict[str, float], dict[str, float],
 
 
 def _chat_throughput(settings: Settings, runs: int = 3) -> tuple[float, float, int, int]:
+    """Server-side timings on the fixed turn: the whole prompt evaluated (no prompt cache), then a
+    fixed-length free-text answer (EOS ignored), so every run measures the same work."""
     prompt_tps, gen_tps = [], []
     with ChatClient(settings.chat_url) as client:
-        for run in range(runs):
-            # The raw endpoint: a throughput figure must not depend on whether the JSON came out complete.
+        for _ in range(runs):
             answer = ChatCompletion.model_validate(client.request("POST", "/v1/chat/completions", json={
-                "model": client.model_id(), "max_tokens": 256, "temperature": 0,
-                "messages": [{"role": "system", "content": "Extract what a coding agent should remember, as JSON."},
-                             {"role": "user", "content": FIXED_TURN + f"\n(run {run})"}],
-                "response_format": {"type": "json_schema", "json_schema": {"name": "ideas", "schema": SCHEMA}}}))
+                "model": client.model_id(), "max_tokens": 128, "temperature": 0, "cache_prompt": False,
+                "ignore_eos": True,
+                "messages": [{"role": "system", "content": "Summarise what a coding agent should remember."},
+                             {"role": "user", "content": FIXED_TURN}]}))
             assert answer.timings is not None
             prompt_tps.append(answer.timings.prompt_per_second or 0.0)
             gen_tps.append(answer.timings.predicted_per_second or 0.0)
@@ -99,25 +100,30 @@ def main(argv: list[str]) -> None:
         print("cold setup on an empty cache (downloads and the llama-server build)", flush=True)
         cold_prepare, cold_start, _ = _start_each(_private(WORK / "cold-state", cold_cache))
         shutil.rmtree(WORK, ignore_errors=True)
+        COLD.write_text(json.dumps({"measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                                    "prepare": cold_prepare, "start": cold_start}, indent=2) + "\n")
+    # A cold setup takes minutes: without --cold the last one measured (and its date) is shown.
+    cold = json.loads(COLD.read_text()) if COLD.exists() else None
     print("warm starts (cache filled, fresh state folder)", flush=True)
     warm_prepare, warm_start, rss = _start_each(_private(WORK / "warm-state", shared.memory_pipeline_cache_dir))
     shutil.rmtree(WORK, ignore_errors=True)
     for name in ("elasticsearch", "chat", "embed"):
-        cold = (f"{cold_prepare[name]:.1f} + {cold_start[name]:.1f}" if "--cold" in argv else "not run (--cold)")
-        rows.append([name, cold, f"{warm_prepare[name]:.1f} + {warm_start[name]:.1f}", f"{rss[name]:.0f}"])
+        cold_cell = f"{cold['prepare'][name]:.1f} + {cold['start'][name]:.1f}" if cold else "not measured (--cold)"
+        rows.append([name, cold_cell, f"{warm_prepare[name]:.1f} + {warm_start[name]:.1f}", f"{rss[name]:.0f}"])
 
     LocalRuntime(shared, progress=lambda m: None).up(["chat", "embed"])
     prompt_tps, gen_tps, prompt_tokens, gen_tokens = _chat_throughput(shared)
     texts_per_s = _embedding_throughput(shared)
     body = "\n\n".join([
-        "Setup per server, seconds as prepare (fetch, build, verify) + start until ready:",
+        "Setup per server, seconds as prepare (fetch, build, verify) + start until ready"
+        + (f" (cold: measured {cold['measured']} with --cold)" if cold else "") + ":",
         table(["server", "cold (empty cache)", "warm", "idle RSS (MB)"], rows),
         "The cold llama-server prepare includes building it (once per machine); the chat model's prepare "
         "includes the sha256 check that runs before every start.",
         table(["figure", "value"], [
-            [f"chat prompt processing (fixed turn, {prompt_tokens} prompt tokens, median of 3)",
+            [f"chat prompt processing (fixed turn, {prompt_tokens} prompt tokens, no prompt cache, median of 3)",
              f"{prompt_tps:.0f} tok/s"],
-            [f"chat generation ({gen_tokens} tokens, JSON schema)", f"{gen_tps:.1f} tok/s"],
+            [f"chat generation ({gen_tokens} tokens, median of 3)", f"{gen_tps:.1f} tok/s"],
             ["embeddings, batches of 32 (512 short texts)", f"{texts_per_s:.0f} texts/s"],
         ]),
     ])

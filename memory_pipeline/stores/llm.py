@@ -15,7 +15,11 @@ from pydantic import BaseModel, Field
 from memory_pipeline.stores.openai_compat import OpenAICompatibleClient, ServerError
 
 
-class TruncatedAnswer(ServerError):
+class InvalidAnswer(ServerError):
+    """The server answered, but not with what was asked (not JSON, cut off): worth one retry."""
+
+
+class TruncatedAnswer(InvalidAnswer):
     """finish_reason was "length": the JSON is incomplete."""
 
 
@@ -82,6 +86,6 @@ class ChatClient(OpenAICompatibleClient):
         try:
             data = json.loads(choice.message.content or "")
         except json.JSONDecodeError as exc:
-            raise ServerError(f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}")
+            raise InvalidAnswer(f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}")
         return JsonAnswer(data=data, model=completion.model or body["model"], usage=completion.usage,
                           timings=completion.timings)

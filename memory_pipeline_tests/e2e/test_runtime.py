@@ -118,3 +118,38 @@ def test_corrupted_model_is_refused(local_runtime: Settings, tmp_path: Path) -> 
     with pytest.raises(ModelIntegrityError, match="refusing to serve it"):
         runtime.up(["chat"])
     assert read_record(runtime.run_dir, "chat") is None
+
+
+def test_configured_urls_start_nothing_local(local_runtime: Settings, tmp_path: Path) -> None:
+    # The user's "own" servers (here: the shared local ones, under another name) are only described.
+    settings = load_settings(memory_pipeline_state_dir=tmp_path / "state",
+                             es_url=f"http://localhost:{local_runtime.local_es_port}",
+                             llama_url=f"http://localhost:{local_runtime.local_llama_port}",
+                             embed_url=f"http://localhost:{local_runtime.local_embed_port}",
+                             local_es_port=_free_port(), local_llama_port=_free_port(), local_embed_port=_free_port())
+    rows = LocalRuntime(settings, progress=lambda m: None).up()
+    assert [(r.mode, r.state) for r in rows] == [("external", "external")] * 3
+    assert all(r.health in ("ok", "green", "yellow") for r in rows)
+    assert not (tmp_path / "state" / "run").exists() or not list((tmp_path / "state" / "run").iterdir())
+
+
+def test_elasticsearch_documents_survive_a_restart(local_runtime: Settings) -> None:
+    import shutil
+    import uuid
+
+    from memory_pipeline.stores.elasticsearch import make_client
+
+    # Under the state folder, not pytest's private tmp: as root, ES runs as a user that must reach it.
+    where = local_runtime.memory_pipeline_state_dir / "tests" / uuid.uuid4().hex[:8]
+    runtime = _private_runtime(where, local_runtime)
+    try:
+        runtime.up(["elasticsearch"])
+        with make_client(runtime.settings) as client:
+            client.index(index="survivor", id="1", document={"text": "still here"}, refresh=True)
+        assert runtime.down() == ["elasticsearch"]
+        runtime.up(["elasticsearch"])
+        with make_client(runtime.settings) as client:
+            assert client.get(index="survivor", id="1")["_source"] == {"text": "still here"}
+    finally:
+        runtime.down()
+        shutil.rmtree(where, ignore_errors=True)

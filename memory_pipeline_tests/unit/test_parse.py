@@ -231,3 +231,14 @@ def test_forked_copy_with_the_same_session_id_is_reported_once(tmp_path: Path) -
 
 def test_empty_directory(tmp_path: Path) -> None:
     assert scan_sessions(tmp_path) == ([], [])
+
+
+def test_forked_files_share_entry_ids_but_not_document_ids(tmp_path: Path) -> None:
+    source = SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"
+    lines = source.read_text().split("\n")
+    fork = json.loads(lines[0]) | {"id": "forked-session", "parentSession": str(source)}
+    (tmp_path / "fork.jsonl").write_text("\n".join([json.dumps(fork), *lines[1:]]))
+    original, forked = _frame(source), _frame(tmp_path / "fork.jsonl")
+    assert original["entry_id"].to_list() == forked["entry_id"].to_list()
+    assert not set(original["doc_id"].drop_nulls()) & set(forked["doc_id"].drop_nulls())
+    assert forked["parent_session"].unique().to_list() == [str(source)]
