@@ -1,12 +1,12 @@
-"""`python -m bench [runtime|ingest ...] [--cold]`: run benchmarks (all when none is named)."""
+"""`python -m bench [runtime|ingest|summarize ...] [--cold] [--no-slots]`: run benchmarks (all when none is named)."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import ingest, runtime
+from bench import ingest, runtime, summarize
 
-BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main}
+BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main, "summarize": summarize.main}
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ def run_backfill(instance: DagsterInstance, first: str, last: str) -> ExecuteInP
     """One run of the ingest job over [first, last] (the assets' single-run backfill policy)."""
     from memory_pipeline.definitions import defs
 
-    job = defs.resolve_job_def("ingest_job")
+    job = defs.resolve_job_def("memory_job")
     return job.execute_in_process(instance=instance, raise_on_error=False, tags={
         "dagster/asset_partition_range_start": first,
         "dagster/asset_partition_range_end": last,

@@ -9,8 +9,11 @@ from __future__ import annotations
 import polars as pl
 from dagster import AssetCheckResult, MetadataValue
 from elasticsearch import Elasticsearch
+from pydantic import ValidationError
 
-from memory_pipeline.stores.raw_store import SyncReport, indexed_counts, read_manifest, session_checksums
+from memory_pipeline.stores.raw_store import SyncReport, indexed_counts, raw_turns, read_manifest, session_checksums
+from memory_pipeline.stores.summary_store import read_summaries
+from memory_pipeline.summarize.ideas import Idea
 
 
 def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
@@ -85,3 +88,50 @@ def rerun_changes_nothing(client: Elasticsearch, files: pl.DataFrame, partitions
                   "sessions_differing": MetadataValue.json(differing[:20]),
                   "sessions_compared": len(report.changed)},
     )
+
+
+# --- summarize ---------------------------------------------------------------------------
+
+def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+    """Every (session_id, turn_id) a stored summary cites is a turn with messages in memory-raw."""
+    summaries = read_summaries(client, partitions)
+    refs = {(r["session_id"], r["turn_id"]) for doc in summaries for r in doc.source_refs}
+    missing = sorted(refs - raw_turns(client, sorted({s for s, _ in refs}))) if refs else []
+    return AssetCheckResult(check_name="source_refs_exist", passed=not missing,
+                            metadata={"refs": len(refs), "missing": MetadataValue.json([list(m) for m in missing[:20]])})
+
+
+def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> AssetCheckResult:
+    in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
+    stored = read_summaries(client, partitions)
+    in_index = len(stored) - len({d.doc_id for d in stored})
+    return AssetCheckResult(check_name="no_duplicate_summaries", passed=in_run == 0 and in_index == 0
+                            and len(stored) == documents.height,
+                            metadata={"duplicates_in_run": in_run, "duplicates_in_index": in_index,
+                                      "documents_in_run": documents.height, "documents_in_index": len(stored)})
+
+
+def summaries_are_well_formed(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+    """Re-validate what Elasticsearch holds with the same model the LLM's answers went through."""
+    bad = []
+    for doc in read_summaries(client, partitions):
+        try:
+            Idea.model_validate({"summary": doc.summary, "tags": doc.tags, "priority": doc.priority})
+        except ValidationError as exc:
+            bad.append(f"{doc.doc_id}: {exc.errors()[0]['msg']}")
+        if any(tag != tag.lower() or " " in tag for tag in doc.tags):
+            bad.append(f"{doc.doc_id}: tags not normalised {doc.tags}")
+    return AssetCheckResult(check_name="summaries_well_formed", passed=not bad,
+                            metadata={"malformed": MetadataValue.json(bad[:20])})
+
+
+def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
+    attempted = outcomes.filter(pl.col("llm_calls") > 0)
+    counts = dict(attempted.group_by("status").len().iter_rows())
+    total = sum(counts.values())
+    accounted = counts.get("summarised", 0) + counts.get("empty", 0) + counts.get("failed", 0)
+    failures = attempted.filter(pl.col("status") == "failed").select("session_id", "turn_id", "reason").to_dicts()
+    return AssetCheckResult(check_name="attempts_add_up", passed=total == accounted,
+                            metadata={"attempted": total, "summarised": counts.get("summarised", 0),
+                                      "skipped_empty": counts.get("empty", 0), "failed": counts.get("failed", 0),
+                                      "failures": MetadataValue.json(failures[:20])})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dagster import Definitions, load_assets_from_modules
 
-from memory_pipeline.assets import ingest
-from memory_pipeline.jobs import ingest_job
+from memory_pipeline.assets import ingest, summarize
+from memory_pipeline.jobs import memory_job
 from memory_pipeline.resources import build_resources
 from memory_pipeline.schedules import daily_ingest_schedule
 from memory_pipeline.sensors import session_files_sensor
@@ -15,8 +15,8 @@ from memory_pipeline.settings import load_settings
 settings = load_settings()
 
 defs = Definitions(
-    assets=load_assets_from_modules([ingest]),
-    jobs=[ingest_job],
+    assets=load_assets_from_modules([ingest, summarize]),
+    jobs=[memory_job],
     sensors=[session_files_sensor],
     schedules=[daily_ingest_schedule],
     resources=build_resources(settings),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-ingest_job = define_asset_job(
-    "ingest_job",
-    selection=AssetSelection.groups("ingest"),
-    description="Session files of the chosen days into memory-raw, with the acceptance checks.",
+memory_job = define_asset_job(
+    "memory_job",
+    selection=AssetSelection.groups("ingest", "summarize"),
+    description="Session files of the chosen days into memory-raw, then the LLM's ideas into memory-summary, "
+                "with the acceptance checks.",
 )

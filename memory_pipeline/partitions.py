@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from dagster import DailyPartitionsDefinition
+from typing import Any
+
+from dagster import BackfillPolicy, DailyPartitionsDefinition
 
 # pi's oldest sessions (early 2024 in the wild) fit; end_offset=1 includes today, which the sensor
 # ingests while it is still going on.
 session_days = DailyPartitionsDefinition(start_date="2024-01-01", end_offset=1, timezone="UTC")
+
+
+def daily_assets(group: str) -> dict[str, Any]:
+    """What every pipeline asset shares: the session days, one run per backfilled range, its stage group."""
+    return {"partitions_def": session_days, "backfill_policy": BackfillPolicy.single_run(), "group_name": group}

@@ -5,10 +5,10 @@ from datetime import timedelta
 
 from dagster import RunRequest, ScheduleEvaluationContext, schedule
 
-from memory_pipeline.jobs import ingest_job
+from memory_pipeline.jobs import memory_job
 
 
-@schedule(job=ingest_job, cron_schedule="30 0 * * *", execution_timezone="UTC")
+@schedule(job=memory_job, cron_schedule="30 0 * * *", execution_timezone="UTC")
 def daily_ingest_schedule(context: ScheduleEvaluationContext) -> RunRequest:
     """At 00:30 UTC: (re)ingest yesterday, the latest complete day."""
     day = (context.scheduled_execution_time - timedelta(days=1)).date().isoformat()

@@ -15,13 +15,13 @@ from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
-from memory_pipeline.jobs import ingest_job
+from memory_pipeline.jobs import memory_job
 from memory_pipeline.partitions import session_days
 from memory_pipeline.resources import SessionsResource
 from memory_pipeline.sessions.parse import parse_timestamp, read_header
 
 
-@sensor(job=ingest_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)
+@sensor(job=memory_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)
 def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource):
     """Requests ingest runs for session days with new, changed or deleted files."""
     root = sessions.root

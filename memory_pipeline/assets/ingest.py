@@ -15,7 +15,6 @@ import polars as pl
 from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
-    BackfillPolicy,
     MaterializeResult,
     MetadataValue,
     Output,
@@ -25,7 +24,7 @@ from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview, problems_markdown
 from memory_pipeline.checks import files_represented, index_equals_messages, rerun_changes_nothing, turn_integrity
-from memory_pipeline.partitions import session_days
+from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages
@@ -33,7 +32,7 @@ from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.stores.raw_store import read_manifest, sync_partitions
 
 INGEST = "ingest"
-_common = {"partitions_def": session_days, "backfill_policy": BackfillPolicy.single_run(), "group_name": INGEST}
+_common = daily_assets(INGEST)
 
 
 @asset(**_common, kinds={"polars"})

@@ -87,6 +87,40 @@ RAW_FILES_MAPPINGS: dict[str, Any] = {
 }
 
 
+SUMMARY_INDEX = "memory-summary"
+LEDGER_INDEX = "memory-summary-turns"
+
+SUMMARY_MAPPINGS: dict[str, Any] = {
+    # Not strict: the recall stage adds vector fields to the same documents.
+    "dynamic": "false",
+    "properties": {
+        "doc_id": _KEYWORD,
+        "doc_hash": {"type": "keyword", "index": False},
+        "summary": {"type": "text"},
+        "tags": _KEYWORD_TEXT,
+        "priority": _KEYWORD,
+        "source_refs": {"properties": {"session_id": _KEYWORD, "turn_id": _KEYWORD}},
+        "session_id": _KEYWORD,
+        "turn_id": _KEYWORD,
+        "project": _KEYWORD_TEXT,
+        "partition": _KEYWORD,
+        "established_at": {"type": "date"},
+        "summarized_at": {"type": "date"},
+        "model": _KEYWORD,
+        "prompt_version": _KEYWORD,
+        "turn_content_hash": _KEYWORD,
+    },
+}
+LEDGER_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "session_id": _KEYWORD, "turn_id": _KEYWORD, "partition": _KEYWORD, "content_hash": _KEYWORD,
+        "prompt_version": _KEYWORD, "model": _KEYWORD, "status": _KEYWORD, "reason": {"type": "text"},
+        "ideas": {"type": "integer"}, "summarized_at": {"type": "date"}, "doc_hash": {"type": "keyword", "index": False},
+    },
+}
+
+
 class ToolCallDoc(TypedDict):
     id: str
     name: str

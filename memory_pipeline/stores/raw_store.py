@@ -168,3 +168,14 @@ def session_checksums(client: Elasticsearch, query: dict[str, Any]) -> dict[str,
     response = client.search(index=RAW_INDEX, size=0, query=query, aggs={"sessions": {
         "terms": {"field": "session_id", "size": 65536}, "aggs": {"sum": {"sum": {"field": "doc_checksum"}}}}})
     return {b["key"]: (b["doc_count"], int(b["sum"]["value"])) for b in response["aggregations"]["sessions"]["buckets"]}
+
+
+def raw_turns(client: Elasticsearch, sessions: list[str]) -> set[tuple[str, str]]:
+    """The (session_id, turn_id) pairs that have messages in `memory-raw`, for these sessions."""
+    if not sessions or not client.indices.exists(index=RAW_INDEX):
+        return set()
+    response = client.search(index=RAW_INDEX, size=0, query={"terms": {"session_id": sessions}}, aggs={
+        "sessions": {"terms": {"field": "session_id", "size": 65536},
+                     "aggs": {"turns": {"terms": {"field": "turn_id", "size": 65536}}}}})
+    return {(s["key"], t["key"]) for s in response["aggregations"]["sessions"]["buckets"]
+            for t in s["turns"]["buckets"]}

@@ -35,8 +35,14 @@ that work.
 
 Each idea: "summary" of 1 to 3 sentences that stand alone (name files, commands, errors precisely), \
 "tags": 3 to 8 lowercase words or hyphenated-phrases, "priority": high, medium or low. \
-At most {MAX_IDEAS_PER_TURN} ideas. Return [] when nothing is worth remembering (greetings, chit-chat, \
-a trivial question, tool noise). Answer with the JSON array only."""
+At most {MAX_IDEAS_PER_TURN} ideas. Return [] only when there is truly nothing to remember (a bare \
+slash command, a greeting, "continue"). Answer with the JSON array only.
+
+Example. Turn: the user says "never use npm here, this repo uses pnpm"; the agent finds the lockfile \
+conflict came from npm and deletes package-lock.json. Answer:
+[{{"summary": "The user stated \\"never use npm here, this repo uses pnpm\\".", "tags": ["package-manager", \
+"pnpm", "npm", "user-rule"], "priority": "high"}}, {{"summary": "A lockfile conflict came from running npm; \
+package-lock.json was deleted.", "tags": ["lockfile", "npm", "root-cause"], "priority": "medium"}}]"""
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ def trim_middle(text: str, limit: int) -> str:
 
 def _label(message: TurnMessage) -> str:
     if message.role == "toolResult":
-        return f"tool result ({message.tool_name or 'tool'})"
+        return f"{message.tool_name or 'tool'} output"
     return {"user": "user", "assistant": "assistant", "bashExecution": "user ran in the shell",
             "custom": f"extension message ({message.custom_type or 'custom'})", "branchSummary": "branch summary",
             "compactionSummary": "summary of earlier context"}.get(message.role, message.role)
@@ -69,7 +75,7 @@ def _label(message: TurnMessage) -> str:
 def _body(message: TurnMessage, tool_limit: int) -> str:
     parts = [message.content.strip()] if message.content.strip() else []
     for call in message.tool_calls:
-        parts.append(f"→ calls {call.get('name')}: {trim_middle(str(call.get('arguments') or ''), 300)}")
+        parts.append(f"(used the {call.get('name')} tool: {trim_middle(str(call.get('arguments') or ''), 300)})")
     if message.error_message:
         parts.append(f"error: {message.error_message}")
     text = "\n".join(parts)
@@ -106,5 +112,6 @@ def build_messages(messages: Sequence[TurnMessage], context_tokens: int, max_out
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": f"Session turn{where}, between the markers:\n<<<TRANSCRIPT\n{transcript}\n"
-                                    f"TRANSCRIPT>>>\nReturn the JSON array of ideas."},
+                                    f"TRANSCRIPT>>>\nWrite the JSON array of the ideas a future session must "
+                                    f"remember from this turn."},
     ]

@@ -17,7 +17,7 @@ def test_ingest_assets_checks_sensor_schedule_and_job() -> None:
     assert keys >= {"session_files", "raw_messages", "turns", "memory_raw_index"}
     checks = {c.name for c in graph.asset_check_keys if c.asset_key == AssetKey("memory_raw_index")}
     assert checks == {"turn_integrity", "index_equals_messages", "every_file_represented", "rerun_changes_nothing"}
-    assert defs.resolve_sensor_def("session_files_sensor").job_name == "ingest_job"
+    assert defs.resolve_sensor_def("session_files_sensor").job_name == "memory_job"
     assert defs.resolve_schedule_def("daily_ingest_schedule").cron_schedule == "30 0 * * *"
     for key in ("session_files", "raw_messages", "turns", "memory_raw_index"):
         assert graph.get(AssetKey(key)).partitions_def is not None

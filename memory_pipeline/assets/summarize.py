@@ -1,0 +1,136 @@
+"""Summarize: active-path turns -> the local LLM's ideas -> the `memory-summary` index.
+
+Thin wrappers again: prompt building and validation live in
+`memory_pipeline.summarize`, the index in `memory_pipeline.stores.summary_store`.
+"""
+
+import time
+from collections import Counter
+
+import polars as pl
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    asset,
+)
+from dagster_elasticsearch import ElasticsearchResource
+from pydantic import Field
+
+from memory_pipeline.assets.metadata import preview
+from memory_pipeline.checks import (
+    attempts_add_up,
+    no_duplicate_summaries,
+    source_refs_exist,
+    summaries_are_well_formed,
+)
+from memory_pipeline.partitions import daily_assets
+from memory_pipeline.resources import LlamaResource
+from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
+from memory_pipeline.summarize.extract import summarise_turns
+from memory_pipeline.summarize.frames import ledger_rows, needs_llm, outcome_rows, summary_documents, turn_jobs
+
+SUMMARIZE = "summarize"
+_common = daily_assets(SUMMARIZE)
+
+
+class LlmIdeasConfig(Config):
+    rebuild: bool = Field(False, description="Summarise every turn again, ignoring what was recorded.")
+    concurrency: int = Field(1, ge=1, le=16, description="Turns in flight at once (the server's slots).")
+    max_output_tokens: int = Field(512, ge=64, le=4096, description="Token limit of one answer.")
+    context_tokens: int | None = Field(None, description="Prompt budget; default: what the server reports.")
+
+
+@asset(**_common, kinds={"polars", "llm"})
+def llm_ideas(context: AssetExecutionContext, config: LlmIdeasConfig, turns: pl.DataFrame,
+              raw_messages: pl.DataFrame, llm: LlamaResource, es: ElasticsearchResource) -> Output[pl.DataFrame]:
+    """For each active-path turn, the ideas the LLM says a future session should know (summary, tags,
+    priority), or none. A turn is read once per (content, prompt version, model): unchanged turns keep
+    what was recorded and cost no call; invalid answers get one retry, then the turn is listed as failed."""
+    keys = context.partition_keys
+    with llm.get_client() as client, es.get_client() as es_client:
+        model = client.model_id()
+        context_tokens = config.context_tokens or client.context_size() or 4096
+        ledger = read_ledger(es_client, keys)
+        wanted = needs_llm(turns, ledger, model, config.rebuild)
+        jobs = turn_jobs(turns, raw_messages)
+        todo = [jobs[key] for key in wanted if key in jobs]
+        context.log.info(f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} "
+                         f"(context {context_tokens} tokens, concurrency {config.concurrency})")
+        begin = time.perf_counter()
+
+        def log(outcome) -> None:  # noqa: ANN001
+            level = context.log.warning if outcome.status == "failed" else context.log.debug
+            level(f"{outcome.session_id}/{outcome.turn_id}: {outcome.status} ({len(outcome.ideas)} ideas, "
+                  f"{outcome.seconds:.1f}s){': ' + outcome.reason if outcome.reason else ''}")
+
+        outcomes = summarise_turns(client, todo, context_tokens=context_tokens,
+                                   max_output_tokens=config.max_output_tokens, concurrency=config.concurrency,
+                                   on_done=log)
+        seconds = time.perf_counter() - begin
+        stored = read_summaries(es_client, keys) if len(todo) < turns.height else []
+    frame = outcome_rows(turns, outcomes, ledger, stored, model)
+    statuses = Counter(o.status for o in outcomes)
+    failed = [f"{o.session_id}/{o.turn_id}: {o.reason}" for o in outcomes if o.status == "failed"]
+    if todo and statuses["failed"] == len(todo):
+        raise Failure(f"every one of the {len(todo)} turns failed at {llm.url} ({model}); first: {failed[0]}",
+                      metadata={"failed": MetadataValue.json(failed[:20])})
+    generation = sum(o.generation_seconds for o in outcomes)
+    return Output(frame, metadata={
+        "turns": turns.height,
+        "attempted": len(todo),
+        "summarised": statuses["summarised"],
+        "skipped_empty": statuses["empty"],
+        "failed": statuses["failed"],
+        "failures": MetadataValue.json(failed[:50]),
+        "reused": turns.height - len(todo),
+        "llm_calls": sum(o.attempts for o in outcomes),
+        "ideas": int(frame["ideas"].list.len().sum()),
+        "model": model,
+        "llm_url": llm.url,
+        "prompt_tokens": sum(o.prompt_tokens for o in outcomes),
+        "completion_tokens": sum(o.completion_tokens for o in outcomes),
+        "seconds": round(seconds, 2),
+        "turns_per_second": round(len(todo) / seconds, 3) if todo and seconds else 0,
+        "server_generation_seconds": round(generation, 2),
+        "preview": preview(frame.with_columns(pl.col("ideas").list.len().alias("n_ideas")),
+                           ["session_id", "turn_id", "status", "n_ideas", "llm_calls"]),
+    })
+
+
+_CHECKS = [
+    AssetCheckSpec("source_refs_exist", asset="memory_summary_index",
+                   description="Every source_refs pair is a turn in memory-raw."),
+    AssetCheckSpec("no_duplicate_summaries", asset="memory_summary_index",
+                   description="No doc_id twice, in the run or in the index."),
+    AssetCheckSpec("summaries_well_formed", asset="memory_summary_index",
+                   description="Every stored summary is 1-3 sentences with 3-8 well-formed tags."),
+    AssetCheckSpec("attempts_add_up", asset="memory_summary_index",
+                   description="Turns attempted = summarised + skipped empty + failed."),
+]
+
+
+@asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=["memory_raw_index"])
+def memory_summary_index(context: AssetExecutionContext, llm_ideas: pl.DataFrame,
+                         es: ElasticsearchResource) -> MaterializeResult:
+    """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
+    tags and `source_refs` back to the turn in `memory-raw`; plus the ledger of what each turn gave.
+    Re-running with the same ideas writes nothing; a turn's changed ideas replace its old ones."""
+    keys = context.partition_keys
+    documents = summary_documents(llm_ideas)
+    with es.get_client() as client:
+        report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
+        checks = [source_refs_exist(client, keys), no_duplicate_summaries(client, documents, keys),
+                  summaries_are_well_formed(client, keys), attempts_add_up(llm_ideas)]
+    return MaterializeResult(
+        metadata={"summaries": documents.height, "written": report.written, "deleted": report.deleted,
+                  "unchanged": report.unchanged, "ledger_writes": report.ledger_writes,
+                  "by_priority": MetadataValue.json(dict(Counter(documents["priority"].to_list()))
+                                                    if documents.height else {}),
+                  "preview": preview(documents, ["priority", "summary", "tags"]) if documents.height else "none"},
+        check_results=checks,
+    )

@@ -1,0 +1,132 @@
+"""`memory-summary` (one document per idea) and its ledger `memory-summary-turns` (one per turn).
+
+The ledger is what makes summarising incremental: a turn whose content hash,
+prompt version and model are recorded as summarised (or as empty) is not sent
+to the LLM again. Like `memory-raw`, each partition's documents are kept equal
+to what the run produced: new or changed ideas written, vanished ones deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from elasticsearch import Elasticsearch
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.indices import LEDGER_INDEX, LEDGER_MAPPINGS, SUMMARY_INDEX, SUMMARY_MAPPINGS
+
+class SourceRef(TypedDict):
+    session_id: str
+    turn_id: str
+
+
+class SummaryDoc(BaseModel):
+    """A `memory-summary` document: one idea, citing the turn it came from."""
+
+    doc_id: str
+    summary: str
+    tags: list[str]
+    priority: str
+    source_refs: list[SourceRef]
+    session_id: str
+    turn_id: str
+    project: str
+    partition: str
+    established_at: str
+    summarized_at: str
+    model: str
+    prompt_version: str
+    turn_content_hash: str
+
+
+class LedgerDoc(BaseModel):
+    """What happened to one turn the last time it was read."""
+
+    session_id: str
+    turn_id: str
+    partition: str
+    content_hash: str
+    prompt_version: str
+    model: str
+    status: str  # summarised | empty | failed
+    reason: str | None = None
+    ideas: int = 0
+    summarized_at: str
+
+
+def summary_doc_id(session_id: str, turn_id: str, summary: str) -> str:
+    return hashlib.sha1(f"{session_id}_{turn_id}_{summary}".encode()).hexdigest()
+
+
+def _with_hash(document: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    digest = hashlib.sha1(json.dumps(document, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return {**document, "doc_hash": digest}, digest
+
+
+def ensure_summary_indices(client: Elasticsearch) -> None:
+    settings = {"number_of_shards": 1, "number_of_replicas": 0}
+    ensure_index(client, SUMMARY_INDEX, SUMMARY_MAPPINGS, settings)
+    ensure_index(client, LEDGER_INDEX, LEDGER_MAPPINGS, settings)
+
+
+def read_ledger(client: Elasticsearch, partitions: list[str]) -> dict[tuple[str, str], LedgerDoc]:
+    if not client.indices.exists(index=LEDGER_INDEX):
+        return {}
+    docs = stored_sources(client, LEDGER_INDEX, {"terms": {"partition": partitions}})
+    ledger = {}
+    for source in docs.values():
+        source.pop("doc_hash", None)
+        entry = LedgerDoc.model_validate(source)
+        ledger[(entry.session_id, entry.turn_id)] = entry
+    return ledger
+
+
+def read_summaries(client: Elasticsearch, partitions: list[str]) -> list[SummaryDoc]:
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return []
+    docs = stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
+    return [SummaryDoc.model_validate({k: v for k, v in d.items() if k in SummaryDoc.model_fields})
+            for d in docs.values()]
+
+
+@dataclass
+class SummarySyncReport:
+    written: int
+    deleted: int
+    unchanged: int
+    ledger_writes: int
+
+
+def sync_summaries(client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFrame,
+                   partitions: list[str]) -> SummarySyncReport:
+    """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
+    (one row per turn outcome); only what differs is written."""
+    ensure_summary_indices(client)
+    existing = stored_hashes(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
+    upserts, unchanged = [], 0
+    for row in ideas.iter_rows(named=True):
+        document, digest = _with_hash(SummaryDoc.model_validate(row).model_dump())
+        if existing.pop(document["doc_id"], None) == digest:
+            unchanged += 1
+        else:
+            upserts.append((document["doc_id"], document))
+    written, deleted = bulk_apply(client, SUMMARY_INDEX, upserts, sorted(existing))
+
+    stored_ledger = stored_hashes(client, LEDGER_INDEX, {"terms": {"partition": partitions}})
+    ledger_upserts = []
+    for row in turns.iter_rows(named=True):
+        document, digest = _with_hash(LedgerDoc.model_validate(row).model_dump())
+        key = f"{row['session_id']}_{row['turn_id']}"
+        if stored_ledger.pop(key, None) != digest:
+            ledger_upserts.append((key, document))
+    ledger_written, ledger_deleted = bulk_apply(client, LEDGER_INDEX, ledger_upserts, sorted(stored_ledger))
+    if written or deleted or ledger_written or ledger_deleted:
+        client.indices.refresh(index=[SUMMARY_INDEX, LEDGER_INDEX])
+    return SummarySyncReport(written=written, deleted=deleted, unchanged=unchanged,
+                             ledger_writes=ledger_written + ledger_deleted)

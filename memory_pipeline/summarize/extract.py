@@ -1,0 +1,90 @@
+"""Reading turns with the LLM: one request per turn, validated, retried once, never silently empty.
+
+- Invalid output (not JSON, cut off by the token limit, not a valid list of
+  ideas) gets one retry; after that the turn is `failed` with the reason, and
+  the run goes on.
+- Transport failures are retried by the client with backoff; if the server
+  stays unreachable the error (naming the URL) ends the run.
+- Turns go out one at a time by default (a local server has one slot); with
+  `concurrency` > 1 a server started with several slots is kept busy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
+from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, Idea, InvalidIdeas, parse_ideas
+from memory_pipeline.summarize.prompt import TurnMessage, build_messages
+
+ATTEMPTS = 2  # the first answer and one retry
+
+
+@dataclass(frozen=True)
+class TurnJob:
+    session_id: str
+    turn_id: str
+    project: str
+    messages: Sequence[TurnMessage]
+
+
+@dataclass
+class TurnOutcome:
+    session_id: str
+    turn_id: str
+    status: str  # summarised | empty | failed
+    ideas: list[Idea] = field(default_factory=list)
+    reason: str | None = None
+    attempts: int = 0
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    generation_seconds: float = 0.0
+    server_seconds: float = 0.0  # what the server says it spent (prompt + generation), all attempts
+    summarized_at: str = ""
+
+
+def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
+    outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
+    messages = build_messages(job.messages, context_tokens, max_output_tokens, project=job.project)
+    begin = time.perf_counter()
+    for attempt in range(1, ATTEMPTS + 1):
+        outcome.attempts = attempt
+        try:
+            answer = client.complete_json(messages, IDEAS_SCHEMA, name="ideas", max_tokens=max_output_tokens,
+                                          temperature=0.0 if attempt == 1 else 0.3)
+            outcome.prompt_tokens += answer.usage.prompt_tokens
+            outcome.completion_tokens += answer.usage.completion_tokens
+            if answer.timings:
+                outcome.generation_seconds += (answer.timings.predicted_ms or 0) / 1000
+                outcome.server_seconds += ((answer.timings.prompt_ms or 0) + (answer.timings.predicted_ms or 0)) / 1000
+            ideas = parse_ideas(answer.data)
+        except (InvalidAnswer, InvalidIdeas) as exc:
+            outcome.reason = f"attempt {attempt}: {exc}"
+            continue
+        outcome.ideas, outcome.reason = ideas, None
+        outcome.status = "summarised" if ideas else "empty"
+        break
+    outcome.seconds = time.perf_counter() - begin
+    outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
+    return outcome
+
+
+def summarise_turns(client: ChatClient, jobs: Sequence[TurnJob], *, context_tokens: int, max_output_tokens: int,
+                    concurrency: int = 1,
+                    on_done: Callable[[TurnOutcome], None] | None = None) -> list[TurnOutcome]:
+    """Every job's outcome, in job order. A transport failure propagates (the server is gone)."""
+    def run(job: TurnJob) -> TurnOutcome:
+        outcome = summarise_turn(client, job, context_tokens, max_output_tokens)
+        if on_done:
+            on_done(outcome)
+        return outcome
+
+    if concurrency <= 1:
+        return [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(run, jobs))
