@@ -1,12 +1,12 @@
-"""`python -m bench [runtime|ingest|summarize ...] [--cold] [--no-slots]`: run benchmarks (all when none is named)."""
+"""`python -m bench [runtime|ingest|summarize|recall ...] [--cold] [--no-slots]`: run benchmarks (all when none is named)."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import ingest, runtime, summarize
+from bench import ingest, recall, runtime, summarize
 
-BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main, "summarize": summarize.main}
+BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main, "summarize": summarize.main, "recall": recall.main}
 
 
 def main() -> None:

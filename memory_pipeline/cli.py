@@ -166,6 +166,98 @@ def backfill(everything: bool, start: str | None, end: str | None) -> None:
         sys.exit(1)
 
 
+def _search():  # noqa: ANN202 - a context manager of (MemorySearch)
+    from contextlib import contextmanager
+
+    from memory_pipeline.search import MemorySearch
+    from memory_pipeline.stores.elasticsearch import make_client
+    from memory_pipeline.stores.embeddings import EmbeddingsClient
+
+    settings = _settings()
+
+    @contextmanager
+    def opened():  # noqa: ANN202
+        with make_client(settings) as es, EmbeddingsClient(
+                settings.embeddings_url, model=settings.embed_model, dims=settings.embed_dims,
+                doc_prefix=settings.embed_doc_prefix, query_prefix=settings.embed_query_prefix) as embedder:
+            yield MemorySearch(es, embedder)
+
+    return opened()
+
+
+filter_options = [
+    click.option("--project", help="Only this project (the session's working directory)."),
+    click.option("--since", help="From this date (YYYY-MM-DD)."),
+    click.option("--until", help="Up to this date (YYYY-MM-DD)."),
+    click.option("--priority", multiple=True, type=click.Choice(["high", "medium", "low"])),
+    click.option("--kind", multiple=True, type=click.Choice(["summary", "observation"])),
+    click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+]
+
+
+def _filters(project, since, until, priority, kind):  # noqa: ANN001, ANN202
+    from memory_pipeline.search import Filters
+
+    return Filters(project=project, since=since, until=until, priority=tuple(priority), kind=tuple(kind))
+
+
+def _with_filters(command):  # noqa: ANN001, ANN202
+    for option in reversed(filter_options):
+        command = option(command)
+    return command
+
+
+def _print_rows(rows, as_json: bool) -> None:  # noqa: ANN001
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
+        return
+    for r in rows:
+        click.echo(f"{r.id}  {r.time[:16]:16}  {r.kind:11}  {r.priority:6}  {r.one_line}  [{r.project}]")
+
+
+@main.command()
+@click.argument("query")
+@click.option("--k", default=10, show_default=True, help="How many results.")
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "knn"]), default="hybrid", show_default=True)
+@_with_filters
+def search(query: str, k: int, mode: str, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
+    """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF)."""
+    with _search() as engine:
+        _print_rows(engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode),
+                    as_json)
+
+
+@main.command()
+@click.argument("anchor")
+@click.option("--window", default=5, show_default=True, help="Memories before and after.")
+@_with_filters
+def timeline(anchor: str, window: int, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
+    """Layer 2: the chronological neighbours of ANCHOR (a memory id, or a query's best match)."""
+    with _search() as engine:
+        _print_rows(engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind)),
+                    as_json)
+
+
+@main.command()
+@click.argument("ids", nargs=-1, required=True)
+def show(ids: tuple[str, ...]) -> None:
+    """Layer 3: the full records of IDS, with the messages of their source turns (JSON)."""
+    with _search() as engine:
+        click.echo(json.dumps(engine.detail(list(ids)), indent=2, ensure_ascii=False, default=str))
+
+
+@main.command(name="briefing")
+@click.argument("prompt")
+@click.option("--tokens", default=800, show_default=True, help="Token budget of the briefing.")
+@click.option("--project", help="Only memories of this project.")
+def briefing_command(prompt: str, tokens: int, project: str | None) -> None:
+    """Markdown of the memories most relevant to a new session's first PROMPT, ready to inject."""
+    from memory_pipeline.search.briefing import briefing
+
+    with _search() as engine:
+        click.echo(briefing(engine, prompt, token_budget=tokens, project=project))
+
+
 @main.command()
 def config() -> None:
     """Print the effective configuration (secrets masked)."""

@@ -6,7 +6,7 @@ from dagster import AssetSelection, define_asset_job
 
 memory_job = define_asset_job(
     "memory_job",
-    selection=AssetSelection.groups("ingest", "summarize"),
-    description="Session files of the chosen days into memory-raw, then the LLM's ideas into memory-summary, "
-                "with the acceptance checks.",
+    selection=AssetSelection.groups("ingest", "summarize", "recall"),
+    description="Session files of the chosen days into memory-raw, the LLM's ideas into memory-summary, "
+                "embeddings of both into dense_vector fields; with the acceptance checks.",
 )

@@ -31,10 +31,14 @@ class EmbeddingsResource(ConfigurableResource):
 
     url: str
     model: str | None = Field(None, description="Model id; None = the first one the server lists.")
+    dims: int | None = Field(None, description="Matryoshka truncation; None = the model's full size.")
+    doc_prefix: str | None = None
+    query_prefix: str | None = None
     timeout_seconds: float = 120.0
 
     def get_client(self) -> EmbeddingsClient:
-        return EmbeddingsClient(self.url, model=self.model, timeout=self.timeout_seconds)
+        return EmbeddingsClient(self.url, model=self.model, dims=self.dims, doc_prefix=self.doc_prefix,
+                                query_prefix=self.query_prefix, timeout=self.timeout_seconds)
 
 
 class SessionsResource(ConfigurableResource):
@@ -66,7 +70,9 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             request_timeout=60,
         ),
         "llm": LlamaResource(url=settings.chat_url, model=settings.llama_model),
-        "embedder": EmbeddingsResource(url=settings.embeddings_url, model=settings.embed_model),
+        "embedder": EmbeddingsResource(url=settings.embeddings_url, model=settings.embed_model,
+                                       dims=settings.embed_dims, doc_prefix=settings.embed_doc_prefix,
+                                       query_prefix=settings.embed_query_prefix),
         "sessions": SessionsResource(sessions_dir=str(settings.sessions_dir),
                                      cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
                                      redact_patterns=settings.redact_extra_patterns),

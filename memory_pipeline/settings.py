@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
     embed_url: AnyHttpUrl | None = Field(None, description="Embedding server (OpenAI-compatible); unset = local runtime.")
     embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
+    embed_dims: int | None = Field(None, ge=8, le=8192,
+                                   description="Matryoshka truncation (re-normalised); unset = the model's full size.")
+    embed_doc_prefix: str | None = Field(None, description='Prefix for stored texts (jina: "Document: "); unset = by model.')
+    embed_query_prefix: str | None = Field(None, description='Prefix for queries (jina: "Query: "); unset = by model.')
 
     sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
     redact_extra_patterns: list[str] = Field(

@@ -61,24 +61,29 @@ def ensure_index(client: Elasticsearch, index: str, mappings: dict[str, Any],
 
 def stored_hashes(client: Elasticsearch, index: str, query: dict[str, Any]) -> dict[str, str]:
     """`_id -> doc_hash` of every document matching `query` (a scroll: any number of documents)."""
-    hits = helpers.scan(client, index=index, query={"query": query, "_source": ["doc_hash"]}, size=5000,
-                        scroll="2m")
-    return {hit["_id"]: (hit.get("_source") or {}).get("doc_hash", "") for hit in hits}
+    return {doc_id: source.get("doc_hash", "")
+            for doc_id, source in stored_sources(client, index, query, fields=["doc_hash"]).items()}
 
 
-def stored_sources(client: Elasticsearch, index: str, query: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """`_id -> _source` of every document matching `query`."""
-    hits = helpers.scan(client, index=index, query={"query": query}, size=5000, scroll="2m")
-    return {hit["_id"]: hit["_source"] for hit in hits}
+def stored_sources(client: Elasticsearch, index: str, query: dict[str, Any],
+                   fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """`_id -> _source` (only `fields` when given) of every document matching `query`."""
+    body: dict[str, Any] = {"query": query} if fields is None else {"query": query, "_source": fields}
+    hits = helpers.scan(client, index=index, query=body, size=5000, scroll="2m")
+    return {hit["_id"]: hit.get("_source") or {} for hit in hits}
 
 
 def bulk_apply(client: Elasticsearch, index: str, upserts: Iterable[tuple[str, dict[str, Any] | str]],
-               deletes: Iterable[str] = (), chunk_size: int = 1000) -> tuple[int, int]:
+               deletes: Iterable[str] = (), chunk_size: int = 1000, partial: bool = False) -> tuple[int, int]:
     """Index documents (dicts, or JSON already serialised) by id and delete ids, in bulk, retrying
-    rejections; (written, deleted)."""
+    rejections; (written, deleted). `partial` merges into existing documents instead of replacing
+    them (fields written by another stage, such as vectors, stay)."""
     def actions() -> Iterator[dict[str, Any]]:
         for doc_id, document in upserts:
-            yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": document}
+            if partial:
+                yield {"_op_type": "update", "_index": index, "_id": doc_id, "doc": document, "doc_as_upsert": True}
+            else:
+                yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": document}
         for doc_id in deletes:
             yield {"_op_type": "delete", "_index": index, "_id": doc_id}
 

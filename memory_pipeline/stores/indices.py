@@ -121,6 +121,25 @@ LEDGER_MAPPINGS: dict[str, Any] = {
 }
 
 
+OBSERVATION_INDEX = "memory-observations"
+OBSERVATION_MAPPINGS: dict[str, Any] = {
+    "dynamic": "false",
+    "properties": {
+        "doc_id": _KEYWORD, "doc_hash": {"type": "keyword", "index": False}, "kind": _KEYWORD,
+        "summary": {"type": "text"}, "tags": _KEYWORD_TEXT, "priority": _KEYWORD, "project": _KEYWORD_TEXT,
+        "partition": _KEYWORD, "session_id": _KEYWORD, "turn_id": _KEYWORD, "established_at": {"type": "date"},
+    },
+}
+# Both searchable kinds of memory, and the fields every one of their documents has.
+RECALL_INDICES = {SUMMARY_INDEX: "summary", OBSERVATION_INDEX: "observation"}
+EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}
+
+
+def vector_field(dims: int) -> str:
+    """One dense_vector field per dimension: a model with another size writes beside, never over, the old one."""
+    return f"vector_{dims}"
+
+
 class ToolCallDoc(TypedDict):
     id: str
     name: str

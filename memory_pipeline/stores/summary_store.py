@@ -116,7 +116,8 @@ def sync_summaries(client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFra
             unchanged += 1
         else:
             upserts.append((document["doc_id"], document))
-    written, deleted = bulk_apply(client, SUMMARY_INDEX, upserts, sorted(existing))
+    # Partial: the recall stage's vector fields on these documents must survive a metadata change.
+    written, deleted = bulk_apply(client, SUMMARY_INDEX, upserts, sorted(existing), partial=True)
 
     stored_ledger = stored_hashes(client, LEDGER_INDEX, {"terms": {"partition": partitions}})
     ledger_upserts = []

@@ -100,12 +100,33 @@ def test_embeddings_are_batched_and_reordered_by_index() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         texts = json.loads(request.content)["input"]
         sizes.append(len(texts))
-        data = [{"index": i, "embedding": [float(len(t)), 0.0]} for i, t in enumerate(texts)]
+        data = [{"index": i, "embedding": [float(len(t)), 1.0]} for i, t in enumerate(texts)]
         return httpx.Response(200, json={"data": list(reversed(data))})
 
     vectors = _embedder(handler).embed(["a", "bb", "ccc", "dddd", "eeeee"], batch_size=2)
     assert sizes == [2, 2, 1]
-    assert [v[0] for v in vectors] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert [round(v[0] / v[1]) for v in vectors] == [1, 2, 3, 4, 5]
+    assert all(abs(v[0] ** 2 + v[1] ** 2 - 1) < 1e-9 for v in vectors)
+
+
+def test_matryoshka_truncation_renormalises_and_prefixes_follow_the_model() -> None:
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.extend(body["input"])
+        return httpx.Response(200, json={"data": [{"index": i, "embedding": [3.0, 4.0, 12.0]}
+                                                  for i in range(len(body["input"]))]})
+
+    client = EmbeddingsClient(URL, model="jina-embeddings-v5-text-small", dims=2, retries=0,
+                              transport=httpx.MockTransport(handler))
+    [vector] = client.embed(["stripe webhook"], purpose="query")
+    assert vector == pytest.approx([0.6, 0.8])
+    client.embed(["a memory"])
+    assert seen == ["Query: stripe webhook", "Document: a memory"]
+    plain = EmbeddingsClient(URL, model="all-MiniLM-L6-v2", retries=0, transport=httpx.MockTransport(handler))
+    plain.embed(["x"], purpose="query")
+    assert seen[-1] == "x"
 
 
 def test_embeddings_with_a_missing_vector_are_refused() -> None:

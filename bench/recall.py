@@ -1,0 +1,140 @@
+"""Recall figures: recall@k per ranking, query latency per layer at 100,000 records, embedding throughput.
+
+    uv run python -m bench recall
+
+- Recall@5/@10 on bench/labels/retrieval.json (54 queries over the pi-mono fixture's turn observations) for
+  BM25 alone, kNN alone and hybrid (RRF), in the same run, through the pipeline's own assets and search code.
+- Latency p50/p95 of each layer (index = hybrid with the query's embedding, timeline, detail) over 100 queries,
+  with 100,000 observation records indexed: the 88 real ones plus copies whose vectors are the real ones with
+  small noise (re-normalised), so the kNN graph has the size of the figure asked for without embedding
+  100,000 texts at ~120 texts/s.
+- Embedding throughput of the pipeline's client (batches of 32, validation, normalisation) next to raw
+  `/v1/embeddings` requests of the same batches, in the same run.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+from dagster import DagsterInstance, materialize
+
+from bench.results_file import table, write_section
+from memory_pipeline.assets import ingest, recall
+from memory_pipeline.resources import build_resources
+from memory_pipeline.search import MemorySearch
+from memory_pipeline.search.evaluate import load_queries, recall_at
+from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes, stored_sources
+from memory_pipeline.stores.embeddings import EmbeddingsClient, normalise
+from memory_pipeline.stores.indices import OBSERVATION_INDEX, vector_field
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "bench" / ".work" / "recall"
+DAY, SESSION, RECORDS = "2024-02-01", "bench-recall", 100_000
+SYNTH_DAYS = [f"2024-02-{d:02d}" for d in range(2, 12)]
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
+
+
+def _clear(client) -> None:  # noqa: ANN001
+    for index in ("memory-raw", "memory-raw-files", OBSERVATION_INDEX, "memory-summary", "memory-summary-turns"):
+        if client.indices.exists(index=index):
+            bulk_apply(client, index, [], stored_hashes(client, index, {"terms": {"partition": [DAY, *SYNTH_DAYS]}}))
+            client.indices.refresh(index=index)
+
+
+def main(argv: list[str]) -> None:
+    shared = load_settings()
+    shutil.rmtree(WORK, ignore_errors=True)
+    from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture
+
+    copy_fixture("pi-mono-large-session.v1.jsonl", WORK / "s" / "a.jsonl", SESSION, DAY)
+    settings = load_settings(sessions_dir=WORK / "s", memory_pipeline_state_dir=WORK / "state",
+                             memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir)
+    with make_client(settings, request_timeout=300) as es:
+        _clear(es)
+        result = materialize([ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index,
+                              recall.turn_observations, recall.embeddings, recall.es_dense_vector],
+                             resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral())
+        assert result.success
+        with EmbeddingsClient(settings.embeddings_url) as embedder:
+            search = MemorySearch(es, embedder)
+            recalls = {mode: recall_at(search, SESSION, mode=mode) for mode in ("bm25", "knn", "hybrid")}
+
+            # Embedding throughput, same texts, same batches: the pipeline's client vs raw requests.
+            texts = [doc["summary"] for doc in stored_sources(es, OBSERVATION_INDEX, {"term": {"partition": DAY}},
+                                                               fields=["summary"]).values()] * 4
+            begin = time.perf_counter()
+            embedder.embed(texts, batch_size=32)
+            pipeline_rate = len(texts) / (time.perf_counter() - begin)
+            model = embedder.model_id()
+            begin = time.perf_counter()
+            with httpx.Client(base_url=settings.embeddings_url, timeout=120) as raw:
+                for start in range(0, len(texts), 32):
+                    raw.post("/v1/embeddings", json={"model": model, "input": texts[start:start + 32]}).raise_for_status()
+            raw_rate = len(texts) / (time.perf_counter() - begin)
+
+            # 100,000 records: the real observations plus noisy copies of their vectors.
+            field = vector_field(384)
+            real = stored_sources(es, OBSERVATION_INDEX, {"term": {"partition": DAY}})
+            base = list(real.values())
+            rng = random.Random(7)
+            print(f"indexing {RECORDS - len(base):,} synthetic records", flush=True)
+            begin = time.perf_counter()
+
+            def copies():  # noqa: ANN202
+                for i in range(RECORDS - len(base)):
+                    doc = base[i % len(base)]
+                    vector = normalise([x + rng.gauss(0, 0.02) for x in doc[field]])
+                    day = SYNTH_DAYS[i % len(SYNTH_DAYS)]
+                    yield f"bench-synth-{i}", {**doc, field: vector, "doc_id": f"bench-synth-{i}", "partition": day,
+                                                "session_id": f"bench-synth-{i // 88}", "turn_id": f"T{i}",
+                                                "established_at": f"{day}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}Z"}
+
+            bulk_apply(es, OBSERVATION_INDEX, copies(), chunk_size=500)
+            es.indices.refresh(index=OBSERVATION_INDEX)
+            index_seconds = time.perf_counter() - begin
+            total = es.count(index=OBSERVATION_INDEX)["count"]
+            queries = [q["query"] for q in load_queries()] * 2
+            latencies: dict[str, list[float]] = {"index (hybrid)": [], "timeline": [], "detail": []}
+            for query in queries[:100]:
+                begin = time.perf_counter()
+                rows = search.index(query, k=10)
+                latencies["index (hybrid)"].append(time.perf_counter() - begin)
+                begin = time.perf_counter()
+                search.timeline(rows[0].id, window=5)
+                latencies["timeline"].append(time.perf_counter() - begin)
+                begin = time.perf_counter()
+                search.detail([r.id for r in rows[:3]])
+                latencies["detail"].append(time.perf_counter() - begin)
+        _clear(es)
+    shutil.rmtree(WORK, ignore_errors=True)
+
+    lat_rows = [[layer, f"{_percentiles(v)[0]:.0f}", f"{_percentiles(v)[1]:.0f}"] for layer, v in latencies.items()]
+    body = "\n\n".join([
+        f"Embedding model `{model}` (384 dims), labelled set `bench/labels/retrieval.json` "
+        f"({len(load_queries())} queries; hit = a relevant turn among the top k).",
+        table(["ranking", "recall@5", "recall@10"],
+              [[mode, f"{r[5]:.3f}", f"{r[10]:.3f}"] for mode, r in recalls.items()]),
+        f"Latency over 100 queries with {total:,} observation records indexed ({index_seconds:.0f} s to index the "
+        "synthetic ones), milliseconds:",
+        table(["layer", "p50 ms", "p95 ms"], lat_rows),
+        table(["embedding throughput (same texts, batches of 32)", "texts/s"], [
+            ["raw `/v1/embeddings` requests", f"{raw_rate:.0f}"],
+            ["pipeline client (prefix, validation, normalisation)", f"{pipeline_rate:.0f} "
+                                                                    f"({pipeline_rate / raw_rate:.0%} of raw)"]]),
+    ])
+    write_section("recall", "uv run python -m bench recall", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main([])

@@ -1,0 +1,6 @@
+"""Memory search in three layers (index -> timeline -> detail), hybrid-ranked, and the session briefing."""
+
+from memory_pipeline.search.engine import Filters, MemorySearch, Row
+from memory_pipeline.search.rrf import reciprocal_rank_fusion
+
+__all__ = ["Filters", "MemorySearch", "Row", "reciprocal_rank_fusion"]

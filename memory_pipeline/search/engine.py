@@ -1,0 +1,183 @@
+"""The three layers over `memory-summary` and `memory-observations`.
+
+1. index: a compact ranked list for a query (BM25 and kNN fused by RRF, with filters);
+2. timeline: the chronological neighbours of a hit, in the same project;
+3. detail: the full records of chosen ids, with the messages of their source turns.
+Every row's `id` is the document id: a stable citation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from elasticsearch import Elasticsearch
+
+from memory_pipeline.search.rrf import reciprocal_rank_fusion
+from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, vector_field
+
+Mode = Literal["hybrid", "bm25", "knn"]
+_SOURCE = ["doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition"]
+KIND_INDEX = {kind: index for index, kind in RECALL_INDICES.items()}
+BM25_MINIMUM_SHOULD_MATCH = "2<50%"
+
+
+@dataclass(frozen=True)
+class Filters:
+    project: str | None = None
+    since: str | None = None  # ISO date or datetime, inclusive
+    until: str | None = None
+    priority: tuple[str, ...] = ()
+    kind: tuple[str, ...] = ()  # summary, observation
+
+    def clauses(self) -> list[dict[str, Any]]:
+        clauses: list[dict[str, Any]] = []
+        if self.project:
+            clauses.append({"term": {"project": self.project}})
+        if self.since or self.until:
+            clauses.append({"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}})
+        if self.priority:
+            clauses.append({"terms": {"priority": list(self.priority)}})
+        return clauses
+
+    def indices(self) -> list[str]:
+        return [KIND_INDEX[k] for k in self.kind] if self.kind else list(RECALL_INDICES)
+
+
+@dataclass
+class Row:
+    id: str
+    kind: str
+    time: str
+    priority: str
+    summary: str
+    project: str
+    session_id: str
+    turn_id: str
+    score: float = 0.0
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def one_line(self) -> str:
+        text = " ".join(self.summary.split())
+        return text if len(text) <= 140 else text[:139] + "…"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
+    source = hit["_source"]
+    return Row(id=hit["_id"], kind=RECALL_INDICES.get(hit["_index"], hit["_index"]), time=source.get("established_at", ""),
+               priority=source.get("priority", ""), summary=source.get("summary", ""), project=source.get("project", ""),
+               session_id=source.get("session_id", ""), turn_id=source.get("turn_id", ""), score=score,
+               tags=source.get("tags", []))
+
+
+class MemorySearch:
+    def __init__(self, es: Elasticsearch, embedder: EmbeddingsClient) -> None:
+        self.es = es
+        self.embedder = embedder
+
+    def _existing(self, indices: list[str]) -> list[str]:
+        return [i for i in indices if self.es.indices.exists(index=i)]
+
+    def bm25(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
+        indices = self._existing(filters.indices())
+        if not indices:
+            return []
+        # Most of a longer query's terms must match: one shared common word ("theme") is no evidence, and
+        # a long list of such weak hits would push the kNN channel's good ones down in the fusion.
+        response = self.es.search(index=indices, size=k, source=_SOURCE, query={"bool": {
+            "must": [{"multi_match": {"query": query, "fields": ["summary", "tags.text^0.5", "project.text^0.3"],
+                                      "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH}}],
+            "filter": filters.clauses()}})
+        return response["hits"]["hits"]
+
+    def knn(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
+        indices = self._existing(filters.indices())
+        if not indices:
+            return []
+        [vector] = self.embedder.embed([query], purpose="query")
+        knn: dict[str, Any] = {"field": vector_field(len(vector)), "query_vector": vector, "k": k,
+                               "num_candidates": max(50, 4 * k)}
+        if filters.clauses():
+            knn["filter"] = filters.clauses()
+        return self.es.search(index=indices, size=k, source=_SOURCE, knn=knn)["hits"]["hits"]
+
+    def index(self, query: str, k: int = 10, filters: Filters = Filters(), mode: Mode = "hybrid") -> list[Row]:
+        """Layer 1: a compact ranked list."""
+        depth = max(k * 3, 30)
+        lists = []
+        if mode in ("hybrid", "bm25"):
+            lists.append(self.bm25(query, depth, filters))
+        if mode in ("hybrid", "knn"):
+            lists.append(self.knn(query, depth, filters))
+        hits = {hit["_id"]: hit for ranking in lists for hit in ranking}
+        recency = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
+        fused = reciprocal_rank_fusion([[h["_id"] for h in ranking] for ranking in lists], recency)
+        return [_row(hits[doc_id], score) for doc_id, score in fused[:k]]
+
+    def timeline(self, anchor: str, window: int = 5, filters: Filters = Filters()) -> list[Row]:
+        """Layer 2: the `window` memories before and after `anchor` (an id, or the best match for a query)."""
+        center = self.get([anchor])
+        if not center:
+            best = self.index(anchor, k=1, filters=filters)
+            if not best:
+                return []
+            center = self.get([best[0].id])
+        row = center[0]
+        scope = [{"term": {"project": row.project}}] if row.project else []
+        indices = self._existing(filters.indices())
+
+        def side(op: str, order: str) -> list[Row]:
+            response = self.es.search(index=indices, size=window, source=_SOURCE, sort=[{"established_at": order}],
+                                      query={"bool": {"filter": [*scope, {"range": {"established_at": {op: row.time}}}],
+                                                      "must_not": [{"ids": {"values": [row.id]}}]}})
+            return [_row(h) for h in response["hits"]["hits"]]
+
+        before = list(reversed(side("lte", "desc")))
+        after = side("gte", "asc")
+        seen = {r.id for r in before}
+        return [*before, row, *[r for r in after if r.id not in seen]]
+
+    def get(self, ids: list[str]) -> list[Row]:
+        indices = self._existing(list(RECALL_INDICES))
+        if not ids or not indices:
+            return []
+        response = self.es.search(index=indices, size=len(ids), source=_SOURCE, query={"ids": {"values": ids}})
+        by_id = {h["_id"]: _row(h) for h in response["hits"]["hits"]}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def detail(self, ids: list[str], max_messages: int = 50) -> list[dict[str, Any]]:
+        """Layer 3: the full records of `ids`, each with the messages of its source turn from memory-raw."""
+        records = []
+        for row in self.get(ids):
+            messages = []
+            if row.session_id and row.turn_id and self.es.indices.exists(index=RAW_INDEX):
+                response = self.es.search(index=RAW_INDEX, size=max_messages, sort=[{"message_index": "asc"}],
+                                          source=["doc_id", "role", "content", "tool_name", "message_timestamp"],
+                                          query={"bool": {"filter": [{"term": {"session_id": row.session_id}},
+                                                                     {"term": {"turn_id": row.turn_id}}]}})
+                messages = [h["_source"] for h in response["hits"]["hits"]]
+            records.append(row.to_dict() | {"source_turn": messages})
+        return records
+
+
+def self_retrieval(es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int,
+                   sample: int = 5) -> tuple[int, int]:
+    """(found first, tried): kNN with a summary's own text should return that summary first."""
+    summary_index = next(i for i, kind in RECALL_INDICES.items() if kind == "summary")
+    if not es.indices.exists(index=summary_index):
+        return 0, 0
+    hits = es.search(index=summary_index, size=sample, source=["summary"], sort=[{"doc_id": "asc"}],
+                     query={"bool": {"filter": [{"terms": {"partition": partitions}},
+                                                {"exists": {"field": vector_field(dims)}}]}})["hits"]["hits"]
+    found = 0
+    for hit in hits:
+        [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
+        top = es.search(index=summary_index, size=1, source=False, knn={
+            "field": vector_field(dims), "query_vector": vector, "k": 1, "num_candidates": 50})["hits"]["hits"]
+        found += bool(top) and top[0]["_id"] == hit["_id"]
+    return found, len(hits)

@@ -1,0 +1,27 @@
+"""Recall@k of the labelled retrieval set (bench/labels/retrieval.json), shared by tests and the benchmark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory_pipeline.search.engine import Filters, Mode, MemorySearch
+
+LABELS = Path(__file__).resolve().parents[2] / "bench" / "labels" / "retrieval.json"
+
+
+def load_queries() -> list[dict]:
+    return json.loads(LABELS.read_text())["queries"]
+
+
+def recall_at(search: MemorySearch, session_id: str, ks: tuple[int, ...] = (5, 10),
+              mode: Mode = "hybrid") -> dict[int, float]:
+    """Share of queries with at least one relevant turn of `session_id` among the top k (per k)."""
+    queries = load_queries()
+    hits = dict.fromkeys(ks, 0)
+    for item in queries:
+        rows = search.index(item["query"], k=max(ks), mode=mode, filters=Filters(kind=("observation",)))
+        turns = [r.turn_id for r in rows if r.session_id == session_id]
+        for k in ks:
+            hits[k] += any(t in item["relevant_turns"] for t in turns[:k])
+    return {k: hits[k] / len(queries) for k in ks}

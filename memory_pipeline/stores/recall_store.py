@@ -1,0 +1,93 @@
+"""Vectors on the searchable memories: `memory-summary` ideas and `memory-observations` turns.
+
+Each document keeps the hash of the text it was embedded from (with the model,
+dimension and prefix), so an unchanged text is never embedded twice; vectors
+live in `vector_<dims>`, so a model of another size adds a field beside the old
+one instead of failing halfway through a write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import polars as pl
+from elasticsearch import Elasticsearch
+
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.indices import (
+    EMBED_FIELDS,
+    OBSERVATION_INDEX,
+    OBSERVATION_MAPPINGS,
+    RECALL_INDICES,
+    SUMMARY_INDEX,
+    vector_field,
+)
+
+_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
+
+
+def embed_hash(text: str, model: str, dims: int | None, prefix: str) -> str:
+    return hashlib.sha1(f"{model}\x1f{dims}\x1f{prefix}\x1f{text}".encode()).hexdigest()
+
+
+def ensure_vectors(client: Elasticsearch, dims: int) -> None:
+    """Both recall indices exist and have `vector_<dims>` (indexed, cosine) and the embed bookkeeping fields."""
+    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
+    properties = {**EMBED_FIELDS, vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True,
+                                                       "similarity": "cosine"}}
+    for index in RECALL_INDICES:
+        if client.indices.exists(index=index):
+            client.indices.put_mapping(index=index, properties=properties)
+
+
+def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> list[dict[str, str]]:
+    """(index, doc_id, text, partition, stored embed hash) of every memory of these days."""
+    items = [{"index": OBSERVATION_INDEX, "doc_id": r["doc_id"], "text": r["summary"], "partition": r["partition"]}
+             for r in observations.iter_rows(named=True)]
+    if client.indices.exists(index=SUMMARY_INDEX):
+        summaries = stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
+        items += [{"index": SUMMARY_INDEX, "doc_id": doc_id, "text": doc["summary"], "partition": doc["partition"]}
+                  for doc_id, doc in summaries.items()]
+    stored: dict[tuple[str, str], str] = {}
+    for index in RECALL_INDICES:
+        if client.indices.exists(index=index):
+            hits = stored_sources(client, index, {"terms": {"partition": partitions}}, fields=["embed_hash"])
+            stored |= {(index, doc_id): src.get("embed_hash", "") for doc_id, src in hits.items()}
+    return [item | {"stored_hash": stored.get((item["index"], item["doc_id"]), "")} for item in items]
+
+
+def write_observations(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> tuple[int, int]:
+    """Observation documents equal to the frame for these days (vectors on them are kept)."""
+    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
+    existing = stored_hashes(client, OBSERVATION_INDEX, {"terms": {"partition": partitions}})
+    upserts = []
+    for row in observations.iter_rows(named=True):
+        digest = hashlib.sha1(repr(sorted(row.items())).encode()).hexdigest()
+        if existing.pop(row["doc_id"], None) != digest:
+            upserts.append((row["doc_id"], {**row, "doc_hash": digest}))
+    return bulk_apply(client, OBSERVATION_INDEX, upserts, sorted(existing), partial=True)
+
+
+def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> int:
+    written = 0
+    field = vector_field(dims)
+    for index in RECALL_INDICES:
+        part = vectors.filter(pl.col("index") == index)
+        updates = [(r["doc_id"], {field: r["vector"], "embed_hash": r["embed_hash"], "embed_model": r["model"]})
+                   for r in part.iter_rows(named=True)]
+        written += bulk_apply(client, index, updates, partial=True)[0]
+    return written
+
+
+def vector_coverage(client: Elasticsearch, partitions: list[str], dims: int) -> dict[str, tuple[int, int]]:
+    """Per recall index: (documents of these days, those with a `vector_<dims>` of the expected size)."""
+    coverage = {}
+    for index in RECALL_INDICES:
+        if not client.indices.exists(index=index):
+            coverage[index] = (0, 0)
+            continue
+        days = {"terms": {"partition": partitions}}
+        total = client.count(index=index, query=days)["count"]
+        with_vector = client.count(index=index, query={"bool": {"filter": [days, {"exists": {
+            "field": vector_field(dims)}}]}})["count"]
+        coverage[index] = (total, with_vector)
+    return coverage

@@ -1,0 +1,159 @@
+"""Recall end to end: observations and summaries embedded by the real MiniLM server into real ES, searched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from dagster import DagsterInstance, materialize
+
+from memory_pipeline.assets import ingest, recall
+from memory_pipeline.resources import build_resources
+from memory_pipeline.search import Filters, MemorySearch
+from memory_pipeline.search.briefing import briefing, estimate_tokens
+from memory_pipeline.search.evaluate import load_queries, recall_at
+from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
+from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.summary_store import sync_summaries
+from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
+from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days
+
+DAY = "2024-06-20"
+SESSION = "recall-pi-mono"
+ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index,
+          recall.turn_observations, recall.embeddings, recall.es_dense_vector]
+
+
+def _run(settings: Settings) -> tuple[dict, dict]:
+    result = materialize(ASSETS, resources=build_resources(settings), partition_key=DAY,
+                         instance=DagsterInstance.ephemeral())
+    assert result.success
+    meta = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+            for ev in result.get_asset_materialization_events()}
+    return meta, {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+
+
+def _clear(settings: Settings) -> None:
+    reset_days(settings, [DAY])
+    with make_client(settings) as client:
+        for index in ("memory-summary", "memory-summary-turns", "memory-observations"):
+            if client.indices.exists(index=index):
+                bulk_apply(client, index, [], stored_hashes(client, index, {"term": {"partition": DAY}}))
+                client.indices.refresh(index=index)
+
+
+def _summaries(settings: Settings) -> None:
+    """Two fixed summaries (no LLM) on real turns of the session, so both kinds of memory are searched."""
+    base = {"partition": DAY, "session_id": SESSION, "project": "/Users/badlogic/workspaces/pi-mono",
+            "prompt_version": "1", "model": "m", "reason": None, "summarized_at": "2024-06-20T12:00:00+00:00",
+            "llm_calls": 1, "seconds": 1.0, "prompt_tokens": 1, "completion_tokens": 1, "generation_seconds": 0.5,
+            "status": "summarised"}
+    frame = pl.DataFrame([
+        base | {"turn_id": "L000389", "content_hash": "a", "established_at": "2025-11-21T01:36:00.000Z", "ideas": [
+            {"summary": 'The user stated "use rgb values in the themes, no rgb indices".', "priority": "high",
+             "tags": ["themes", "colors", "user-rule"]}]},
+        base | {"turn_id": "L000856", "content_hash": "b", "established_at": "2025-11-21T02:10:00.000Z", "ideas": [
+            {"summary": "Invalid custom themes must never crash pi; fall back to the default theme.",
+             "priority": "high", "tags": ["themes", "robustness", "user-rule"]},
+            {"summary": "Restarting with -r and a broken theme file crashed the app.", "priority": "medium",
+             "tags": ["themes", "crash", "bug"]}]},
+    ], schema=OUTCOME_SCHEMA)
+    with make_client(settings) as client:
+        sync_summaries(client, summary_documents(frame), ledger_rows(frame), [DAY])
+
+
+@pytest.fixture(scope="module")
+def indexed(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, list]]:
+    tmp = tmp_path_factory.mktemp("recall")
+    _clear(local_runtime)
+    copy_fixture("pi-mono-large-session.v1.jsonl", tmp / "s" / "a.jsonl", SESSION, DAY)
+    settings = load_settings(sessions_dir=tmp / "s", memory_pipeline_state_dir=tmp / "state",
+                             memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir)
+    _run(settings)  # memory-raw first, so the summaries below cite turns that exist
+    _summaries(settings)
+    first = _run(settings)
+    second = _run(settings)
+    yield settings, [first, second]
+
+
+@pytest.fixture
+def search(indexed: tuple[Settings, list]) -> Iterator[MemorySearch]:
+    settings, _ = indexed
+    with make_client(settings) as es, EmbeddingsClient(settings.embeddings_url) as embedder:
+        yield MemorySearch(es, embedder)
+
+
+def test_every_memory_gets_one_vector_and_unchanged_texts_are_not_embedded_again(indexed) -> None:  # noqa: ANN001
+    _, ((first, checks), (second, checks2)) = indexed
+    assert first["embeddings"]["memories"] == 88 + 3 and first["embeddings"]["embedded"] == 3
+    assert first["es_dense_vector"]["dims"] == 384
+    assert first["es_dense_vector"]["coverage"] == {"memory-summary": [3, 3], "memory-observations": [88, 88]}
+    assert second["embeddings"]["embedded"] == 0 and second["es_dense_vector"]["vectors_written"] == 0
+    assert all(checks.values()) and all(checks2.values())
+    assert {"every_memory_has_a_vector", "knn_finds_itself"} <= set(checks)
+
+
+def test_index_layer_is_compact_ranked_and_cites_stable_ids(search: MemorySearch) -> None:
+    rows = search.index("colours should be rgb values, not indices", k=5)
+    assert rows and len(rows) <= 5
+    assert rows[0].turn_id == "L000389"
+    assert {"id", "kind", "time", "priority", "summary", "project"} <= set(rows[0].to_dict())
+    assert search.index("colours should be rgb values, not indices", k=5)[0].id == rows[0].id
+
+
+def test_filters_narrow_the_results(search: MemorySearch) -> None:
+    summaries = search.index("themes crash", k=10, filters=Filters(kind=("summary",)))
+    assert summaries and {r.kind for r in summaries} == {"summary"}
+    high = search.index("themes", k=10, filters=Filters(priority=("high",)))
+    assert high and {r.priority for r in high} == {"high"}
+    assert search.index("themes", k=10, filters=Filters(project="/nowhere")) == []
+    late = search.index("themes", k=10, filters=Filters(since="2025-11-21T02:00:00Z", kind=("observation",)))
+    assert late and all(r.time >= "2025-11-21T02:00:00Z" for r in late)
+
+
+def test_timeline_and_detail_layers(search: MemorySearch) -> None:
+    anchor = search.index("file watcher reloads custom themes", k=1, filters=Filters(kind=("observation",)))[0]
+    around = search.timeline(anchor.id, window=2)
+    assert anchor.id in [r.id for r in around] and len(around) == 5
+    assert [r.time for r in around] == sorted(r.time for r in around)
+    by_query = search.timeline("file watcher reloads custom themes", window=1)
+    assert len(by_query) == 3
+    [record] = search.detail([anchor.id])
+    assert record["id"] == anchor.id and record["source_turn"]
+    assert record["source_turn"][0]["role"] == "user" and "watcher" in record["source_turn"][0]["content"]
+
+
+def test_briefing_stays_within_its_token_budget(search: MemorySearch) -> None:
+    text = briefing(search, "I want to add a new colour theme to pi", token_budget=200)
+    assert text.startswith("## Memory from earlier sessions") and estimate_tokens(text) <= 200
+    assert "id `" in text
+    bigger = briefing(search, "I want to add a new colour theme to pi", token_budget=1000)
+    assert estimate_tokens(bigger) <= 1000 and bigger.count("\n- ") > text.count("\n- ")
+    assert bigger.index("**high**") < bigger.index("**low**")
+    assert briefing(search, "anything", token_budget=5) == ""
+
+
+def test_labelled_queries_sanity_bounds(search: MemorySearch) -> None:
+    assert len(load_queries()) >= 50
+    hybrid = recall_at(search, SESSION, mode="hybrid")
+    bm25 = recall_at(search, SESSION, mode="bm25")
+    assert hybrid[10] >= 0.7 and hybrid[5] >= 0.6
+    assert hybrid[10] >= bm25[10]
+
+
+def test_a_model_with_another_dimension_gets_its_own_field(indexed, local_runtime: Settings) -> None:  # noqa: ANN001
+    settings, _ = indexed
+    smaller = load_settings(**{**settings.model_dump(), "embed_dims": 128})
+    meta, checks = _run(smaller)
+    assert meta["es_dense_vector"]["dims"] == 128 and meta["embeddings"]["embedded"] == 91
+    assert all(checks.values())
+    with make_client(settings) as es:
+        mapping = es.indices.get_mapping(index="memory-observations")["memory-observations"]["mappings"]["properties"]
+        assert mapping["vector_128"]["dims"] == 128 and mapping["vector_384"]["dims"] == 384
+        with EmbeddingsClient(settings.embeddings_url, dims=128) as small:
+            rows = MemorySearch(es, small).index("rgb values in themes", k=3, mode="knn")
+    assert rows and all(r.session_id == SESSION for r in rows)
+    _run(settings)  # back to the full size for the other tests: re-embedded, the 384 field rewritten
