@@ -6,16 +6,20 @@ UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
-.PHONY: run test install up down status bench
+.PHONY: run test lint install up down status bench
 
 ## run: install, start Elasticsearch + both llama-servers, open the Dagster UI on 127.0.0.1:3000
 run: install
 	$(UV) run --frozen memory-pipeline dev
 
-## test: install, start the local servers, run the whole test suite
-test: install
+## test: install, lint, start the local servers, run the whole test suite
+test: install lint
 	$(UV) run --frozen memory-pipeline local up
 	$(UV) run --frozen pytest
+
+lint: install
+	$(UV) run --frozen ruff check memory_pipeline memory_pipeline_tests bench
+	$(UV) run --frozen ruff format --check memory_pipeline memory_pipeline_tests bench
 
 install:
 	@$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"

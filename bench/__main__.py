@@ -1,4 +1,7 @@
-"""`python -m bench [runtime|ingest|summarize|recall ...] [--cold] [--no-slots]`: run benchmarks (all when none is named)."""
+"""`python -m bench [runtime|ingest|summarize|recall ...] [--cold] [--no-slots]`: run benchmarks.
+
+All of them when none is named; each rewrites its section of bench/results.md.
+"""
 
 from __future__ import annotations
 

@@ -42,8 +42,10 @@ def build_corpus(root: Path) -> tuple[int, int]:
     """Copies of every fixture under new ids, spread over DAYS, until >= TARGET_MESSAGES; (files, bytes)."""
     shutil.rmtree(root, ignore_errors=True)
     sources = sorted(FIXTURES.glob("*.jsonl"))
-    per_round = sum(to_frame(session_messages(parse_session(p), Redactor(), "x")[0]).filter(
-        pl.col("doc_id").is_not_null()).height for p in sources)
+    per_round = sum(
+        to_frame(session_messages(parse_session(p), Redactor(), "x")[0]).filter(pl.col("doc_id").is_not_null()).height
+        for p in sources
+    )
     rounds = -(-TARGET_MESSAGES // per_round)
     files = size = 0
     for r in range(rounds):
@@ -83,8 +85,11 @@ def main(argv: list[str]) -> None:
     documents = [(doc_id, doc) for doc_id, _, doc, _ in message_documents(messages)]
     print(f"corpus: {files} files, {size / 2**20:.0f} MB, {messages.height} messages, parsed in {parse_seconds:.1f}s")
 
-    settings = load_settings(sessions_dir=corpus, memory_pipeline_state_dir=WORK / "state",
-                             memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir)
+    settings = load_settings(
+        sessions_dir=corpus,
+        memory_pipeline_state_dir=WORK / "state",
+        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
+    )
     with make_client(settings, request_timeout=120) as client:
         reset(client)
         # Baseline: the same documents, serialised before the clock starts, one _bulk request per 1000.
@@ -92,7 +97,7 @@ def main(argv: list[str]) -> None:
         bodies = []
         for start in range(0, len(documents), 1000):
             lines = []
-            for doc_id, doc in documents[start:start + 1000]:
+            for doc_id, doc in documents[start : start + 1000]:
                 lines.append(json.dumps({"index": {"_index": SCRATCH, "_id": doc_id}}))
                 lines.append(doc)
             bodies.append("\n".join(lines) + "\n")
@@ -106,14 +111,18 @@ def main(argv: list[str]) -> None:
 
     def run() -> tuple[float, dict]:
         start = time.perf_counter()
-        result = materialize([ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index],
-                             resources=build_resources(settings), instance=DagsterInstance.ephemeral(),
-                             tags={"dagster/asset_partition_range_start": DAYS[0],
-                                   "dagster/asset_partition_range_end": DAYS[-1]})
+        result = materialize(
+            [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index],
+            resources=build_resources(settings),
+            instance=DagsterInstance.ephemeral(),
+            tags={"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]},
+        )
         seconds = time.perf_counter() - start
         assert result.success and all(c.passed for c in result.get_asset_check_evaluations())
-        meta = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-                for ev in result.get_asset_materialization_events()}
+        meta = {
+            ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+            for ev in result.get_asset_materialization_events()
+        }
         return seconds, meta["memory_raw_index"]
 
     shutil.rmtree(WORK / "state", ignore_errors=True)
@@ -126,22 +135,44 @@ def main(argv: list[str]) -> None:
     shutil.rmtree(WORK, ignore_errors=True)
 
     n = len(documents)
-    body = "\n\n".join([
-        f"Corpus: {files} session files ({size / 2**20:.0f} MB) copied from the 7 fixtures under new ids over "
-        f"{len(DAYS)} days: {messages.height:,} messages, {n:,} documents.",
-        table(["figure", "seconds", "rate", "vs raw _bulk"], [
-            ["parse (pure parser, 1 core)", f"{parse_seconds:.1f}",
-             f"{size / 2**20 / parse_seconds:.1f} MB/s, {messages.height / parse_seconds:,.0f} messages/s", "-"],
-            ["raw `_bulk`, pre-serialised (baseline)", f"{raw_seconds:.1f}", f"{n / raw_seconds:,.0f} docs/s", "1.00x"],
-            ["pipeline end to end, first run (parse + index + checks)", f"{first_seconds:.1f}",
-             f"{n / first_seconds:,.0f} docs/s", f"{first_seconds / raw_seconds:.2f}x the time"],
-            ["re-run, nothing changed", f"{rerun_seconds:.1f}", f"{rerun_writes} Elasticsearch writes",
-             f"{rerun_seconds / first_seconds:.1%} of the first run"],
-        ]),
-        f"First run wrote {first['written']:,} documents; the re-run read no file (fingerprints from the "
-        f"manifest), parsed nothing (parse cache) and wrote {rerun_writes}. Targets: pipeline within 2x of raw "
-        f"bulk; re-run zero writes and under 5% of the first run.",
-    ])
+    body = "\n\n".join(
+        [
+            f"Corpus: {files} session files ({size / 2**20:.0f} MB) copied from the 7 fixtures under new ids over "
+            f"{len(DAYS)} days: {messages.height:,} messages, {n:,} documents.",
+            table(
+                ["figure", "seconds", "rate", "vs raw _bulk"],
+                [
+                    [
+                        "parse (pure parser, 1 core)",
+                        f"{parse_seconds:.1f}",
+                        f"{size / 2**20 / parse_seconds:.1f} MB/s, {messages.height / parse_seconds:,.0f} messages/s",
+                        "-",
+                    ],
+                    [
+                        "raw `_bulk`, pre-serialised (baseline)",
+                        f"{raw_seconds:.1f}",
+                        f"{n / raw_seconds:,.0f} docs/s",
+                        "1.00x",
+                    ],
+                    [
+                        "pipeline end to end, first run (parse + index + checks)",
+                        f"{first_seconds:.1f}",
+                        f"{n / first_seconds:,.0f} docs/s",
+                        f"{first_seconds / raw_seconds:.2f}x the time",
+                    ],
+                    [
+                        "re-run, nothing changed",
+                        f"{rerun_seconds:.1f}",
+                        f"{rerun_writes} Elasticsearch writes",
+                        f"{rerun_seconds / first_seconds:.1%} of the first run",
+                    ],
+                ],
+            ),
+            f"First run wrote {first['written']:,} documents; the re-run read no file (fingerprints from the "
+            f"manifest), parsed nothing (parse cache) and wrote {rerun_writes}. Targets: pipeline within 2x of raw "
+            f"bulk; re-run zero writes and under 5% of the first run.",
+        ]
+    )
     write_section("ingest", "uv run python -m bench ingest", body)
     print(body)
 

@@ -57,21 +57,39 @@ def main(argv: list[str]) -> None:
     from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture
 
     copy_fixture("pi-mono-large-session.v1.jsonl", WORK / "s" / "a.jsonl", SESSION, DAY)
-    settings = load_settings(sessions_dir=WORK / "s", memory_pipeline_state_dir=WORK / "state",
-                             memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir)
+    settings = load_settings(
+        sessions_dir=WORK / "s",
+        memory_pipeline_state_dir=WORK / "state",
+        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
+    )
     with make_client(settings, request_timeout=300) as es:
         _clear(es)
-        result = materialize([ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index,
-                              recall.turn_observations, recall.embeddings, recall.es_dense_vector],
-                             resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral())
+        result = materialize(
+            [
+                ingest.session_files,
+                ingest.raw_messages,
+                ingest.turns,
+                ingest.memory_raw_index,
+                recall.turn_observations,
+                recall.embeddings,
+                recall.es_dense_vector,
+            ],
+            resources=build_resources(settings),
+            partition_key=DAY,
+            instance=DagsterInstance.ephemeral(),
+        )
         assert result.success
         with EmbeddingsClient(settings.embeddings_url) as embedder:
             search = MemorySearch(es, embedder)
             recalls = {mode: recall_at(search, SESSION, mode=mode) for mode in ("bm25", "knn", "hybrid")}
 
             # Embedding throughput, same texts, same batches: the pipeline's client vs raw requests.
-            texts = [doc["summary"] for doc in stored_sources(es, OBSERVATION_INDEX, {"term": {"partition": DAY}},
-                                                               fields=["summary"]).values()] * 4
+            texts = [
+                doc["summary"]
+                for doc in stored_sources(
+                    es, OBSERVATION_INDEX, {"term": {"partition": DAY}}, fields=["summary"]
+                ).values()
+            ] * 4
             begin = time.perf_counter()
             embedder.embed(texts, batch_size=32)
             pipeline_rate = len(texts) / (time.perf_counter() - begin)
@@ -79,7 +97,9 @@ def main(argv: list[str]) -> None:
             begin = time.perf_counter()
             with httpx.Client(base_url=settings.embeddings_url, timeout=120) as raw:
                 for start in range(0, len(texts), 32):
-                    raw.post("/v1/embeddings", json={"model": model, "input": texts[start:start + 32]}).raise_for_status()
+                    raw.post(
+                        "/v1/embeddings", json={"model": model, "input": texts[start : start + 32]}
+                    ).raise_for_status()
             raw_rate = len(texts) / (time.perf_counter() - begin)
 
             # 100,000 records: the real observations plus noisy copies of their vectors.
@@ -95,9 +115,18 @@ def main(argv: list[str]) -> None:
                     doc = base[i % len(base)]
                     vector = normalise([x + rng.gauss(0, 0.02) for x in doc[field]])
                     day = SYNTH_DAYS[i % len(SYNTH_DAYS)]
-                    yield f"bench-synth-{i}", {**doc, field: vector, "doc_id": f"bench-synth-{i}", "partition": day,
-                                                "session_id": f"bench-synth-{i // 88}", "turn_id": f"T{i}",
-                                                "established_at": f"{day}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}Z"}
+                    yield (
+                        f"bench-synth-{i}",
+                        {
+                            **doc,
+                            field: vector,
+                            "doc_id": f"bench-synth-{i}",
+                            "partition": day,
+                            "session_id": f"bench-synth-{i // 88}",
+                            "turn_id": f"T{i}",
+                            "established_at": f"{day}T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}Z",
+                        },
+                    )
 
             bulk_apply(es, OBSERVATION_INDEX, copies(), chunk_size=500)
             es.indices.refresh(index=OBSERVATION_INDEX)
@@ -119,19 +148,29 @@ def main(argv: list[str]) -> None:
     shutil.rmtree(WORK, ignore_errors=True)
 
     lat_rows = [[layer, f"{_percentiles(v)[0]:.0f}", f"{_percentiles(v)[1]:.0f}"] for layer, v in latencies.items()]
-    body = "\n\n".join([
-        f"Embedding model `{model}` (384 dims), labelled set `bench/labels/retrieval.json` "
-        f"({len(load_queries())} queries; hit = a relevant turn among the top k).",
-        table(["ranking", "recall@5", "recall@10"],
-              [[mode, f"{r[5]:.3f}", f"{r[10]:.3f}"] for mode, r in recalls.items()]),
-        f"Latency over 100 queries with {total:,} observation records indexed ({index_seconds:.0f} s to index the "
-        "synthetic ones), milliseconds:",
-        table(["layer", "p50 ms", "p95 ms"], lat_rows),
-        table(["embedding throughput (same texts, batches of 32)", "texts/s"], [
-            ["raw `/v1/embeddings` requests", f"{raw_rate:.0f}"],
-            ["pipeline client (prefix, validation, normalisation)", f"{pipeline_rate:.0f} "
-                                                                    f"({pipeline_rate / raw_rate:.0%} of raw)"]]),
-    ])
+    body = "\n\n".join(
+        [
+            f"Embedding model `{model}` (384 dims), labelled set `bench/labels/retrieval.json` "
+            f"({len(load_queries())} queries; hit = a relevant turn among the top k).",
+            table(
+                ["ranking", "recall@5", "recall@10"],
+                [[mode, f"{r[5]:.3f}", f"{r[10]:.3f}"] for mode, r in recalls.items()],
+            ),
+            f"Latency over 100 queries with {total:,} observation records indexed ({index_seconds:.0f} s to index the "
+            "synthetic ones), milliseconds:",
+            table(["layer", "p50 ms", "p95 ms"], lat_rows),
+            table(
+                ["embedding throughput (same texts, batches of 32)", "texts/s"],
+                [
+                    ["raw `/v1/embeddings` requests", f"{raw_rate:.0f}"],
+                    [
+                        "pipeline client (prefix, validation, normalisation)",
+                        f"{pipeline_rate:.0f} ({pipeline_rate / raw_rate:.0%} of raw)",
+                    ],
+                ],
+            ),
+        ]
+    )
     write_section("recall", "uv run python -m bench recall", body)
     print(body)
 

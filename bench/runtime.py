@@ -1,7 +1,7 @@
 """Local runtime figures: cold and warm start per server, idle memory, chat and embedding throughput.
 
-    uv run python -m bench runtime          # warm figures (uses the existing cache)
-    uv run python -m bench runtime --cold   # also a cold setup on an empty cache (downloads + build, ~7 min)
+uv run python -m bench runtime          # warm figures (uses the existing cache)
+uv run python -m bench runtime --cold   # also a cold setup on an empty cache (downloads + build, ~7 min)
 """
 
 from __future__ import annotations
@@ -42,8 +42,13 @@ def _free_port() -> int:
 
 
 def _private(state: Path, cache: Path) -> Settings:
-    return load_settings(memory_pipeline_state_dir=state, memory_pipeline_cache_dir=cache,
-                         local_es_port=_free_port(), local_llama_port=_free_port(), local_embed_port=_free_port())
+    return load_settings(
+        memory_pipeline_state_dir=state,
+        memory_pipeline_cache_dir=cache,
+        local_es_port=_free_port(),
+        local_llama_port=_free_port(),
+        local_embed_port=_free_port(),
+    )
 
 
 def _start_each(settings: Settings) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
@@ -70,16 +75,32 @@ def _chat_throughput(settings: Settings, runs: int = 3) -> tuple[float, float, i
     prompt_tps, gen_tps = [], []
     with ChatClient(settings.chat_url) as client:
         for _ in range(runs):
-            answer = ChatCompletion.model_validate(client.request("POST", "/v1/chat/completions", json={
-                "model": client.model_id(), "max_tokens": 128, "temperature": 0, "cache_prompt": False,
-                "ignore_eos": True,
-                "messages": [{"role": "system", "content": "Summarise what a coding agent should remember."},
-                             {"role": "user", "content": FIXED_TURN}]}))
+            answer = ChatCompletion.model_validate(
+                client.request(
+                    "POST",
+                    "/v1/chat/completions",
+                    json={
+                        "model": client.model_id(),
+                        "max_tokens": 128,
+                        "temperature": 0,
+                        "cache_prompt": False,
+                        "ignore_eos": True,
+                        "messages": [
+                            {"role": "system", "content": "Summarise what a coding agent should remember."},
+                            {"role": "user", "content": FIXED_TURN},
+                        ],
+                    },
+                )
+            )
             assert answer.timings is not None
             prompt_tps.append(answer.timings.prompt_per_second or 0.0)
             gen_tps.append(answer.timings.predicted_per_second or 0.0)
-    return statistics.median(prompt_tps), statistics.median(gen_tps), answer.usage.prompt_tokens, \
-        answer.usage.completion_tokens
+    return (
+        statistics.median(prompt_tps),
+        statistics.median(gen_tps),
+        answer.usage.prompt_tokens,
+        answer.usage.completion_tokens,
+    )
 
 
 def _embedding_throughput(settings: Settings, n: int = 512) -> float:
@@ -100,8 +121,17 @@ def main(argv: list[str]) -> None:
         print("cold setup on an empty cache (downloads and the llama-server build)", flush=True)
         cold_prepare, cold_start, _ = _start_each(_private(WORK / "cold-state", cold_cache))
         shutil.rmtree(WORK, ignore_errors=True)
-        COLD.write_text(json.dumps({"measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                                    "prepare": cold_prepare, "start": cold_start}, indent=2) + "\n")
+        COLD.write_text(
+            json.dumps(
+                {
+                    "measured": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                    "prepare": cold_prepare,
+                    "start": cold_start,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     # A cold setup takes minutes: without --cold the last one measured (and its date) is shown.
     cold = json.loads(COLD.read_text()) if COLD.exists() else None
     print("warm starts (cache filled, fresh state folder)", flush=True)
@@ -114,19 +144,28 @@ def main(argv: list[str]) -> None:
     LocalRuntime(shared, progress=lambda m: None).up(["chat", "embed"])
     prompt_tps, gen_tps, prompt_tokens, gen_tokens = _chat_throughput(shared)
     texts_per_s = _embedding_throughput(shared)
-    body = "\n\n".join([
-        "Setup per server, seconds as prepare (fetch, build, verify) + start until ready"
-        + (f" (cold: measured {cold['measured']} with --cold)" if cold else "") + ":",
-        table(["server", "cold (empty cache)", "warm", "idle RSS (MB)"], rows),
-        "The cold llama-server prepare includes building it (once per machine); the chat model's prepare "
-        "includes the sha256 check that runs before every start.",
-        table(["figure", "value"], [
-            [f"chat prompt processing (fixed turn, {prompt_tokens} prompt tokens, no prompt cache, median of 3)",
-             f"{prompt_tps:.0f} tok/s"],
-            [f"chat generation ({gen_tokens} tokens, median of 3)", f"{gen_tps:.1f} tok/s"],
-            ["embeddings, batches of 32 (512 short texts)", f"{texts_per_s:.0f} texts/s"],
-        ]),
-    ])
+    body = "\n\n".join(
+        [
+            "Setup per server, seconds as prepare (fetch, build, verify) + start until ready"
+            + (f" (cold: measured {cold['measured']} with --cold)" if cold else "")
+            + ":",
+            table(["server", "cold (empty cache)", "warm", "idle RSS (MB)"], rows),
+            "The cold llama-server prepare includes building it (once per machine); the chat model's prepare "
+            "includes the sha256 check that runs before every start.",
+            table(
+                ["figure", "value"],
+                [
+                    [
+                        f"chat prompt processing (fixed turn, {prompt_tokens} prompt tokens, no prompt cache, "
+                        "median of 3)",
+                        f"{prompt_tps:.0f} tok/s",
+                    ],
+                    [f"chat generation ({gen_tokens} tokens, median of 3)", f"{gen_tps:.1f} tok/s"],
+                    ["embeddings, batches of 32 (512 short texts)", f"{texts_per_s:.0f} texts/s"],
+                ],
+            ),
+        ]
+    )
     write_section("runtime", "uv run python -m bench runtime" + (" --cold" if "--cold" in argv else ""), body)
     print(body)
 

@@ -54,8 +54,9 @@ def _run(url: str, jobs: list, concurrency: int) -> tuple[list[TurnOutcome], flo
         model = client.model_id()
         context = client.context_size() or 4096
         begin = time.perf_counter()
-        outcomes = summarise_turns(client, jobs, context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS,
-                                   concurrency=concurrency)
+        outcomes = summarise_turns(
+            client, jobs, context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, concurrency=concurrency
+        )
         return outcomes, time.perf_counter() - begin, model, context
 
 
@@ -81,15 +82,27 @@ def main(argv: list[str]) -> None:
 
     rows = []
     seq_server = sum(o.server_seconds for o in sequential)
-    rows.append(["sequential (1 slot, concurrency 1)", f"{len(jobs) / seq_wall:.3f}", f"{seq_wall:.0f}",
-                 f"{seq_server:.0f}", f"{(seq_wall - seq_server) / seq_wall:.1%}"])
+    rows.append(
+        [
+            "sequential (1 slot, concurrency 1)",
+            f"{len(jobs) / seq_wall:.3f}",
+            f"{seq_wall:.0f}",
+            f"{seq_server:.0f}",
+            f"{(seq_wall - seq_server) / seq_wall:.1%}",
+        ]
+    )
     if settings.is_local("chat") and "--no-slots" not in argv:
         # The same turns against a private chat server started with 2 slots.
         work = ROOT / "bench" / ".work" / "slots"
         shutil.rmtree(work, ignore_errors=True)
-        two = load_settings(memory_pipeline_state_dir=work, memory_pipeline_cache_dir=settings.memory_pipeline_cache_dir,
-                            local_es_port=_free_port(), local_llama_port=_free_port(), local_embed_port=_free_port(),
-                            local_llama_slots=2)
+        two = load_settings(
+            memory_pipeline_state_dir=work,
+            memory_pipeline_cache_dir=settings.memory_pipeline_cache_dir,
+            local_es_port=_free_port(),
+            local_llama_port=_free_port(),
+            local_embed_port=_free_port(),
+            local_llama_slots=2,
+        )
         runtime = LocalRuntime(two, progress=lambda m: None)
         runtime.up(["chat"])
         try:
@@ -99,26 +112,47 @@ def main(argv: list[str]) -> None:
             shutil.rmtree(work, ignore_errors=True)
         par_server = sum(o.server_seconds for o in parallel)
         # With 2 slots the server's own time overlaps: the ideal wall time is half its sum.
-        rows.append(["2 slots (concurrency 2)", f"{len(jobs) / par_wall:.3f}", f"{par_wall:.0f}",
-                     f"{par_server:.0f} (/2 = {par_server / 2:.0f})", f"{(par_wall - par_server / 2) / par_wall:.1%}"])
+        rows.append(
+            [
+                "2 slots (concurrency 2)",
+                f"{len(jobs) / par_wall:.3f}",
+                f"{par_wall:.0f}",
+                f"{par_server:.0f} (/2 = {par_server / 2:.0f})",
+                f"{(par_wall - par_server / 2) / par_wall:.1%}",
+            ]
+        )
 
-    body = "\n\n".join([
-        f"Model `{model}` at `{settings.chat_url}` (context {context} tokens per slot), prompt and schema of "
-        f"`memory_pipeline/summarize`, temperature 0 then 0.3 on the one retry, {MAX_OUTPUT_TOKENS} output tokens max.",
-        f"Labelled set: {len(jobs)} real turns of `pi-mono-large-session.v1.jsonl` "
-        f"(`bench/labels/summarize_turns.json`): {sum(memorable)} memorable, {len(jobs) - sum(memorable)} not.",
-        table(["quality", "result"], [
-            ["memorable turns that got at least one idea", f"{hits} / {sum(memorable)} ({hits / sum(memorable):.0%})"],
-            ["other turns correctly left empty", f"{correct_empty} / {len(jobs) - sum(memorable)} "
-                                                  f"({correct_empty / (len(jobs) - sum(memorable)):.0%})"],
-            ["turns failed (invalid twice)", str(failed)],
-            ["ideas produced", f"{ideas} ({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())})"],
-        ]),
-        table(["throughput", "turns/s end to end", "wall s", "server s (prompt + generation)", "pipeline overhead"],
-              rows),
-        "Overhead = the share of wall time not spent inside the server (prompt building, validation, HTTP); "
-        "for 2 slots against half the server's summed time, the best a 2-slot server could do.",
-    ])
+    body = "\n\n".join(
+        [
+            f"Model `{model}` at `{settings.chat_url}` (context {context} tokens per slot), prompt and schema of "
+            f"`memory_pipeline/summarize`, temperature 0 then 0.3 on the one retry, "
+            f"{MAX_OUTPUT_TOKENS} output tokens max.",
+            f"Labelled set: {len(jobs)} real turns of `pi-mono-large-session.v1.jsonl` "
+            f"(`bench/labels/summarize_turns.json`): {sum(memorable)} memorable, {len(jobs) - sum(memorable)} not.",
+            table(
+                ["quality", "result"],
+                [
+                    [
+                        "memorable turns that got at least one idea",
+                        f"{hits} / {sum(memorable)} ({hits / sum(memorable):.0%})",
+                    ],
+                    [
+                        "other turns correctly left empty",
+                        f"{correct_empty} / {len(jobs) - sum(memorable)} "
+                        f"({correct_empty / (len(jobs) - sum(memorable)):.0%})",
+                    ],
+                    ["turns failed (invalid twice)", str(failed)],
+                    ["ideas produced", f"{ideas} ({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())})"],
+                ],
+            ),
+            table(
+                ["throughput", "turns/s end to end", "wall s", "server s (prompt + generation)", "pipeline overhead"],
+                rows,
+            ),
+            "Overhead = the share of wall time not spent inside the server (prompt building, validation, HTTP); "
+            "for 2 slots against half the server's summed time, the best a 2-slot server could do.",
+        ]
+    )
     write_section("summarize", "uv run python -m bench summarize", body)
     print(body)
 

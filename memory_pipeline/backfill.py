@@ -12,8 +12,7 @@ from memory_pipeline.partitions import session_days
 from memory_pipeline.sessions.discovery import scan_sessions
 
 
-def days_to_backfill(sessions_dir: Path, done: Set[str], start: str | None = None,
-                     end: str | None = None) -> list[str]:
+def days_to_backfill(sessions_dir: Path, done: Set[str], start: str | None = None, end: str | None = None) -> list[str]:
     """Days with session files, within the partitions and [start, end], not in `done`."""
     found, _ = scan_sessions(sessions_dir)
     valid = set(session_days.get_partition_keys())
@@ -38,8 +37,12 @@ def run_backfill(instance: DagsterInstance, first: str, last: str) -> ExecuteInP
     from memory_pipeline.definitions import defs
 
     job = defs.resolve_job_def("memory_job")
-    return job.execute_in_process(instance=instance, raise_on_error=False, tags={
-        "dagster/asset_partition_range_start": first,
-        "dagster/asset_partition_range_end": last,
-        "memory_pipeline/backfill": "cli",
-    })
+    return job.execute_in_process(
+        instance=instance,
+        raise_on_error=False,
+        tags={
+            "dagster/asset_partition_range_start": first,
+            "dagster/asset_partition_range_end": last,
+            "memory_pipeline/backfill": "cli",
+        },
+    )

@@ -32,9 +32,13 @@ def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
     return AssetCheckResult(
         check_name="turn_integrity",
         passed=bad.is_empty() and duplicate_docs == 0,
-        metadata={"turns": per_turn.height, "turns_with_gaps": bad.height, "duplicate_doc_ids": duplicate_docs,
-                  "turn_ids_in_several_sessions": int((shared["sessions"] > 1).sum()),
-                  "examples": MetadataValue.json(bad.head(5).to_dicts())},
+        metadata={
+            "turns": per_turn.height,
+            "turns_with_gaps": bad.height,
+            "duplicate_doc_ids": duplicate_docs,
+            "turn_ids_in_several_sessions": int((shared["sessions"] > 1).sum()),
+            "examples": MetadataValue.json(bad.head(5).to_dicts()),
+        },
     )
 
 
@@ -42,18 +46,25 @@ def index_equals_messages(client: Elasticsearch, messages: pl.DataFrame, partiti
     """Per session, the documents in memory-raw for these days equal the parsed messages in number."""
     expected = dict(messages.filter(pl.col("doc_id").is_not_null()).group_by("session_id").len().iter_rows())
     actual = indexed_counts(client, partitions)
-    differing = {s: {"expected": expected.get(s, 0), "indexed": actual.get(s, 0)}
-                 for s in set(expected) | set(actual) if expected.get(s, 0) != actual.get(s, 0)}
+    differing = {
+        s: {"expected": expected.get(s, 0), "indexed": actual.get(s, 0)}
+        for s in set(expected) | set(actual)
+        if expected.get(s, 0) != actual.get(s, 0)
+    }
     return AssetCheckResult(
         check_name="index_equals_messages",
         passed=not differing,
-        metadata={"expected_documents": sum(expected.values()), "indexed_documents": sum(actual.values()),
-                  "differing_sessions": MetadataValue.json(dict(list(differing.items())[:20]))},
+        metadata={
+            "expected_documents": sum(expected.values()),
+            "indexed_documents": sum(actual.values()),
+            "differing_sessions": MetadataValue.json(dict(list(differing.items())[:20])),
+        },
     )
 
 
-def files_represented(client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame,
-                      partitions: list[str]) -> AssetCheckResult:
+def files_represented(
+    client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame, partitions: list[str]
+) -> AssetCheckResult:
     """Every session file found is in the manifest with its fingerprint, and its messages are indexed."""
     manifest = read_manifest(client, partitions)
     counts = indexed_counts(client, partitions)
@@ -65,50 +76,68 @@ def files_represented(client: Elasticsearch, files: pl.DataFrame, messages: pl.D
             missing.append(f"{row['session_file']}: not recorded with its current fingerprint")
         elif row["session_id"] in with_messages and not counts.get(row["session_id"]):
             missing.append(f"{row['session_file']}: no documents in memory-raw")
-    return AssetCheckResult(check_name="every_file_represented", passed=not missing,
-                            metadata={"files": files.height, "missing": MetadataValue.json(missing[:20])})
+    return AssetCheckResult(
+        check_name="every_file_represented",
+        passed=not missing,
+        metadata={"files": files.height, "missing": MetadataValue.json(missing[:20])},
+    )
 
 
-def rerun_changes_nothing(client: Elasticsearch, files: pl.DataFrame, partitions: list[str],
-                          report: SyncReport) -> AssetCheckResult:
+def rerun_changes_nothing(
+    client: Elasticsearch, files: pl.DataFrame, partitions: list[str], report: SyncReport
+) -> AssetCheckResult:
     """A run now would write nothing: every file is in the manifest with its current fingerprint (so it
     would be skipped), and the sessions just written hold exactly the expected documents (count and a
     checksum of their content hashes, per session, aggregated by Elasticsearch)."""
     manifest = read_manifest(client, partitions)
-    stale_files = [row["session_file"] for row in files.iter_rows(named=True)
-                   if row["session_id"] not in manifest
-                   or manifest[row["session_id"]][1].fingerprint != row["fingerprint"]]
+    stale_files = [
+        row["session_file"]
+        for row in files.iter_rows(named=True)
+        if row["session_id"] not in manifest or manifest[row["session_id"]][1].fingerprint != row["fingerprint"]
+    ]
     expected = report.expected
     stored = session_checksums(client, {"terms": {"session_id": report.changed}}) if report.changed else {}
     differing = sorted(s for s in expected if stored.get(s, (0, 0)) != expected[s])
     return AssetCheckResult(
         check_name="rerun_changes_nothing",
         passed=not stale_files and not differing,
-        metadata={"files_not_recorded": MetadataValue.json(stale_files[:20]),
-                  "sessions_differing": MetadataValue.json(differing[:20]),
-                  "sessions_compared": len(report.changed)},
+        metadata={
+            "files_not_recorded": MetadataValue.json(stale_files[:20]),
+            "sessions_differing": MetadataValue.json(differing[:20]),
+            "sessions_compared": len(report.changed),
+        },
     )
 
 
 # --- summarize ---------------------------------------------------------------------------
+
 
 def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
     """Every (session_id, turn_id) a stored summary cites is a turn with messages in memory-raw."""
     summaries = read_summaries(client, partitions)
     refs = {(r["session_id"], r["turn_id"]) for doc in summaries for r in doc.source_refs}
     missing = sorted(refs - raw_turns(client, sorted({s for s, _ in refs}))) if refs else []
-    return AssetCheckResult(check_name="source_refs_exist", passed=not missing,
-                            metadata={"refs": len(refs), "missing": MetadataValue.json([list(m) for m in missing[:20]])})
+    return AssetCheckResult(
+        check_name="source_refs_exist",
+        passed=not missing,
+        metadata={"refs": len(refs), "missing": MetadataValue.json([list(m) for m in missing[:20]])},
+    )
 
 
 def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> AssetCheckResult:
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
     stored = read_summaries(client, partitions)
     in_index = len(stored) - len({d.doc_id for d in stored})
-    return AssetCheckResult(check_name="no_duplicate_summaries", passed=in_run == 0 and in_index == 0
-                            and len(stored) == documents.height,
-                            metadata={"duplicates_in_run": in_run, "duplicates_in_index": in_index,
-                                      "documents_in_run": documents.height, "documents_in_index": len(stored)})
+    return AssetCheckResult(
+        check_name="no_duplicate_summaries",
+        passed=in_run == 0 and in_index == 0 and len(stored) == documents.height,
+        metadata={
+            "duplicates_in_run": in_run,
+            "duplicates_in_index": in_index,
+            "documents_in_run": documents.height,
+            "documents_in_index": len(stored),
+        },
+    )
 
 
 def summaries_are_well_formed(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
@@ -121,8 +150,9 @@ def summaries_are_well_formed(client: Elasticsearch, partitions: list[str]) -> A
             bad.append(f"{doc.doc_id}: {exc.errors()[0]['msg']}")
         if any(tag != tag.lower() or " " in tag for tag in doc.tags):
             bad.append(f"{doc.doc_id}: tags not normalised {doc.tags}")
-    return AssetCheckResult(check_name="summaries_well_formed", passed=not bad,
-                            metadata={"malformed": MetadataValue.json(bad[:20])})
+    return AssetCheckResult(
+        check_name="summaries_well_formed", passed=not bad, metadata={"malformed": MetadataValue.json(bad[:20])}
+    )
 
 
 def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
@@ -131,7 +161,14 @@ def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
     total = sum(counts.values())
     accounted = counts.get("summarised", 0) + counts.get("empty", 0) + counts.get("failed", 0)
     failures = attempted.filter(pl.col("status") == "failed").select("session_id", "turn_id", "reason").to_dicts()
-    return AssetCheckResult(check_name="attempts_add_up", passed=total == accounted,
-                            metadata={"attempted": total, "summarised": counts.get("summarised", 0),
-                                      "skipped_empty": counts.get("empty", 0), "failed": counts.get("failed", 0),
-                                      "failures": MetadataValue.json(failures[:20])})
+    return AssetCheckResult(
+        check_name="attempts_add_up",
+        passed=total == accounted,
+        metadata={
+            "attempted": total,
+            "summarised": counts.get("summarised", 0),
+            "skipped_empty": counts.get("empty", 0),
+            "failed": counts.get("failed", 0),
+            "failures": MetadataValue.json(failures[:20]),
+        },
+    )

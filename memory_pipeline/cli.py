@@ -33,8 +33,19 @@ def _echo_progress(message: str) -> None:
 
 def _table(rows: list[ServiceStatus]) -> str:
     headers = ["server", "url", "state", "pid", "rss", "version", "model", "health"]
-    cells = [[r.name, r.url, r.state, str(r.pid or "-"), f"{r.rss_mb:.0f} MB" if r.rss_mb else "-",
-              r.version, r.model, r.health] for r in rows]
+    cells = [
+        [
+            r.name,
+            r.url,
+            r.state,
+            str(r.pid or "-"),
+            f"{r.rss_mb:.0f} MB" if r.rss_mb else "-",
+            r.version,
+            r.model,
+            r.health,
+        ]
+        for r in rows
+    ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
@@ -51,8 +62,9 @@ def local() -> None:
     """The embedded default: real Elasticsearch and llama-servers on 127.0.0.1."""
 
 
-only_option = click.option("--only", "only", multiple=True, type=click.Choice(SERVICES),
-                           help="Limit to these servers (repeatable).")
+only_option = click.option(
+    "--only", "only", multiple=True, type=click.Choice(SERVICES), help="Limit to these servers (repeatable)."
+)
 
 
 def _run(action):  # noqa: ANN001, ANN202 - tiny local decorator
@@ -102,15 +114,31 @@ def dev(port: int, no_local: bool) -> None:
         click.echo(f"{settings.sessions_dir} does not exist: using the sample sessions in data/sessions", err=True)
     # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
     env["DAGSTER_HOME"] = str(_dagster_home(settings))
-    click.echo(f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})",
-               err=True)
-    argv = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_DIR / "workspace.yaml"),
-            "-h", "127.0.0.1", "-p", str(port)]
+    click.echo(
+        f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})", err=True
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-w",
+        str(PROJECT_DIR / "workspace.yaml"),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+    ]
     # dagster dev shuts down cleanly on SIGINT only, and a shell's background job inherits SIGINT
     # ignored: so the child leads its own process group with SIGINT restored, and whatever stops
     # us (Ctrl-C, SIGTERM) becomes a SIGINT to that group, then a SIGKILL if it lingers.
-    proc = subprocess.Popen(argv, env=env, cwd=PROJECT_DIR, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=PROJECT_DIR,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
     deadline: list[float] = []
 
@@ -177,9 +205,16 @@ def _search():  # noqa: ANN202 - a context manager of (MemorySearch)
 
     @contextmanager
     def opened():  # noqa: ANN202
-        with make_client(settings) as es, EmbeddingsClient(
-                settings.embeddings_url, model=settings.embed_model, dims=settings.embed_dims,
-                doc_prefix=settings.embed_doc_prefix, query_prefix=settings.embed_query_prefix) as embedder:
+        with (
+            make_client(settings) as es,
+            EmbeddingsClient(
+                settings.embeddings_url,
+                model=settings.embed_model,
+                dims=settings.embed_dims,
+                doc_prefix=settings.embed_doc_prefix,
+                query_prefix=settings.embed_query_prefix,
+            ) as embedder,
+        ):
             yield MemorySearch(es, embedder)
 
     return opened()
@@ -223,8 +258,9 @@ def _print_rows(rows, as_json: bool) -> None:  # noqa: ANN001
 def search(query: str, k: int, mode: str, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF)."""
     with _search() as engine:
-        _print_rows(engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode),
-                    as_json)
+        _print_rows(
+            engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode), as_json
+        )
 
 
 @main.command()
@@ -234,8 +270,9 @@ def search(query: str, k: int, mode: str, project, since, until, priority, kind,
 def timeline(anchor: str, window: int, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
     """Layer 2: the chronological neighbours of ANCHOR (a memory id, or a query's best match)."""
     with _search() as engine:
-        _print_rows(engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind)),
-                    as_json)
+        _print_rows(
+            engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind)), as_json
+        )
 
 
 @main.command()
@@ -265,6 +302,9 @@ def config() -> None:
     shown = settings.model_dump(mode="json")
     if shown.get("es_api_key"):
         shown["es_api_key"] = "***"
-    shown |= {"effective_elasticsearch_url": settings.elasticsearch_url, "effective_chat_url": settings.chat_url,
-              "effective_embeddings_url": settings.embeddings_url}
+    shown |= {
+        "effective_elasticsearch_url": settings.elasticsearch_url,
+        "effective_chat_url": settings.chat_url,
+        "effective_embeddings_url": settings.embeddings_url,
+    }
     click.echo(json.dumps(shown, indent=2))

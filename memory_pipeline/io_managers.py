@@ -35,7 +35,9 @@ class PolarsParquetIOManager(ConfigurableIOManager):
             part.write_parquet(tmp)
             tmp.replace(path)
         obj.clear().write_parquet(self._path(context, "_schema"))
-        context.add_output_metadata({"rows": obj.height, "folder": MetadataValue.path(str(self._path(context, "x").parent))})
+        context.add_output_metadata(
+            {"rows": obj.height, "folder": MetadataValue.path(str(self._path(context, "x").parent))}
+        )
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
         keys = context.asset_partition_keys if context.has_asset_partitions else ["all"]

@@ -37,8 +37,14 @@ class EmbeddingsResource(ConfigurableResource):
     timeout_seconds: float = 120.0
 
     def get_client(self) -> EmbeddingsClient:
-        return EmbeddingsClient(self.url, model=self.model, dims=self.dims, doc_prefix=self.doc_prefix,
-                                query_prefix=self.query_prefix, timeout=self.timeout_seconds)
+        return EmbeddingsClient(
+            self.url,
+            model=self.model,
+            dims=self.dims,
+            doc_prefix=self.doc_prefix,
+            query_prefix=self.query_prefix,
+            timeout=self.timeout_seconds,
+        )
 
 
 class SessionsResource(ConfigurableResource):
@@ -46,8 +52,9 @@ class SessionsResource(ConfigurableResource):
 
     sessions_dir: str
     cache_dir: str = Field(description="Parsed frames of unchanged files, keyed by content fingerprint.")
-    redact_patterns: list[str] = Field(default_factory=list,
-                                       description="Extra regexes to mask, on top of the built-in secret rules.")
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="Extra regexes to mask, on top of the built-in secret rules."
+    )
     debounce_seconds: float = Field(30.0, description="The sensor leaves files modified this recently for later.")
 
     @property
@@ -70,11 +77,17 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             request_timeout=60,
         ),
         "llm": LlamaResource(url=settings.chat_url, model=settings.llama_model),
-        "embedder": EmbeddingsResource(url=settings.embeddings_url, model=settings.embed_model,
-                                       dims=settings.embed_dims, doc_prefix=settings.embed_doc_prefix,
-                                       query_prefix=settings.embed_query_prefix),
-        "sessions": SessionsResource(sessions_dir=str(settings.sessions_dir),
-                                     cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
-                                     redact_patterns=settings.redact_extra_patterns),
+        "embedder": EmbeddingsResource(
+            url=settings.embeddings_url,
+            model=settings.embed_model,
+            dims=settings.embed_dims,
+            doc_prefix=settings.embed_doc_prefix,
+            query_prefix=settings.embed_query_prefix,
+        ),
+        "sessions": SessionsResource(
+            sessions_dir=str(settings.sessions_dir),
+            cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
+            redact_patterns=settings.redact_extra_patterns,
+        ),
         "io_manager": PolarsParquetIOManager(base_dir=str(settings.memory_pipeline_state_dir / "frames")),
     }

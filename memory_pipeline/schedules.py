@@ -1,6 +1,5 @@
 """A daily run for the latest complete day, in case the sensor was off."""
 
-
 from datetime import timedelta
 
 from dagster import RunRequest, ScheduleEvaluationContext, schedule

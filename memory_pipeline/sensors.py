@@ -7,7 +7,6 @@ still be writing it), and run keys name the exact file states, so a repeated
 tick requests nothing twice.
 """
 
-
 import hashlib
 import json
 import time
@@ -65,7 +64,9 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
             context.log.warning(f"sessions dated {day} are outside the partitions {session_days.start:%Y-%m-%d}..today")
             continue
         run_key = f"{day}:{hashlib.sha1(chr(10).join(sorted(states)).encode()).hexdigest()[:16]}"
-        requests.append(RunRequest(run_key=run_key, partition_key=day, tags={"memory_pipeline/files": str(len(states))}))
+        requests.append(
+            RunRequest(run_key=run_key, partition_key=day, tags={"memory_pipeline/files": str(len(states))})
+        )
     if not requests:
         return SkipReason(f"no new or changed session files under {root}")
     return requests

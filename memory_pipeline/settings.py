@@ -51,16 +51,22 @@ class Settings(BaseSettings):
 
     llama_url: AnyHttpUrl | None = Field(None, description="Chat server (OpenAI-compatible); unset = local runtime.")
     llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
-    embed_url: AnyHttpUrl | None = Field(None, description="Embedding server (OpenAI-compatible); unset = local runtime.")
+    embed_url: AnyHttpUrl | None = Field(
+        None, description="Embedding server (OpenAI-compatible); unset = local runtime."
+    )
     embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
-    embed_dims: int | None = Field(None, ge=8, le=8192,
-                                   description="Matryoshka truncation (re-normalised); unset = the model's full size.")
-    embed_doc_prefix: str | None = Field(None, description='Prefix for stored texts (jina: "Document: "); unset = by model.')
+    embed_dims: int | None = Field(
+        None, ge=8, le=8192, description="Matryoshka truncation (re-normalised); unset = the model's full size."
+    )
+    embed_doc_prefix: str | None = Field(
+        None, description='Prefix for stored texts (jina: "Document: "); unset = by model.'
+    )
     embed_query_prefix: str | None = Field(None, description='Prefix for queries (jina: "Query: "); unset = by model.')
 
     sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
     redact_extra_patterns: list[str] = Field(
-        default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].')
+        default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].'
+    )
 
     memory_pipeline_state_dir: Path = Field(
         Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
@@ -106,8 +112,11 @@ class Settings(BaseSettings):
     def _consistent(self) -> Settings:
         if self.es_api_key and self.es_url is None:
             raise ValueError("ES_API_KEY is set but ES_URL is not: the local Elasticsearch runs without security")
-        ports = {"LOCAL_ES_PORT": self.local_es_port, "LOCAL_LLAMA_PORT": self.local_llama_port,
-                 "LOCAL_EMBED_PORT": self.local_embed_port}
+        ports = {
+            "LOCAL_ES_PORT": self.local_es_port,
+            "LOCAL_LLAMA_PORT": self.local_llama_port,
+            "LOCAL_EMBED_PORT": self.local_embed_port,
+        }
         if len(set(ports.values())) != len(ports):
             raise ValueError(f"LOCAL_*_PORT values must differ, got {ports}")
         return self
@@ -141,6 +150,9 @@ def load_settings(**overrides: object) -> Settings:
         problems = []
         for error in exc.errors():
             variable = "_".join(str(part) for part in error["loc"]).upper() or "configuration"
-            problems.append(f"{variable}: {error['msg']} (got {error.get('input')!r})"
-                            if error["loc"] else error["msg"].removeprefix("Value error, "))
+            problems.append(
+                f"{variable}: {error['msg']} (got {error.get('input')!r})"
+                if error["loc"]
+                else error["msg"].removeprefix("Value error, ")
+            )
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None

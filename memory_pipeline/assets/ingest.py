@@ -6,7 +6,6 @@ partitioned by session start; a range backfill runs as one run, so every asset
 works on `context.partition_keys`, never on a single key.
 """
 
-
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,8 +35,9 @@ _common = daily_assets(INGEST)
 
 
 @asset(**_common, kinds={"polars"})
-def session_files(context: AssetExecutionContext, sessions: SessionsResource,
-                  es: ElasticsearchResource) -> Output[pl.DataFrame]:
+def session_files(
+    context: AssetExecutionContext, sessions: SessionsResource, es: ElasticsearchResource
+) -> Output[pl.DataFrame]:
     """The pi session files of the partition's days, identified by the session id in their header.
 
     Each row carries size, mtime and a content fingerprint, and whether the file
@@ -55,23 +55,29 @@ def session_files(context: AssetExecutionContext, sessions: SessionsResource,
         recorded = {sid: rec for sid, (_, rec) in read_manifest(client, keys).items()}
     files = catalog(in_range, recorded)
     changed = int(files["changed"].sum())
-    context.log.info(f"{files.height} session files for {keys[0]}..{keys[-1]} ({changed} new or changed) "
-                     f"of {len(found)} under {sessions.root}")
-    return Output(files, metadata={
-        "sessions_dir": str(sessions.root),
-        "files_found": len(found),
-        "files": files.height,
-        "changed_files": changed,
-        "not_sessions": len(problems),
-        "problems": problems_markdown(problems),
-        "bytes": int(files["size"].sum()),
-        "preview": preview(files, ["partition", "session_id", "session_file", "size", "changed"]),
-    })
+    context.log.info(
+        f"{files.height} session files for {keys[0]}..{keys[-1]} ({changed} new or changed) "
+        f"of {len(found)} under {sessions.root}"
+    )
+    return Output(
+        files,
+        metadata={
+            "sessions_dir": str(sessions.root),
+            "files_found": len(found),
+            "files": files.height,
+            "changed_files": changed,
+            "not_sessions": len(problems),
+            "problems": problems_markdown(problems),
+            "bytes": int(files["size"].sum()),
+            "preview": preview(files, ["partition", "session_id", "session_file", "size", "changed"]),
+        },
+    )
 
 
 @asset(**_common, kinds={"polars"})
-def raw_messages(context: AssetExecutionContext, session_files: pl.DataFrame,
-                 sessions: SessionsResource) -> Output[pl.DataFrame]:
+def raw_messages(
+    context: AssetExecutionContext, session_files: pl.DataFrame, sessions: SessionsResource
+) -> Output[pl.DataFrame]:
     """One row per message entry of the partition's sessions, parsed tolerantly and with secrets masked.
 
     Covers v1-v3 files (deterministic ids for v1), the active path and the
@@ -85,24 +91,29 @@ def raw_messages(context: AssetExecutionContext, session_files: pl.DataFrame,
         context.log.warning(str(problem))
     problem_kinds = Counter(p.kind for p in report.problems)
     seconds = time.perf_counter() - begin
-    return Output(messages, metadata={
-        "messages": messages.height,
-        "sessions": messages["session_id"].n_unique(),
-        "parsed_files": report.parsed_files,
-        "cached_files": report.cached_files,
-        "failed_files": report.failed_files,
-        "on_active_path": int(messages["on_active_path"].sum()),
-        "abandoned_branch_messages": int((~messages["on_active_path"]).sum()),
-        "metadata_messages": int(messages["is_metadata"].sum()),
-        "problems": problems_markdown(report.problems),
-        "problem_counts": MetadataValue.json(dict(problem_kinds)),
-        "skipped": MetadataValue.json(dict(report.skipped)),
-        "masked_secrets": sum(report.redactions.values()),
-        "masked_by_rule": MetadataValue.json(dict(report.redactions)),
-        "parse_mb_per_s": round(report.bytes_parsed / 2**20 / report.parse_seconds, 2) if report.parse_seconds else 0,
-        "seconds": round(seconds, 3),
-        "preview": preview(messages, ["session_id", "turn_id", "message_index", "role", "content"]),
-    })
+    return Output(
+        messages,
+        metadata={
+            "messages": messages.height,
+            "sessions": messages["session_id"].n_unique(),
+            "parsed_files": report.parsed_files,
+            "cached_files": report.cached_files,
+            "failed_files": report.failed_files,
+            "on_active_path": int(messages["on_active_path"].sum()),
+            "abandoned_branch_messages": int((~messages["on_active_path"]).sum()),
+            "metadata_messages": int(messages["is_metadata"].sum()),
+            "problems": problems_markdown(report.problems),
+            "problem_counts": MetadataValue.json(dict(problem_kinds)),
+            "skipped": MetadataValue.json(dict(report.skipped)),
+            "masked_secrets": sum(report.redactions.values()),
+            "masked_by_rule": MetadataValue.json(dict(report.redactions)),
+            "parse_mb_per_s": round(report.bytes_parsed / 2**20 / report.parse_seconds, 2)
+            if report.parse_seconds
+            else 0,
+            "seconds": round(seconds, 3),
+            "preview": preview(messages, ["session_id", "turn_id", "message_index", "role", "content"]),
+        },
+    )
 
 
 @asset(**_common, kinds={"polars"})
@@ -111,38 +122,54 @@ def turns(raw_messages: pl.DataFrame) -> Output[pl.DataFrame]:
     branch summary to the next), with the first message, tools used and a content hash that decides
     whether a turn must be summarised again."""
     frame = group_turns(raw_messages)
-    return Output(frame, metadata={
-        "turns": frame.height,
-        "sessions": frame["session_id"].n_unique(),
-        "turns_with_errors": int(frame["has_error"].sum()),
-        "preview": preview(frame, ["session_id", "turn_index", "start_role", "message_count", "prompt"]),
-    })
+    return Output(
+        frame,
+        metadata={
+            "turns": frame.height,
+            "sessions": frame["session_id"].n_unique(),
+            "turns_with_errors": int(frame["has_error"].sum()),
+            "preview": preview(frame, ["session_id", "turn_index", "start_role", "message_count", "prompt"]),
+        },
+    )
 
 
 _CHECKS = [
-    AssetCheckSpec("turn_integrity", asset="memory_raw_index",
-                   description="Every turn's messages share one session and have message_index 0..n-1."),
-    AssetCheckSpec("index_equals_messages", asset="memory_raw_index",
-                   description="Documents in memory-raw equal the messages parsed for the partition."),
-    AssetCheckSpec("every_file_represented", asset="memory_raw_index",
-                   description="Every session file found is recorded, with its messages indexed."),
-    AssetCheckSpec("rerun_changes_nothing", asset="memory_raw_index",
-                   description="Running again now would write nothing."),
+    AssetCheckSpec(
+        "turn_integrity",
+        asset="memory_raw_index",
+        description="Every turn's messages share one session and have message_index 0..n-1.",
+    ),
+    AssetCheckSpec(
+        "index_equals_messages",
+        asset="memory_raw_index",
+        description="Documents in memory-raw equal the messages parsed for the partition.",
+    ),
+    AssetCheckSpec(
+        "every_file_represented",
+        asset="memory_raw_index",
+        description="Every session file found is recorded, with its messages indexed.",
+    ),
+    AssetCheckSpec(
+        "rerun_changes_nothing", asset="memory_raw_index", description="Running again now would write nothing."
+    ),
 ]
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=[turns])
-def memory_raw_index(context: AssetExecutionContext, raw_messages: pl.DataFrame, session_files: pl.DataFrame,
-                     es: ElasticsearchResource) -> MaterializeResult:
+def memory_raw_index(
+    context: AssetExecutionContext, raw_messages: pl.DataFrame, session_files: pl.DataFrame, es: ElasticsearchResource
+) -> MaterializeResult:
     """`memory-raw`: one document per message (id `{session_id}_{turn_id}_{message_index}`), kept equal to
     the session files: new and changed messages are written, vanished ones deleted, unchanged files cost
     no write at all. Checked after every materialisation."""
     keys = context.partition_keys
     with es.get_client() as client:
         report = sync_partitions(client, raw_messages, session_files, keys)
-        context.log.info(f"memory-raw: {report.written} written, {report.deleted} deleted, "
-                         f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
-                         f"{report.unchanged_sessions} unchanged, {report.gone_sessions} gone")
+        context.log.info(
+            f"memory-raw: {report.written} written, {report.deleted} deleted, "
+            f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
+            f"{report.unchanged_sessions} unchanged, {report.gone_sessions} gone"
+        )
         checks = [
             turn_integrity(raw_messages),
             index_equals_messages(client, raw_messages, keys),
@@ -165,4 +192,3 @@ def memory_raw_index(context: AssetExecutionContext, raw_messages: pl.DataFrame,
         },
         check_results=checks,
     )
-

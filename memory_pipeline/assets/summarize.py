@@ -46,8 +46,14 @@ class LlmIdeasConfig(Config):
 
 
 @asset(**_common, kinds={"polars", "llm"})
-def llm_ideas(context: AssetExecutionContext, config: LlmIdeasConfig, turns: pl.DataFrame,
-              raw_messages: pl.DataFrame, llm: LlamaResource, es: ElasticsearchResource) -> Output[pl.DataFrame]:
+def llm_ideas(
+    context: AssetExecutionContext,
+    config: LlmIdeasConfig,
+    turns: pl.DataFrame,
+    raw_messages: pl.DataFrame,
+    llm: LlamaResource,
+    es: ElasticsearchResource,
+) -> Output[pl.DataFrame]:
     """For each active-path turn, the ideas the LLM says a future session should know (summary, tags,
     priority), or none. A turn is read once per (content, prompt version, model): unchanged turns keep
     what was recorded and cost no call; invalid answers get one retry, then the turn is listed as failed."""
@@ -59,64 +65,91 @@ def llm_ideas(context: AssetExecutionContext, config: LlmIdeasConfig, turns: pl.
         wanted = needs_llm(turns, ledger, model, config.rebuild)
         jobs = turn_jobs(turns, raw_messages)
         todo = [jobs[key] for key in wanted if key in jobs]
-        context.log.info(f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} "
-                         f"(context {context_tokens} tokens, concurrency {config.concurrency})")
+        context.log.info(
+            f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} "
+            f"(context {context_tokens} tokens, concurrency {config.concurrency})"
+        )
         begin = time.perf_counter()
 
         def log(outcome) -> None:  # noqa: ANN001
             level = context.log.warning if outcome.status == "failed" else context.log.debug
-            level(f"{outcome.session_id}/{outcome.turn_id}: {outcome.status} ({len(outcome.ideas)} ideas, "
-                  f"{outcome.seconds:.1f}s){': ' + outcome.reason if outcome.reason else ''}")
+            level(
+                f"{outcome.session_id}/{outcome.turn_id}: {outcome.status} ({len(outcome.ideas)} ideas, "
+                f"{outcome.seconds:.1f}s){': ' + outcome.reason if outcome.reason else ''}"
+            )
 
-        outcomes = summarise_turns(client, todo, context_tokens=context_tokens,
-                                   max_output_tokens=config.max_output_tokens, concurrency=config.concurrency,
-                                   on_done=log)
+        outcomes = summarise_turns(
+            client,
+            todo,
+            context_tokens=context_tokens,
+            max_output_tokens=config.max_output_tokens,
+            concurrency=config.concurrency,
+            on_done=log,
+        )
         seconds = time.perf_counter() - begin
         stored = read_summaries(es_client, keys) if len(todo) < turns.height else []
     frame = outcome_rows(turns, outcomes, ledger, stored, model)
     statuses = Counter(o.status for o in outcomes)
     failed = [f"{o.session_id}/{o.turn_id}: {o.reason}" for o in outcomes if o.status == "failed"]
     if todo and statuses["failed"] == len(todo):
-        raise Failure(f"every one of the {len(todo)} turns failed at {llm.url} ({model}); first: {failed[0]}",
-                      metadata={"failed": MetadataValue.json(failed[:20])})
+        raise Failure(
+            f"every one of the {len(todo)} turns failed at {llm.url} ({model}); first: {failed[0]}",
+            metadata={"failed": MetadataValue.json(failed[:20])},
+        )
     generation = sum(o.generation_seconds for o in outcomes)
-    return Output(frame, metadata={
-        "turns": turns.height,
-        "attempted": len(todo),
-        "summarised": statuses["summarised"],
-        "skipped_empty": statuses["empty"],
-        "failed": statuses["failed"],
-        "failures": MetadataValue.json(failed[:50]),
-        "reused": turns.height - len(todo),
-        "llm_calls": sum(o.attempts for o in outcomes),
-        "ideas": int(frame["ideas"].list.len().sum()),
-        "model": model,
-        "llm_url": llm.url,
-        "prompt_tokens": sum(o.prompt_tokens for o in outcomes),
-        "completion_tokens": sum(o.completion_tokens for o in outcomes),
-        "seconds": round(seconds, 2),
-        "turns_per_second": round(len(todo) / seconds, 3) if todo and seconds else 0,
-        "server_generation_seconds": round(generation, 2),
-        "preview": preview(frame.with_columns(pl.col("ideas").list.len().alias("n_ideas")),
-                           ["session_id", "turn_id", "status", "n_ideas", "llm_calls"]),
-    })
+    return Output(
+        frame,
+        metadata={
+            "turns": turns.height,
+            "attempted": len(todo),
+            "summarised": statuses["summarised"],
+            "skipped_empty": statuses["empty"],
+            "failed": statuses["failed"],
+            "failures": MetadataValue.json(failed[:50]),
+            "reused": turns.height - len(todo),
+            "llm_calls": sum(o.attempts for o in outcomes),
+            "ideas": int(frame["ideas"].list.len().sum()),
+            "model": model,
+            "llm_url": llm.url,
+            "prompt_tokens": sum(o.prompt_tokens for o in outcomes),
+            "completion_tokens": sum(o.completion_tokens for o in outcomes),
+            "seconds": round(seconds, 2),
+            "turns_per_second": round(len(todo) / seconds, 3) if todo and seconds else 0,
+            "server_generation_seconds": round(generation, 2),
+            "preview": preview(
+                frame.with_columns(pl.col("ideas").list.len().alias("n_ideas")),
+                ["session_id", "turn_id", "status", "n_ideas", "llm_calls"],
+            ),
+        },
+    )
 
 
 _CHECKS = [
-    AssetCheckSpec("source_refs_exist", asset="memory_summary_index",
-                   description="Every source_refs pair is a turn in memory-raw."),
-    AssetCheckSpec("no_duplicate_summaries", asset="memory_summary_index",
-                   description="No doc_id twice, in the run or in the index."),
-    AssetCheckSpec("summaries_well_formed", asset="memory_summary_index",
-                   description="Every stored summary is 1-3 sentences with 3-8 well-formed tags."),
-    AssetCheckSpec("attempts_add_up", asset="memory_summary_index",
-                   description="Turns attempted = summarised + skipped empty + failed."),
+    AssetCheckSpec(
+        "source_refs_exist", asset="memory_summary_index", description="Every source_refs pair is a turn in memory-raw."
+    ),
+    AssetCheckSpec(
+        "no_duplicate_summaries",
+        asset="memory_summary_index",
+        description="No doc_id twice, in the run or in the index.",
+    ),
+    AssetCheckSpec(
+        "summaries_well_formed",
+        asset="memory_summary_index",
+        description="Every stored summary is 1-3 sentences with 3-8 well-formed tags.",
+    ),
+    AssetCheckSpec(
+        "attempts_add_up",
+        asset="memory_summary_index",
+        description="Turns attempted = summarised + skipped empty + failed.",
+    ),
 ]
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=["memory_raw_index"])
-def memory_summary_index(context: AssetExecutionContext, llm_ideas: pl.DataFrame,
-                         es: ElasticsearchResource) -> MaterializeResult:
+def memory_summary_index(
+    context: AssetExecutionContext, llm_ideas: pl.DataFrame, es: ElasticsearchResource
+) -> MaterializeResult:
     """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
     tags and `source_refs` back to the turn in `memory-raw`; plus the ledger of what each turn gave.
     Re-running with the same ideas writes nothing; a turn's changed ideas replace its old ones."""
@@ -124,13 +157,23 @@ def memory_summary_index(context: AssetExecutionContext, llm_ideas: pl.DataFrame
     documents = summary_documents(llm_ideas)
     with es.get_client() as client:
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
-        checks = [source_refs_exist(client, keys), no_duplicate_summaries(client, documents, keys),
-                  summaries_are_well_formed(client, keys), attempts_add_up(llm_ideas)]
+        checks = [
+            source_refs_exist(client, keys),
+            no_duplicate_summaries(client, documents, keys),
+            summaries_are_well_formed(client, keys),
+            attempts_add_up(llm_ideas),
+        ]
     return MaterializeResult(
-        metadata={"summaries": documents.height, "written": report.written, "deleted": report.deleted,
-                  "unchanged": report.unchanged, "ledger_writes": report.ledger_writes,
-                  "by_priority": MetadataValue.json(dict(Counter(documents["priority"].to_list()))
-                                                    if documents.height else {}),
-                  "preview": preview(documents, ["priority", "summary", "tags"]) if documents.height else "none"},
+        metadata={
+            "summaries": documents.height,
+            "written": report.written,
+            "deleted": report.deleted,
+            "unchanged": report.unchanged,
+            "ledger_writes": report.ledger_writes,
+            "by_priority": MetadataValue.json(
+                dict(Counter(documents["priority"].to_list())) if documents.height else {}
+            ),
+            "preview": preview(documents, ["priority", "summary", "tags"]) if documents.height else "none",
+        },
         check_results=checks,
     )

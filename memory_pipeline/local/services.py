@@ -82,19 +82,26 @@ def find_java(minimum: int = 17) -> Path:
         match = re.search(r'version "(\d+)', out)
         if match and int(match.group(1)) >= minimum:
             return Path(home)
-    raise RuntimeProblem(f"Java {minimum}+ not found: install it (apt-get install openjdk-17-jre-headless) "
-                         f"or point ES_JAVA_HOME at a JDK {minimum}+")
+    raise RuntimeProblem(
+        f"Java {minimum}+ not found: install it (apt-get install openjdk-17-jre-headless) "
+        f"or point ES_JAVA_HOME at a JDK {minimum}+"
+    )
 
 
 def _ensure_service_user() -> str:
     try:
         pwd.getpwnam(SERVICE_USER)
     except KeyError:
-        result = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                                 SERVICE_USER], capture_output=True, text=True)
+        result = subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+            capture_output=True,
+            text=True,
+        )
         if result.returncode != 0:
-            raise RuntimeProblem(f"cannot create the user {SERVICE_USER!r} Elasticsearch needs when run as root: "
-                                 f"{result.stderr.strip()}; run as a normal user instead") from None
+            raise RuntimeProblem(
+                f"cannot create the user {SERVICE_USER!r} Elasticsearch needs when run as root: "
+                f"{result.stderr.strip()}; run as a normal user instead"
+            ) from None
     return SERVICE_USER
 
 
@@ -128,12 +135,14 @@ class ElasticsearchService(LocalService):
                 for root, subdirs, files in os.walk(path):
                     for item in [root, *(os.path.join(root, n) for n in subdirs + files)]:
                         os.chown(item, entry.pw_uid, entry.pw_gid)
-            probe = subprocess.run(["test", "-w", str(dirs["data"])], user=entry.pw_uid, group=entry.pw_gid,
-                                   extra_groups=[])
+            probe = subprocess.run(
+                ["test", "-w", str(dirs["data"])], user=entry.pw_uid, group=entry.pw_gid, extra_groups=[]
+            )
             if probe.returncode != 0:
                 raise RuntimeProblem(
                     f"the {user!r} user cannot reach {dirs['data']} (a parent folder is private): "
-                    f"set MEMORY_PIPELINE_STATE_DIR to a folder others can traverse")
+                    f"set MEMORY_PIPELINE_STATE_DIR to a folder others can traverse"
+                )
         heap = self.settings.local_es_heap_mb
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -195,15 +204,37 @@ class LlamaService(LocalService):
         # The model check is cheap and the build is not: a bad model fails before any build.
         model_path = self.model.ensure(cache, progress)
         binary = ensure_llama_server(cache, progress)
-        argv = [str(binary), "--host", "127.0.0.1", "--port", str(self.port), "--model", str(model_path),
-                "--alias", self.model.name, "--threads", str(self.settings.local_threads)]
+        argv = [
+            str(binary),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--model",
+            str(model_path),
+            "--alias",
+            self.model.name,
+            "--threads",
+            str(self.settings.local_threads),
+        ]
         if self.name == "chat":
             slots = self.settings.local_llama_slots
             argv += ["--ctx-size", str(self.settings.local_llama_ctx * slots), "--parallel", str(slots)]
         else:
             # Non-causal: a whole input must fit one micro-batch; MiniLM's context is 512 tokens.
-            argv += ["--embedding", "--pooling", "mean", "--ctx-size", "4096", "--parallel", "8",
-                     "--batch-size", "4096", "--ubatch-size", "4096"]
+            argv += [
+                "--embedding",
+                "--pooling",
+                "mean",
+                "--ctx-size",
+                "4096",
+                "--parallel",
+                "8",
+                "--batch-size",
+                "4096",
+                "--ubatch-size",
+                "4096",
+            ]
         return LaunchSpec(argv=argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
 
     def _client(self) -> ChatClient | EmbeddingsClient:
@@ -225,4 +256,3 @@ class LlamaService(LocalService):
 
 def all_services(settings: Settings) -> list[LocalService]:
     return [ElasticsearchService(settings), LlamaService(settings, "chat"), LlamaService(settings, "embed")]
-

@@ -57,8 +57,13 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         files = list(dict.fromkeys(_files(calls)))
         replies = [m for m in messages_of if m["role"] == "assistant" and (m["content"] or m["error_message"])]
         last = replies[-1] if replies else None
-        outcome = (f"error: {last['error_message']}" if last and last["error_message"]
-                   else _clip(last["content"], 240) if last else "no reply")
+        outcome = (
+            f"error: {last['error_message']}"
+            if last and last["error_message"]
+            else _clip(last["content"], 240)
+            if last
+            else "no reply"
+        )
         parts = [f"Asked: {_clip(turn['prompt'] or '', 300)}"]
         if turn["tool_names"]:
             parts.append(f"Tools: {', '.join(turn['tool_names'])}.")
@@ -66,11 +71,20 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
             parts.append(f"Files: {', '.join(files[:8])}.")
         parts.append(f"Outcome: {outcome}")
         started = turn["started_at"] or turn["session_started_at"]
-        rows.append({
-            "doc_id": f"obs_{turn['session_id']}_{turn['turn_id']}", "kind": "observation", "summary": " ".join(parts),
-            "tags": list(dict.fromkeys(["turn", *turn["tool_names"]])), "priority": "low",
-            "project": turn["project"], "partition": turn["partition"], "session_id": turn["session_id"],
-            "turn_id": turn["turn_id"], "established_at": _iso(started)})
+        rows.append(
+            {
+                "doc_id": f"obs_{turn['session_id']}_{turn['turn_id']}",
+                "kind": "observation",
+                "summary": " ".join(parts),
+                "tags": list(dict.fromkeys(["turn", *turn["tool_names"]])),
+                "priority": "low",
+                "project": turn["project"],
+                "partition": turn["partition"],
+                "session_id": turn["session_id"],
+                "turn_id": turn["turn_id"],
+                "established_at": _iso(started),
+            }
+        )
     return pl.DataFrame(rows, schema=OBSERVATION_SCHEMA) if rows else pl.DataFrame(schema=OBSERVATION_SCHEMA)
 
 

@@ -19,8 +19,9 @@ def _line(row: Row) -> str:
     return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {row.kind}, id `{row.id}`)_\n"
 
 
-def briefing(search: MemorySearch, prompt: str, token_budget: int = 800, project: str | None = None,
-             candidates: int = 30) -> str:
+def briefing(
+    search: MemorySearch, prompt: str, token_budget: int = 800, project: str | None = None, candidates: int = 30
+) -> str:
     """Markdown of the best-matching memories that fit `token_budget` tokens (header included)."""
     rows = search.index(prompt, k=candidates, filters=Filters(project=project))
     ranked = sorted(enumerate(rows), key=lambda item: (_ORDER.get(item[1].priority, 3), item[0]))

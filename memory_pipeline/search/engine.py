@@ -36,7 +36,9 @@ class Filters:
         if self.project:
             clauses.append({"term": {"project": self.project}})
         if self.since or self.until:
-            clauses.append({"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}})
+            clauses.append(
+                {"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}}
+            )
         if self.priority:
             clauses.append({"terms": {"priority": list(self.priority)}})
         return clauses
@@ -69,10 +71,18 @@ class Row:
 
 def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
     source = hit["_source"]
-    return Row(id=hit["_id"], kind=RECALL_INDICES.get(hit["_index"], hit["_index"]), time=source.get("established_at", ""),
-               priority=source.get("priority", ""), summary=source.get("summary", ""), project=source.get("project", ""),
-               session_id=source.get("session_id", ""), turn_id=source.get("turn_id", ""), score=score,
-               tags=source.get("tags", []))
+    return Row(
+        id=hit["_id"],
+        kind=RECALL_INDICES.get(hit["_index"], hit["_index"]),
+        time=source.get("established_at", ""),
+        priority=source.get("priority", ""),
+        summary=source.get("summary", ""),
+        project=source.get("project", ""),
+        session_id=source.get("session_id", ""),
+        turn_id=source.get("turn_id", ""),
+        score=score,
+        tags=source.get("tags", []),
+    )
 
 
 class MemorySearch:
@@ -89,10 +99,25 @@ class MemorySearch:
             return []
         # Most of a longer query's terms must match: one shared common word ("theme") is no evidence, and
         # a long list of such weak hits would push the kNN channel's good ones down in the fusion.
-        response = self.es.search(index=indices, size=k, source=_SOURCE, query={"bool": {
-            "must": [{"multi_match": {"query": query, "fields": ["summary", "tags.text^0.5", "project.text^0.3"],
-                                      "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH}}],
-            "filter": filters.clauses()}})
+        response = self.es.search(
+            index=indices,
+            size=k,
+            source=_SOURCE,
+            query={
+                "bool": {
+                    "must": [
+                        {
+                            "multi_match": {
+                                "query": query,
+                                "fields": ["summary", "tags.text^0.5", "project.text^0.3"],
+                                "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH,
+                            }
+                        }
+                    ],
+                    "filter": filters.clauses(),
+                }
+            },
+        )
         return response["hits"]["hits"]
 
     def knn(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
@@ -100,8 +125,12 @@ class MemorySearch:
         if not indices:
             return []
         [vector] = self.embedder.embed([query], purpose="query")
-        knn: dict[str, Any] = {"field": vector_field(len(vector)), "query_vector": vector, "k": k,
-                               "num_candidates": max(50, 4 * k)}
+        knn: dict[str, Any] = {
+            "field": vector_field(len(vector)),
+            "query_vector": vector,
+            "k": k,
+            "num_candidates": max(50, 4 * k),
+        }
         if filters.clauses():
             knn["filter"] = filters.clauses()
         return self.es.search(index=indices, size=k, source=_SOURCE, knn=knn)["hits"]["hits"]
@@ -132,9 +161,18 @@ class MemorySearch:
         indices = self._existing(filters.indices())
 
         def side(op: str, order: str) -> list[Row]:
-            response = self.es.search(index=indices, size=window, source=_SOURCE, sort=[{"established_at": order}],
-                                      query={"bool": {"filter": [*scope, {"range": {"established_at": {op: row.time}}}],
-                                                      "must_not": [{"ids": {"values": [row.id]}}]}})
+            response = self.es.search(
+                index=indices,
+                size=window,
+                source=_SOURCE,
+                sort=[{"established_at": order}],
+                query={
+                    "bool": {
+                        "filter": [*scope, {"range": {"established_at": {op: row.time}}}],
+                        "must_not": [{"ids": {"values": [row.id]}}],
+                    }
+                },
+            )
             return [_row(h) for h in response["hits"]["hits"]]
 
         before = list(reversed(side("lte", "desc")))
@@ -156,28 +194,44 @@ class MemorySearch:
         for row in self.get(ids):
             messages = []
             if row.session_id and row.turn_id and self.es.indices.exists(index=RAW_INDEX):
-                response = self.es.search(index=RAW_INDEX, size=max_messages, sort=[{"message_index": "asc"}],
-                                          source=["doc_id", "role", "content", "tool_name", "message_timestamp"],
-                                          query={"bool": {"filter": [{"term": {"session_id": row.session_id}},
-                                                                     {"term": {"turn_id": row.turn_id}}]}})
+                response = self.es.search(
+                    index=RAW_INDEX,
+                    size=max_messages,
+                    sort=[{"message_index": "asc"}],
+                    source=["doc_id", "role", "content", "tool_name", "message_timestamp"],
+                    query={
+                        "bool": {
+                            "filter": [{"term": {"session_id": row.session_id}}, {"term": {"turn_id": row.turn_id}}]
+                        }
+                    },
+                )
                 messages = [h["_source"] for h in response["hits"]["hits"]]
             records.append(row.to_dict() | {"source_turn": messages})
         return records
 
 
-def self_retrieval(es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int,
-                   sample: int = 5) -> tuple[int, int]:
+def self_retrieval(
+    es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int, sample: int = 5
+) -> tuple[int, int]:
     """(found first, tried): kNN with a summary's own text should return that summary first."""
     summary_index = next(i for i, kind in RECALL_INDICES.items() if kind == "summary")
     if not es.indices.exists(index=summary_index):
         return 0, 0
-    hits = es.search(index=summary_index, size=sample, source=["summary"], sort=[{"doc_id": "asc"}],
-                     query={"bool": {"filter": [{"terms": {"partition": partitions}},
-                                                {"exists": {"field": vector_field(dims)}}]}})["hits"]["hits"]
+    hits = es.search(
+        index=summary_index,
+        size=sample,
+        source=["summary"],
+        sort=[{"doc_id": "asc"}],
+        query={"bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}},
+    )["hits"]["hits"]
     found = 0
     for hit in hits:
         [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
-        top = es.search(index=summary_index, size=1, source=False, knn={
-            "field": vector_field(dims), "query_vector": vector, "k": 1, "num_candidates": 50})["hits"]["hits"]
+        top = es.search(
+            index=summary_index,
+            size=1,
+            source=False,
+            knn={"field": vector_field(dims), "query_vector": vector, "k": 1, "num_candidates": 50},
+        )["hits"]["hits"]
         found += bool(top) and top[0]["_id"] == hit["_id"]
     return found, len(hits)

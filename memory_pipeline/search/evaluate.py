@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory_pipeline.search.engine import Filters, Mode, MemorySearch
+from memory_pipeline.search.engine import Filters, MemorySearch, Mode
 
 LABELS = Path(__file__).resolve().parents[2] / "bench" / "labels" / "retrieval.json"
 
@@ -14,8 +14,9 @@ def load_queries() -> list[dict]:
     return json.loads(LABELS.read_text())["queries"]
 
 
-def recall_at(search: MemorySearch, session_id: str, ks: tuple[int, ...] = (5, 10),
-              mode: Mode = "hybrid") -> dict[int, float]:
+def recall_at(
+    search: MemorySearch, session_id: str, ks: tuple[int, ...] = (5, 10), mode: Mode = "hybrid"
+) -> dict[int, float]:
     """Share of queries with at least one relevant turn of `session_id` among the top k (per k)."""
     queries = load_queries()
     hits = dict.fromkeys(ks, 0)

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 RRF_K = 60  # the constant of Cormack et al.; large enough that one list cannot dominate
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], recency: Mapping[str, str] | None = None,
-                           k: int = RRF_K) -> list[tuple[str, float]]:
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], recency: Mapping[str, str] | None = None, k: int = RRF_K
+) -> list[tuple[str, float]]:
     """Ids by the sum of 1/(k + rank) over the rankings they appear in; equal scores go to the newer one."""
     scores: dict[str, float] = {}
     for ranking in rankings:

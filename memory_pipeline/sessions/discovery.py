@@ -44,9 +44,18 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
         except (OSError, ValueError) as exc:
             problems.append(Problem(relative, 1, "not a session file", str(exc)))
             continue
-        found.append(FoundFile(path=path, relative_path=relative, session_id=header.id,
-                               started_at_iso=started.isoformat(), partition=started.date().isoformat(),
-                               project=header.cwd, size=stat.st_size, mtime_ns=stat.st_mtime_ns))
+        found.append(
+            FoundFile(
+                path=path,
+                relative_path=relative,
+                session_id=header.id,
+                started_at_iso=started.isoformat(),
+                partition=started.date().isoformat(),
+                project=header.cwd,
+                size=stat.st_size,
+                mtime_ns=stat.st_mtime_ns,
+            )
+        )
     return _one_file_per_session(found, problems)
 
 
@@ -60,8 +69,14 @@ def _one_file_per_session(found: list[FoundFile], problems: list[Problem]) -> tu
     for item in found:
         keeper = best[item.session_id]
         if item is not keeper:
-            problems.append(Problem(item.relative_path, 1, "duplicate session id",
-                                    f"{item.session_id} is also in {keeper.relative_path}, which is kept"))
+            problems.append(
+                Problem(
+                    item.relative_path,
+                    1,
+                    "duplicate session id",
+                    f"{item.session_id} is also in {keeper.relative_path}, which is kept",
+                )
+            )
     kept = [f for f in found if best[f.session_id] is f]
     return kept, problems
 

@@ -12,8 +12,8 @@ import json
 import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,15 +57,32 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
     rows = []
     for item in found:
         before = recorded.get(item.session_id)
-        same_stat = (before is not None and before.session_file == item.relative_path
-                     and (before.size, before.mtime_ns) == (item.size, item.mtime_ns))
+        same_stat = (
+            before is not None
+            and before.session_file == item.relative_path
+            and (before.size, before.mtime_ns) == (item.size, item.mtime_ns)
+        )
         digest = before.fingerprint if same_stat and before else fingerprint(item.path)
-        changed = (before is None or before.fingerprint != digest or before.parser_version != PARSER_VERSION
-                   or before.session_file != item.relative_path)
-        rows.append({"partition": item.partition, "session_id": item.session_id,
-                     "session_file": item.relative_path, "path": str(item.path), "project": item.project,
-                     "started_at": item.started_at_iso, "size": item.size, "mtime_ns": item.mtime_ns,
-                     "fingerprint": digest, "changed": changed})
+        changed = (
+            before is None
+            or before.fingerprint != digest
+            or before.parser_version != PARSER_VERSION
+            or before.session_file != item.relative_path
+        )
+        rows.append(
+            {
+                "partition": item.partition,
+                "session_id": item.session_id,
+                "session_file": item.relative_path,
+                "path": str(item.path),
+                "project": item.project,
+                "started_at": item.started_at_iso,
+                "size": item.size,
+                "mtime_ns": item.mtime_ns,
+                "fingerprint": digest,
+                "changed": changed,
+            }
+        )
     return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
 
 
@@ -85,8 +102,13 @@ class LoadReport:
 PARALLEL_MIN_BYTES = 16 * 2**20
 
 
-def load_messages(files: pl.DataFrame, cache_dir: Path, redactor: Redactor, workers: int | None = None,
-                  parallel_min_bytes: int = PARALLEL_MIN_BYTES) -> tuple[pl.DataFrame, LoadReport]:
+def load_messages(
+    files: pl.DataFrame,
+    cache_dir: Path,
+    redactor: Redactor,
+    workers: int | None = None,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> tuple[pl.DataFrame, LoadReport]:
     """The message rows of every file in `files`, parsed or from the cache; bad files are reported, not fatal.
 
     Changed files are parsed in a process pool (one worker per core) when there is enough of them."""
@@ -96,8 +118,16 @@ def load_messages(files: pl.DataFrame, cache_dir: Path, redactor: Redactor, work
     jobs: list[_ParseJob] = []
     for row in files.iter_rows(named=True):
         stem = cache_dir / f"{row['session_id']}-{row['fingerprint'][:16]}-{PARSER_VERSION}-{redaction_key}"
-        jobs.append(_ParseJob(Path(row["path"]), row["session_file"], row["partition"], row["size"], str(stem),
-                              redactor.rules[len(DEFAULT_RULES):]))
+        jobs.append(
+            _ParseJob(
+                Path(row["path"]),
+                row["session_file"],
+                row["partition"],
+                row["size"],
+                str(stem),
+                redactor.rules[len(DEFAULT_RULES) :],
+            )
+        )
     to_parse = [job for job in jobs if not job.cached]
     begin = time.perf_counter()
     workers = workers or min(os.cpu_count() or 1, len(to_parse))
@@ -156,8 +186,11 @@ def _parse_to_cache(job: _ParseJob) -> str | None:
     rows, redactions = session_messages(session, Redactor(job.extra_rules), job.partition, display_path=job.display)
     to_frame(rows).write_parquet(job.frame_path)
     # Notes last: an entry counts as cached only once both files are complete.
-    job.notes_path.write_text(json.dumps({"skipped": session.skipped, "redactions": redactions,
-                                          "problems": [p.__dict__ for p in session.problems]}))
+    job.notes_path.write_text(
+        json.dumps(
+            {"skipped": session.skipped, "redactions": redactions, "problems": [p.__dict__ for p in session.problems]}
+        )
+    )
     return None
 
 

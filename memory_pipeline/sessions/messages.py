@@ -149,8 +149,9 @@ def _message_fields(message: Message) -> dict[str, Any]:
     }
 
 
-def session_messages(session: ParsedSession, redactor: Redactor, partition: str,
-                     display_path: str | None = None) -> tuple[list[dict[str, Any]], Counter[str]]:
+def session_messages(
+    session: ParsedSession, redactor: Redactor, partition: str, display_path: str | None = None
+) -> tuple[list[dict[str, Any]], Counter[str]]:
     """Rows of every message entry (active path and abandoned branches), and the redaction counts."""
     name = display_path or str(session.path)
     header = session.header
@@ -204,64 +205,76 @@ def session_messages(session: ParsedSession, redactor: Redactor, partition: str,
         counts: Counter[str] = Counter()
         content, cut_content = _cut(redactor.redact("\n".join(t for t in fields.get("texts", []) if t), counts))
         thinking, cut_thinking = _cut(redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts))
-        calls = [{"id": c.id, "name": c.name,
-                  "arguments": _cut(redactor.redact(json.dumps(c.arguments, ensure_ascii=False), counts))[0]}
-                 for c in fields.get("calls", [])]
+        calls = [
+            {
+                "id": c.id,
+                "name": c.name,
+                "arguments": _cut(redactor.redact(json.dumps(c.arguments, ensure_ascii=False), counts))[0],
+            }
+            for c in fields.get("calls", [])
+        ]
         error = fields.get("error_message")
         usage = fields.get("usage")
         place = places.get(parsed.id)
         message_ms = fields.get("message_timestamp")
-        rows.append({
-            "doc_id": f"{header.id}_{place.turn_id}_{place.message_index}" if place else None,
-            "partition": partition,
-            "session_id": header.id,
-            "session_file": name,
-            "project": header.cwd,
-            "session_name": session_name,
-            "session_started_at": started_at,
-            "parent_session": header.parentSession or header.branchedFrom,
-            "format_version": session.format_version,
-            "entry_id": parsed.id,
-            "parent_id": parsed.parent_id,
-            "line": parsed.line,
-            "entry_type": parsed.entry.type,
-            "entry_timestamp": _safe_time(parsed.entry.timestamp),
-            "message_timestamp": _safe_time(message_ms),
-            "role": fields["role"],
-            "content": content,
-            "thinking": thinking or None,
-            "tool_calls": calls,
-            "tool_name": fields.get("tool_name"),
-            "tool_call_id": fields.get("tool_call_id"),
-            "tool_call_entry_id": call_owner.get(fields.get("tool_call_id") or ""),
-            "is_error": fields.get("is_error"),
-            "has_image": bool(fields.get("images")),
-            "image_mime_types": fields.get("images", []),
-            "provider": fields.get("provider"),
-            "model": fields.get("model"),
-            "api": fields.get("api"),
-            "stop_reason": fields.get("stop_reason"),
-            "error_message": redactor.redact(error, counts) if error else None,
-            "input_tokens": usage.input if usage else None,
-            "output_tokens": usage.output if usage else None,
-            "cache_read_tokens": usage.cacheRead if usage else None,
-            "cache_write_tokens": usage.cacheWrite if usage else None,
-            "total_tokens": (usage.totalTokens if usage.totalTokens is not None
-                             else usage.input + usage.output + usage.cacheRead + usage.cacheWrite) if usage else None,
-            "cost_total": (usage.cost or {}).get("total") if usage else None,
-            "exit_code": fields.get("exit_code"),
-            "custom_type": fields.get("custom_type"),
-            "labels": [label for target, label in labels.items() if target == parsed.id and label],
-            "on_active_path": parsed.id in on_path,
-            "excluded_from_context": fields.get("excluded", False) or edits.get(parsed.id) is True,
-            "context_edited": parsed.id in edits,
-            "is_metadata": fields["role"] in METADATA_ROLES,
-            "content_truncated": cut_content or cut_thinking,
-            "redactions": sum(counts.values()),
-            "turn_id": place.turn_id if place else None,
-            "turn_index": place.turn_index if place else None,
-            "message_index": place.message_index if place else None,
-        })
+        rows.append(
+            {
+                "doc_id": f"{header.id}_{place.turn_id}_{place.message_index}" if place else None,
+                "partition": partition,
+                "session_id": header.id,
+                "session_file": name,
+                "project": header.cwd,
+                "session_name": session_name,
+                "session_started_at": started_at,
+                "parent_session": header.parentSession or header.branchedFrom,
+                "format_version": session.format_version,
+                "entry_id": parsed.id,
+                "parent_id": parsed.parent_id,
+                "line": parsed.line,
+                "entry_type": parsed.entry.type,
+                "entry_timestamp": _safe_time(parsed.entry.timestamp),
+                "message_timestamp": _safe_time(message_ms),
+                "role": fields["role"],
+                "content": content,
+                "thinking": thinking or None,
+                "tool_calls": calls,
+                "tool_name": fields.get("tool_name"),
+                "tool_call_id": fields.get("tool_call_id"),
+                "tool_call_entry_id": call_owner.get(fields.get("tool_call_id") or ""),
+                "is_error": fields.get("is_error"),
+                "has_image": bool(fields.get("images")),
+                "image_mime_types": fields.get("images", []),
+                "provider": fields.get("provider"),
+                "model": fields.get("model"),
+                "api": fields.get("api"),
+                "stop_reason": fields.get("stop_reason"),
+                "error_message": redactor.redact(error, counts) if error else None,
+                "input_tokens": usage.input if usage else None,
+                "output_tokens": usage.output if usage else None,
+                "cache_read_tokens": usage.cacheRead if usage else None,
+                "cache_write_tokens": usage.cacheWrite if usage else None,
+                "total_tokens": (
+                    usage.totalTokens
+                    if usage.totalTokens is not None
+                    else usage.input + usage.output + usage.cacheRead + usage.cacheWrite
+                )
+                if usage
+                else None,
+                "cost_total": (usage.cost or {}).get("total") if usage else None,
+                "exit_code": fields.get("exit_code"),
+                "custom_type": fields.get("custom_type"),
+                "labels": [label for target, label in labels.items() if target == parsed.id and label],
+                "on_active_path": parsed.id in on_path,
+                "excluded_from_context": fields.get("excluded", False) or edits.get(parsed.id) is True,
+                "context_edited": parsed.id in edits,
+                "is_metadata": fields["role"] in METADATA_ROLES,
+                "content_truncated": cut_content or cut_thinking,
+                "redactions": sum(counts.values()),
+                "turn_id": place.turn_id if place else None,
+                "turn_index": place.turn_index if place else None,
+                "message_index": place.message_index if place else None,
+            }
+        )
         redactions.update(counts)
     return rows, redactions
 

@@ -19,6 +19,7 @@ class _Tolerant(BaseModel):
 
 # --- content blocks ---------------------------------------------------------------
 
+
 class TextBlock(_Tolerant):
     type: Literal["text"]
     text: str = ""
@@ -54,8 +55,10 @@ def _block_tag(value: Any) -> str:
 
 
 Block = Annotated[
-    Annotated[TextBlock, Tag("text")] | Annotated[ThinkingBlock, Tag("thinking")]
-    | Annotated[ToolCallBlock, Tag("toolCall")] | Annotated[ImageBlock, Tag("image")]
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[ToolCallBlock, Tag("toolCall")]
+    | Annotated[ImageBlock, Tag("image")]
     | Annotated[UnknownBlock, Tag("unknown")],
     Discriminator(_block_tag),
 ]
@@ -72,6 +75,7 @@ class Usage(_Tolerant):
 
 
 # --- messages (the `message` field of message entries) --------------------------------
+
 
 class Message(_Tolerant):
     """Any role; role-specific fields are optional so unknown roles still parse."""
@@ -105,6 +109,7 @@ class Message(_Tolerant):
 
 
 # --- entries -------------------------------------------------------------------------
+
 
 class SessionHeader(_Tolerant):
     type: Literal["session"]
@@ -178,8 +183,20 @@ class UnknownEntry(_EntryBase):
     type: str
 
 
-_KNOWN_TYPES = {"session", "message", "compaction", "branch_summary", "custom_message", "label", "session_info",
-                "context_edit", "model_change", "thinking_level_change", "custom", "usage"}
+_KNOWN_TYPES = {
+    "session",
+    "message",
+    "compaction",
+    "branch_summary",
+    "custom_message",
+    "label",
+    "session_info",
+    "context_edit",
+    "model_change",
+    "thinking_level_change",
+    "custom",
+    "usage",
+}
 
 
 def _entry_tag(value: Any) -> str:
@@ -190,11 +207,16 @@ def _entry_tag(value: Any) -> str:
 
 
 Entry = Annotated[
-    Annotated[SessionHeader, Tag("session")] | Annotated[MessageEntry, Tag("message")]
-    | Annotated[CompactionEntry, Tag("compaction")] | Annotated[BranchSummaryEntry, Tag("branch_summary")]
-    | Annotated[CustomMessageEntry, Tag("custom_message")] | Annotated[LabelEntry, Tag("label")]
-    | Annotated[SessionInfoEntry, Tag("session_info")] | Annotated[ContextEditEntry, Tag("context_edit")]
-    | Annotated[MetadataEntry, Tag("metadata")] | Annotated[UnknownEntry, Tag("unknown")],
+    Annotated[SessionHeader, Tag("session")]
+    | Annotated[MessageEntry, Tag("message")]
+    | Annotated[CompactionEntry, Tag("compaction")]
+    | Annotated[BranchSummaryEntry, Tag("branch_summary")]
+    | Annotated[CustomMessageEntry, Tag("custom_message")]
+    | Annotated[LabelEntry, Tag("label")]
+    | Annotated[SessionInfoEntry, Tag("session_info")]
+    | Annotated[ContextEditEntry, Tag("context_edit")]
+    | Annotated[MetadataEntry, Tag("metadata")]
+    | Annotated[UnknownEntry, Tag("unknown")],
     Discriminator(_entry_tag),
 ]
 

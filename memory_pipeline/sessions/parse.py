@@ -159,8 +159,14 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
             entry = ENTRY.validate_json(text)
         except ValidationError as exc:
             if last and not ends_with_newline:
-                problems.append(Problem(name, number, "torn last line", "no final newline and not valid JSON "
-                                        "(pi may still be writing); skipped until complete"))
+                problems.append(
+                    Problem(
+                        name,
+                        number,
+                        "torn last line",
+                        "no final newline and not valid JSON (pi may still be writing); skipped until complete",
+                    )
+                )
             else:
                 problems.append(Problem(name, number, "malformed line", _first_error(exc)))
             if header is None:
@@ -214,8 +220,9 @@ def _with_ids(session: ParsedSession, raw: list[tuple[int, Entry]], name: str) -
             session.problems.append(Problem(name, line, "missing id", f"given {entry_id}"))
         elif last_line_of[entry_id] != line:
             # pi's index keeps the last entry with an id; the earlier one stays, renamed.
-            session.problems.append(Problem(name, line, "duplicate entry id",
-                                            f"{entry_id} again at line {last_line_of[entry_id]}; renamed"))
+            session.problems.append(
+                Problem(name, line, "duplicate entry id", f"{entry_id} again at line {last_line_of[entry_id]}; renamed")
+            )
             entry_id = f"{entry_id}#L{line}"
         if isinstance(entry, MessageEntry) and entry.message.role == "hookMessage":
             entry = entry.model_copy(update={"message": entry.message.model_copy(update={"role": "custom"})})
@@ -224,8 +231,14 @@ def _with_ids(session: ParsedSession, raw: list[tuple[int, Entry]], name: str) -
     repaired = []
     for e in entries:
         if e.parent_id is not None and e.parent_id not in known:
-            session.problems.append(Problem(name, e.line, "dangling parentId",
-                                            f"{e.parent_id} is not in the file; treated as a root (as pi does)"))
+            session.problems.append(
+                Problem(
+                    name,
+                    e.line,
+                    "dangling parentId",
+                    f"{e.parent_id} is not in the file; treated as a root (as pi does)",
+                )
+            )
             e = ParsedEntry(e.line, e.id, None, e.entry)
         repaired.append(e)
     return repaired

@@ -30,12 +30,20 @@ class Rule:
 
 # Provider-specific formats first (they are certain), generic assignments last.
 DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule.of("private-key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                           r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)", keywords=("private key",)),
+    Rule.of(
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        keywords=("private key",),
+    ),
     Rule.of("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", keywords=("sk-ant-",)),
     Rule.of("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", keywords=("sk-",)),
     Rule.of("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", keywords=("_live_", "_test_")),
-    Rule.of("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})", keywords=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule.of(
+        "github-token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+        keywords=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
     Rule.of("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}", keywords=("glpat-",)),
     Rule.of("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", keywords=("xox",)),
     Rule.of("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", keywords=("akia", "asia", "abia", "acca")),
@@ -43,18 +51,42 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule.of("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b", keywords=("hf_",)),
     Rule.of("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", keywords=("npm_",)),
     Rule.of("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", keywords=("eyj",)),
-    Rule.of("bearer-token", r"(?i)(?:\bbearer\s+|\bauthorization:\s*token\s+)(?P<secret>[A-Za-z0-9_\-.=+/]{16,})", keywords=("bearer", "authorization")),
-    Rule.of("basic-auth-header", r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})", keywords=("authorization",)),
+    Rule.of(
+        "bearer-token",
+        r"(?i)(?:\bbearer\s+|\bauthorization:\s*token\s+)(?P<secret>[A-Za-z0-9_\-.=+/]{16,})",
+        keywords=("bearer", "authorization"),
+    ),
+    Rule.of(
+        "basic-auth-header",
+        r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
+        keywords=("authorization",),
+    ),
     Rule.of("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@", keywords=("://",)),
     # Anchored on the keyword itself (not on the variable name before it): no backtracking from every
     # position of every text, and the name prefix ("DB_") stays as it was anyway.
-    Rule.of("secret-assignment",
-            r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?token"
-            r"|access[_\-]?token|client[_\-]?secret|private[_\-]?key)[\w\-]*[\"']?\s*[:=]\s*[\"']?"
-            r"(?P<secret>[^\s\"',;}{]{8,})",
-            keywords=("password", "passwd", "pwd", "secret", *(f"{a}{sep}{b}" for a, b in (
-                ("api", "key"), ("access", "key"), ("auth", "token"), ("access", "token"), ("private", "key"))
-                for sep in ("", "_", "-")))),
+    Rule.of(
+        "secret-assignment",
+        r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?token"
+        r"|access[_\-]?token|client[_\-]?secret|private[_\-]?key)[\w\-]*[\"']?\s*[:=]\s*[\"']?"
+        r"(?P<secret>[^\s\"',;}{]{8,})",
+        keywords=(
+            "password",
+            "passwd",
+            "pwd",
+            "secret",
+            *(
+                f"{a}{sep}{b}"
+                for a, b in (
+                    ("api", "key"),
+                    ("access", "key"),
+                    ("auth", "token"),
+                    ("access", "token"),
+                    ("private", "key"),
+                )
+                for sep in ("", "_", "-")
+            ),
+        ),
+    ),
 )
 
 
@@ -91,5 +123,5 @@ class Redactor:
             start, end = match.span("secret")
             offset = match.start()
             whole = match.group(0)
-            return whole[: start - offset] + marker + whole[end - offset:]
+            return whole[: start - offset] + marker + whole[end - offset :]
         return marker

@@ -81,7 +81,6 @@ def assign_turns(nodes: list[Node], active_path: list[str]) -> dict[str, TurnPla
     return placed
 
 
-
 TURN_SCHEMA = {
     "partition": pl.String,
     "session_id": pl.String,
@@ -122,12 +121,15 @@ def group_turns(messages: pl.DataFrame) -> pl.DataFrame:
         pl.len().alias("message_count"),
         pl.first("role").alias("start_role"),
         pl.first("content").alias("prompt"),
-        pl.concat_list(called, pl.col("tool_name")).list.drop_nulls()
+        pl.concat_list(called, pl.col("tool_name"))
+        .list.drop_nulls()
         .list.explode(keep_nulls=False, empty_as_null=False)
-        .unique(maintain_order=True).alias("tool_names"),
+        .unique(maintain_order=True)
+        .alias("tool_names"),
         pl.col("model").drop_nulls().unique(maintain_order=True).alias("models"),
         (pl.col("is_error").fill_null(False) | (pl.col("stop_reason") == "error").fill_null(False))
-        .any().alias("has_error"),
+        .any()
+        .alias("has_error"),
         _message_text().str.join("\x1e").alias("_text"),
     )
     # sha1 rather than polars' hash: stable across runs and library versions, so a turn is
@@ -138,8 +140,17 @@ def group_turns(messages: pl.DataFrame) -> pl.DataFrame:
 
 def _message_text() -> pl.Expr:
     """Everything a message says (role, text, thinking, tool calls), as one string."""
-    calls = pl.col("tool_calls").list.eval(
-        pl.concat_str(pl.element().struct.field("name"), pl.element().struct.field("arguments"), separator="(")
-    ).list.join("\x1d")
-    return pl.concat_str(pl.col("role"), pl.col("content").fill_null(""), pl.col("thinking").fill_null(""),
-                         calls.fill_null(""), separator="\x1f")
+    calls = (
+        pl.col("tool_calls")
+        .list.eval(
+            pl.concat_str(pl.element().struct.field("name"), pl.element().struct.field("arguments"), separator="(")
+        )
+        .list.join("\x1d")
+    )
+    return pl.concat_str(
+        pl.col("role"),
+        pl.col("content").fill_null(""),
+        pl.col("thinking").fill_null(""),
+        calls.fill_null(""),
+        separator="\x1f",
+    )

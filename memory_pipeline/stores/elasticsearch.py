@@ -26,8 +26,9 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
 
 
 def make_client(settings: Settings, **overrides: Any) -> Elasticsearch:
-    return Elasticsearch(**{**client_kwargs(settings), "request_timeout": 30, "retry_on_timeout": True,
-                            "max_retries": 3, **overrides})
+    return Elasticsearch(
+        **{**client_kwargs(settings), "request_timeout": 30, "retry_on_timeout": True, "max_retries": 3, **overrides}
+    )
 
 
 def cluster_summary(client: Elasticsearch) -> dict[str, str]:
@@ -40,12 +41,14 @@ def cluster_summary(client: Elasticsearch) -> dict[str, str]:
 
 # --- writing and reading documents ------------------------------------------------------
 
+
 class IndexingError(RuntimeError):
     """Elasticsearch refused documents (after retries); the message names the index and the first reasons."""
 
 
-def ensure_index(client: Elasticsearch, index: str, mappings: dict[str, Any],
-                 settings: dict[str, Any] | None = None) -> bool:
+def ensure_index(
+    client: Elasticsearch, index: str, mappings: dict[str, Any], settings: dict[str, Any] | None = None
+) -> bool:
     """Create `index` with explicit mappings, or add new fields to an existing one; True if created."""
     if client.indices.exists(index=index):
         client.indices.put_mapping(index=index, **mappings)
@@ -61,23 +64,33 @@ def ensure_index(client: Elasticsearch, index: str, mappings: dict[str, Any],
 
 def stored_hashes(client: Elasticsearch, index: str, query: dict[str, Any]) -> dict[str, str]:
     """`_id -> doc_hash` of every document matching `query` (a scroll: any number of documents)."""
-    return {doc_id: source.get("doc_hash", "")
-            for doc_id, source in stored_sources(client, index, query, fields=["doc_hash"]).items()}
+    return {
+        doc_id: source.get("doc_hash", "")
+        for doc_id, source in stored_sources(client, index, query, fields=["doc_hash"]).items()
+    }
 
 
-def stored_sources(client: Elasticsearch, index: str, query: dict[str, Any],
-                   fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def stored_sources(
+    client: Elasticsearch, index: str, query: dict[str, Any], fields: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """`_id -> _source` (only `fields` when given) of every document matching `query`."""
     body: dict[str, Any] = {"query": query} if fields is None else {"query": query, "_source": fields}
     hits = helpers.scan(client, index=index, query=body, size=5000, scroll="2m")
     return {hit["_id"]: hit.get("_source") or {} for hit in hits}
 
 
-def bulk_apply(client: Elasticsearch, index: str, upserts: Iterable[tuple[str, dict[str, Any] | str]],
-               deletes: Iterable[str] = (), chunk_size: int = 1000, partial: bool = False) -> tuple[int, int]:
+def bulk_apply(
+    client: Elasticsearch,
+    index: str,
+    upserts: Iterable[tuple[str, dict[str, Any] | str]],
+    deletes: Iterable[str] = (),
+    chunk_size: int = 1000,
+    partial: bool = False,
+) -> tuple[int, int]:
     """Index documents (dicts, or JSON already serialised) by id and delete ids, in bulk, retrying
     rejections; (written, deleted). `partial` merges into existing documents instead of replacing
     them (fields written by another stage, such as vectors, stay)."""
+
     def actions() -> Iterator[dict[str, Any]]:
         for doc_id, document in upserts:
             if partial:
@@ -89,9 +102,16 @@ def bulk_apply(client: Elasticsearch, index: str, upserts: Iterable[tuple[str, d
 
     written = deleted = 0
     errors: list[str] = []
-    for ok, item in helpers.streaming_bulk(client, actions(), chunk_size=chunk_size, max_chunk_bytes=50 * 2**20,
-                                           raise_on_error=False, raise_on_exception=True, max_retries=5,
-                                           initial_backoff=1):
+    for ok, item in helpers.streaming_bulk(
+        client,
+        actions(),
+        chunk_size=chunk_size,
+        max_chunk_bytes=50 * 2**20,
+        raise_on_error=False,
+        raise_on_exception=True,
+        max_retries=5,
+        initial_backoff=1,
+    ):
         op, result = next(iter(item.items()))
         if ok:
             if op == "delete":

@@ -18,8 +18,10 @@ from memory_pipeline.stores.openai_compat import OpenAICompatibleClient, ServerE
 
 Purpose = Literal["document", "query"]
 # Known task prefixes by model-name fragment; anything else gets none unless configured.
-_PREFIXES: dict[str, dict[str, str]] = {"jina-embeddings-v5": {"document": "Document: ", "query": "Query: "},
-                                        "e5": {"document": "passage: ", "query": "query: "}}
+_PREFIXES: dict[str, dict[str, str]] = {
+    "jina-embeddings-v5": {"document": "Document: ", "query": "Query: "},
+    "e5": {"document": "passage: ", "query": "query: "},
+}
 
 
 class _Embedding(BaseModel):
@@ -41,8 +43,15 @@ def normalise(vector: Sequence[float], dims: int | None = None) -> list[float]:
 
 
 class EmbeddingsClient(OpenAICompatibleClient):
-    def __init__(self, base_url: str, *, dims: int | None = None, doc_prefix: str | None = None,
-                 query_prefix: str | None = None, **kwargs) -> None:  # noqa: ANN003 - passed through
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        dims: int | None = None,
+        doc_prefix: str | None = None,
+        query_prefix: str | None = None,
+        **kwargs,
+    ) -> None:  # noqa: ANN003 - passed through
         super().__init__(base_url, **kwargs)
         self.dims = dims
         self._prefix = {"document": doc_prefix, "query": query_prefix}
@@ -59,13 +68,15 @@ class EmbeddingsClient(OpenAICompatibleClient):
         model = self.model_id()
         prefix = self.prefix(purpose)
         for start in range(0, len(texts), batch_size):
-            batch = [prefix + text for text in texts[start:start + batch_size]]
+            batch = [prefix + text for text in texts[start : start + batch_size]]
             answer = _EmbeddingResponse.model_validate(
-                self.request("POST", "/v1/embeddings", json={"model": model, "input": batch}))
+                self.request("POST", "/v1/embeddings", json={"model": model, "input": batch})
+            )
             if len(answer.data) != len(batch):
                 raise ServerError(f"{self.base_url}: {len(answer.data)} vectors for {len(batch)} texts")
-            vectors.extend(normalise(item.embedding, self.dims)
-                           for item in sorted(answer.data, key=lambda item: item.index))
+            vectors.extend(
+                normalise(item.embedding, self.dims) for item in sorted(answer.data, key=lambda item: item.index)
+            )
         if len({len(v) for v in vectors}) > 1:
             raise ServerError(f"{self.base_url}: vectors of mixed dimensions {sorted({len(v) for v in vectors})}")
         return vectors

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from typing_extensions import TypedDict
-
 from pydantic import TypeAdapter
+from typing_extensions import TypedDict
 
 RAW_INDEX = "memory-raw"
 RAW_FILES_INDEX = "memory-raw-files"
@@ -114,9 +113,17 @@ SUMMARY_MAPPINGS: dict[str, Any] = {
 LEDGER_MAPPINGS: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
-        "session_id": _KEYWORD, "turn_id": _KEYWORD, "partition": _KEYWORD, "content_hash": _KEYWORD,
-        "prompt_version": _KEYWORD, "model": _KEYWORD, "status": _KEYWORD, "reason": {"type": "text"},
-        "ideas": {"type": "integer"}, "summarized_at": {"type": "date"}, "doc_hash": {"type": "keyword", "index": False},
+        "session_id": _KEYWORD,
+        "turn_id": _KEYWORD,
+        "partition": _KEYWORD,
+        "content_hash": _KEYWORD,
+        "prompt_version": _KEYWORD,
+        "model": _KEYWORD,
+        "status": _KEYWORD,
+        "reason": {"type": "text"},
+        "ideas": {"type": "integer"},
+        "summarized_at": {"type": "date"},
+        "doc_hash": {"type": "keyword", "index": False},
     },
 }
 
@@ -125,9 +132,17 @@ OBSERVATION_INDEX = "memory-observations"
 OBSERVATION_MAPPINGS: dict[str, Any] = {
     "dynamic": "false",
     "properties": {
-        "doc_id": _KEYWORD, "doc_hash": {"type": "keyword", "index": False}, "kind": _KEYWORD,
-        "summary": {"type": "text"}, "tags": _KEYWORD_TEXT, "priority": _KEYWORD, "project": _KEYWORD_TEXT,
-        "partition": _KEYWORD, "session_id": _KEYWORD, "turn_id": _KEYWORD, "established_at": {"type": "date"},
+        "doc_id": _KEYWORD,
+        "doc_hash": {"type": "keyword", "index": False},
+        "kind": _KEYWORD,
+        "summary": {"type": "text"},
+        "tags": _KEYWORD_TEXT,
+        "priority": _KEYWORD,
+        "project": _KEYWORD_TEXT,
+        "partition": _KEYWORD,
+        "session_id": _KEYWORD,
+        "turn_id": _KEYWORD,
+        "established_at": {"type": "date"},
     },
 }
 # Both searchable kinds of memory, and the fields every one of their documents has.

@@ -70,8 +70,15 @@ class ChatClient(OpenAICompatibleClient):
         n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
         return int(n_ctx) if n_ctx else None
 
-    def complete_json(self, messages: list[dict[str, str]], schema: dict[str, Any], *, name: str = "answer",
-                      max_tokens: int = 512, temperature: float = 0.0) -> JsonAnswer:
+    def complete_json(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        *,
+        name: str = "answer",
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+    ) -> JsonAnswer:
         body = {
             "model": self.model_id(),
             "messages": messages,
@@ -86,6 +93,9 @@ class ChatClient(OpenAICompatibleClient):
         try:
             data = json.loads(choice.message.content or "")
         except json.JSONDecodeError as exc:
-            raise InvalidAnswer(f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}")
-        return JsonAnswer(data=data, model=completion.model or body["model"], usage=completion.usage,
-                          timings=completion.timings)
+            raise InvalidAnswer(
+                f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}"
+            ) from None
+        return JsonAnswer(
+            data=data, model=completion.model or body["model"], usage=completion.usage, timings=completion.timings
+        )

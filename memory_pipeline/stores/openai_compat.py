@@ -18,8 +18,16 @@ class ServerError(RuntimeError):
 
 
 class OpenAICompatibleClient:
-    def __init__(self, base_url: str, *, model: str | None = None, timeout: float = 120.0,
-                 retries: int = 3, backoff: float = 0.5, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._configured_model = model
         self._retries = retries

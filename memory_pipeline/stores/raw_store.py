@@ -43,9 +43,13 @@ def read_manifest(client: Elasticsearch, partitions: list[str]) -> dict[str, tup
     if not client.indices.exists(index=RAW_FILES_INDEX):
         return {}
     hits = stored_sources(client, RAW_FILES_INDEX, {"terms": {"partition": partitions}})
-    return {doc["session_id"]: (doc["partition"], Recorded(doc["session_file"], doc["size"], doc["mtime_ns"],
-                                                           doc["fingerprint"], doc["parser_version"]))
-            for doc in hits.values()}
+    return {
+        doc["session_id"]: (
+            doc["partition"],
+            Recorded(doc["session_file"], doc["size"], doc["mtime_ns"], doc["fingerprint"], doc["parser_version"]),
+        )
+        for doc in hits.values()
+    }
 
 
 _DATETIME_FIELDS = [name for name, kind in RawMessageDoc.__annotations__.items() if "datetime" in str(kind)]
@@ -58,11 +62,15 @@ def message_documents(messages: pl.DataFrame) -> Iterator[tuple[str, str, str, s
     indexing. The frame's columns are typed by `MESSAGE_SCHEMA`, the contract with `RawMessageDoc` is a
     test, and the index's strict mapping refuses any stray field. What is hashed is exactly what is stored.
     """
-    frame = messages.filter(pl.col("doc_id").is_not_null()).select(RAW_DOC_FIELDS).with_columns(
-        pl.col(_DATETIME_FIELDS).dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ"))
+    frame = (
+        messages.filter(pl.col("doc_id").is_not_null())
+        .select(RAW_DOC_FIELDS)
+        .with_columns(pl.col(_DATETIME_FIELDS).dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ"))
+    )
     for batch in frame.iter_slices(5000):
-        for doc_id, session, line in zip(batch["doc_id"], batch["session_id"], batch.write_ndjson().splitlines(),
-                                         strict=True):
+        for doc_id, session, line in zip(
+            batch["doc_id"], batch["session_id"], batch.write_ndjson().splitlines(), strict=True
+        ):
             digest = hashlib.sha1(line.encode()).hexdigest()
             yield doc_id, session, f'{line[:-1]},"doc_hash":"{digest}","doc_checksum":{checksum(digest)}}}', digest
 
@@ -111,14 +119,23 @@ def plan_sync(client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame
                 plan.upserts.append((doc_id, document))
         plan.deletes = sorted(existing)  # stored but no longer produced by any file
         for row in changed.iter_rows(named=True):
-            doc = RawFileDoc(session_id=row["session_id"], session_file=row["session_file"],
-                             partition=row["partition"], size=row["size"], mtime_ns=row["mtime_ns"],
-                             fingerprint=row["fingerprint"], parser_version=PARSER_VERSION,
-                             message_count=plan.expected[row["session_id"]][0])
+            doc = RawFileDoc(
+                session_id=row["session_id"],
+                session_file=row["session_file"],
+                partition=row["partition"],
+                size=row["size"],
+                mtime_ns=row["mtime_ns"],
+                fingerprint=row["fingerprint"],
+                parser_version=PARSER_VERSION,
+                message_count=plan.expected[row["session_id"]][0],
+            )
             before = recorded.get(row["session_id"])
-            if before is None or before[1] != Recorded(doc["session_file"], doc["size"], doc["mtime_ns"],
-                                                       doc["fingerprint"], PARSER_VERSION) \
-                    or before[0] != doc["partition"]:
+            if (
+                before is None
+                or before[1]
+                != Recorded(doc["session_file"], doc["size"], doc["mtime_ns"], doc["fingerprint"], PARSER_VERSION)
+                or before[0] != doc["partition"]
+            ):
                 plan.manifest.append((row["session_id"], doc))
     plan.manifest_deletes = plan.gone_sessions
     return plan
@@ -138,8 +155,9 @@ class SyncReport:
     seconds: float
 
 
-def sync_partitions(client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame,
-                    partitions: list[str]) -> SyncReport:
+def sync_partitions(
+    client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame, partitions: list[str]
+) -> SyncReport:
     """Make `memory-raw` (and its manifest) equal the files of `partitions`."""
     begin = time.perf_counter()
     ensure_raw_indices(client)
@@ -149,24 +167,43 @@ def sync_partitions(client: Elasticsearch, messages: pl.DataFrame, files: pl.Dat
     manifest_written, manifest_deleted = bulk_apply(client, RAW_FILES_INDEX, plan.manifest, plan.manifest_deletes)
     if plan.writes:
         client.indices.refresh(index=[RAW_INDEX, RAW_FILES_INDEX])
-    return SyncReport(expected=plan.expected, changed=plan.changed_sessions, written=written, deleted=deleted, manifest_writes=manifest_written + manifest_deleted,
-                      unchanged_documents=plan.unchanged_documents,
-                      changed_sessions=len(plan.changed_sessions),
-                      unchanged_sessions=files.height - len(plan.changed_sessions),
-                      gone_sessions=len(plan.gone_sessions), seconds=time.perf_counter() - begin)
+    return SyncReport(
+        expected=plan.expected,
+        changed=plan.changed_sessions,
+        written=written,
+        deleted=deleted,
+        manifest_writes=manifest_written + manifest_deleted,
+        unchanged_documents=plan.unchanged_documents,
+        changed_sessions=len(plan.changed_sessions),
+        unchanged_sessions=files.height - len(plan.changed_sessions),
+        gone_sessions=len(plan.gone_sessions),
+        seconds=time.perf_counter() - begin,
+    )
 
 
 def indexed_counts(client: Elasticsearch, partitions: list[str]) -> dict[str, int]:
     """Documents per session in `memory-raw` for the given days."""
-    return {session: count for session, (count, _) in session_checksums(client, {"terms": {"partition": partitions}}).items()}
+    return {
+        session: count
+        for session, (count, _) in session_checksums(client, {"terms": {"partition": partitions}}).items()
+    }
 
 
 def session_checksums(client: Elasticsearch, query: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """session_id -> (documents, sum of their checksums), computed by Elasticsearch in one aggregation."""
     if not client.indices.exists(index=RAW_INDEX):
         return {}
-    response = client.search(index=RAW_INDEX, size=0, query=query, aggs={"sessions": {
-        "terms": {"field": "session_id", "size": 65536}, "aggs": {"sum": {"sum": {"field": "doc_checksum"}}}}})
+    response = client.search(
+        index=RAW_INDEX,
+        size=0,
+        query=query,
+        aggs={
+            "sessions": {
+                "terms": {"field": "session_id", "size": 65536},
+                "aggs": {"sum": {"sum": {"field": "doc_checksum"}}},
+            }
+        },
+    )
     return {b["key"]: (b["doc_count"], int(b["sum"]["value"])) for b in response["aggregations"]["sessions"]["buckets"]}
 
 
@@ -174,8 +211,17 @@ def raw_turns(client: Elasticsearch, sessions: list[str]) -> set[tuple[str, str]
     """The (session_id, turn_id) pairs that have messages in `memory-raw`, for these sessions."""
     if not sessions or not client.indices.exists(index=RAW_INDEX):
         return set()
-    response = client.search(index=RAW_INDEX, size=0, query={"terms": {"session_id": sessions}}, aggs={
-        "sessions": {"terms": {"field": "session_id", "size": 65536},
-                     "aggs": {"turns": {"terms": {"field": "turn_id", "size": 65536}}}}})
-    return {(s["key"], t["key"]) for s in response["aggregations"]["sessions"]["buckets"]
-            for t in s["turns"]["buckets"]}
+    response = client.search(
+        index=RAW_INDEX,
+        size=0,
+        query={"terms": {"session_id": sessions}},
+        aggs={
+            "sessions": {
+                "terms": {"field": "session_id", "size": 65536},
+                "aggs": {"turns": {"terms": {"field": "turn_id", "size": 65536}}},
+            }
+        },
+    )
+    return {
+        (s["key"], t["key"]) for s in response["aggregations"]["sessions"]["buckets"] for t in s["turns"]["buckets"]
+    }

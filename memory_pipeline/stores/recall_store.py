@@ -9,6 +9,7 @@ one instead of failing halfway through a write.
 from __future__ import annotations
 
 import hashlib
+
 import polars as pl
 from elasticsearch import Elasticsearch
 
@@ -32,8 +33,10 @@ def embed_hash(text: str, model: str, dims: int | None, prefix: str) -> str:
 def ensure_vectors(client: Elasticsearch, dims: int) -> None:
     """Both recall indices exist and have `vector_<dims>` (indexed, cosine) and the embed bookkeeping fields."""
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
-    properties = {**EMBED_FIELDS, vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True,
-                                                       "similarity": "cosine"}}
+    properties = {
+        **EMBED_FIELDS,
+        vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
+    }
     for index in RECALL_INDICES:
         if client.indices.exists(index=index):
             client.indices.put_mapping(index=index, properties=properties)
@@ -41,12 +44,16 @@ def ensure_vectors(client: Elasticsearch, dims: int) -> None:
 
 def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> list[dict[str, str]]:
     """(index, doc_id, text, partition, stored embed hash) of every memory of these days."""
-    items = [{"index": OBSERVATION_INDEX, "doc_id": r["doc_id"], "text": r["summary"], "partition": r["partition"]}
-             for r in observations.iter_rows(named=True)]
+    items = [
+        {"index": OBSERVATION_INDEX, "doc_id": r["doc_id"], "text": r["summary"], "partition": r["partition"]}
+        for r in observations.iter_rows(named=True)
+    ]
     if client.indices.exists(index=SUMMARY_INDEX):
         summaries = stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
-        items += [{"index": SUMMARY_INDEX, "doc_id": doc_id, "text": doc["summary"], "partition": doc["partition"]}
-                  for doc_id, doc in summaries.items()]
+        items += [
+            {"index": SUMMARY_INDEX, "doc_id": doc_id, "text": doc["summary"], "partition": doc["partition"]}
+            for doc_id, doc in summaries.items()
+        ]
     stored: dict[tuple[str, str], str] = {}
     for index in RECALL_INDICES:
         if client.indices.exists(index=index):
@@ -72,8 +79,10 @@ def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> in
     field = vector_field(dims)
     for index in RECALL_INDICES:
         part = vectors.filter(pl.col("index") == index)
-        updates = [(r["doc_id"], {field: r["vector"], "embed_hash": r["embed_hash"], "embed_model": r["model"]})
-                   for r in part.iter_rows(named=True)]
+        updates = [
+            (r["doc_id"], {field: r["vector"], "embed_hash": r["embed_hash"], "embed_model": r["model"]})
+            for r in part.iter_rows(named=True)
+        ]
         written += bulk_apply(client, index, updates, partial=True)[0]
     return written
 
@@ -87,7 +96,8 @@ def vector_coverage(client: Elasticsearch, partitions: list[str], dims: int) -> 
             continue
         days = {"terms": {"partition": partitions}}
         total = client.count(index=index, query=days)["count"]
-        with_vector = client.count(index=index, query={"bool": {"filter": [days, {"exists": {
-            "field": vector_field(dims)}}]}})["count"]
+        with_vector = client.count(
+            index=index, query={"bool": {"filter": [days, {"exists": {"field": vector_field(dims)}}]}}
+        )["count"]
         coverage[index] = (total, with_vector)
     return coverage

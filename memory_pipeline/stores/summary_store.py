@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
 from memory_pipeline.stores.indices import LEDGER_INDEX, LEDGER_MAPPINGS, SUMMARY_INDEX, SUMMARY_MAPPINGS
 
+
 class SourceRef(TypedDict):
     session_id: str
     turn_id: str
@@ -91,8 +92,9 @@ def read_summaries(client: Elasticsearch, partitions: list[str]) -> list[Summary
     if not client.indices.exists(index=SUMMARY_INDEX):
         return []
     docs = stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
-    return [SummaryDoc.model_validate({k: v for k, v in d.items() if k in SummaryDoc.model_fields})
-            for d in docs.values()]
+    return [
+        SummaryDoc.model_validate({k: v for k, v in d.items() if k in SummaryDoc.model_fields}) for d in docs.values()
+    ]
 
 
 @dataclass
@@ -103,8 +105,9 @@ class SummarySyncReport:
     ledger_writes: int
 
 
-def sync_summaries(client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFrame,
-                   partitions: list[str]) -> SummarySyncReport:
+def sync_summaries(
+    client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFrame, partitions: list[str]
+) -> SummarySyncReport:
     """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
     (one row per turn outcome); only what differs is written."""
     ensure_summary_indices(client)
@@ -129,5 +132,6 @@ def sync_summaries(client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFra
     ledger_written, ledger_deleted = bulk_apply(client, LEDGER_INDEX, ledger_upserts, sorted(stored_ledger))
     if written or deleted or ledger_written or ledger_deleted:
         client.indices.refresh(index=[SUMMARY_INDEX, LEDGER_INDEX])
-    return SummarySyncReport(written=written, deleted=deleted, unchanged=unchanged,
-                             ledger_writes=ledger_written + ledger_deleted)
+    return SummarySyncReport(
+        written=written, deleted=deleted, unchanged=unchanged, ledger_writes=ledger_written + ledger_deleted
+    )

@@ -55,8 +55,13 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
     for attempt in range(1, ATTEMPTS + 1):
         outcome.attempts = attempt
         try:
-            answer = client.complete_json(messages, IDEAS_SCHEMA, name="ideas", max_tokens=max_output_tokens,
-                                          temperature=0.0 if attempt == 1 else 0.3)
+            answer = client.complete_json(
+                messages,
+                IDEAS_SCHEMA,
+                name="ideas",
+                max_tokens=max_output_tokens,
+                temperature=0.0 if attempt == 1 else 0.3,
+            )
             outcome.prompt_tokens += answer.usage.prompt_tokens
             outcome.completion_tokens += answer.usage.completion_tokens
             if answer.timings:
@@ -74,10 +79,17 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
     return outcome
 
 
-def summarise_turns(client: ChatClient, jobs: Sequence[TurnJob], *, context_tokens: int, max_output_tokens: int,
-                    concurrency: int = 1,
-                    on_done: Callable[[TurnOutcome], None] | None = None) -> list[TurnOutcome]:
+def summarise_turns(
+    client: ChatClient,
+    jobs: Sequence[TurnJob],
+    *,
+    context_tokens: int,
+    max_output_tokens: int,
+    concurrency: int = 1,
+    on_done: Callable[[TurnOutcome], None] | None = None,
+) -> list[TurnOutcome]:
     """Every job's outcome, in job order. A transport failure propagates (the server is gone)."""
+
     def run(job: TurnJob) -> TurnOutcome:
         outcome = summarise_turn(client, job, context_tokens, max_output_tokens)
         if on_done:

@@ -40,56 +40,105 @@ def turn_jobs(turns: pl.DataFrame, messages: pl.DataFrame) -> dict[tuple[str, st
     conversation = messages.filter(pl.col("on_active_path") & ~pl.col("is_metadata") & pl.col("turn_id").is_not_null())
     grouped: dict[tuple[str, str], list[TurnMessage]] = {}
     for row in conversation.sort("session_id", "turn_index", "message_index").iter_rows(named=True):
-        grouped.setdefault((row["session_id"], row["turn_id"]), []).append(TurnMessage(
-            role=row["role"], content=row["content"] or "", tool_name=row["tool_name"],
-            tool_calls=row["tool_calls"] or [], custom_type=row["custom_type"], error_message=row["error_message"]))
+        grouped.setdefault((row["session_id"], row["turn_id"]), []).append(
+            TurnMessage(
+                role=row["role"],
+                content=row["content"] or "",
+                tool_name=row["tool_name"],
+                tool_calls=row["tool_calls"] or [],
+                custom_type=row["custom_type"],
+                error_message=row["error_message"],
+            )
+        )
     projects = dict(zip(zip(turns["session_id"], turns["turn_id"], strict=True), turns["project"], strict=True))
-    return {key: TurnJob(key[0], key[1], projects.get(key, ""), msgs) for key, msgs in grouped.items()
-            if key in projects}
+    return {
+        key: TurnJob(key[0], key[1], projects.get(key, ""), msgs) for key, msgs in grouped.items() if key in projects
+    }
 
 
-def needs_llm(turns: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc], model: str,
-              rebuild: bool) -> list[tuple[str, str]]:
+def needs_llm(
+    turns: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc], model: str, rebuild: bool
+) -> list[tuple[str, str]]:
     """Turns to (re)read: new, changed content, other prompt version or model, failed before, or all on rebuild."""
     wanted = []
     for session_id, turn_id, content_hash in turns.select("session_id", "turn_id", "content_hash").iter_rows():
         entry = ledger.get((session_id, turn_id))
-        fresh = (entry is not None and entry.status in DONE and entry.content_hash == content_hash
-                 and entry.prompt_version == PROMPT_VERSION and entry.model == model)
+        fresh = (
+            entry is not None
+            and entry.status in DONE
+            and entry.content_hash == content_hash
+            and entry.prompt_version == PROMPT_VERSION
+            and entry.model == model
+        )
         if rebuild or not fresh:
             wanted.append((session_id, turn_id))
     return wanted
 
 
-def outcome_rows(turns: pl.DataFrame, outcomes: Iterable[TurnOutcome], ledger: dict[tuple[str, str], LedgerDoc],
-                 stored: Iterable[SummaryDoc], model: str) -> pl.DataFrame:
+def outcome_rows(
+    turns: pl.DataFrame,
+    outcomes: Iterable[TurnOutcome],
+    ledger: dict[tuple[str, str], LedgerDoc],
+    stored: Iterable[SummaryDoc],
+    model: str,
+) -> pl.DataFrame:
     """One row per turn of `turns`: what the LLM said now, or what it said before for unchanged turns."""
     fresh = {(o.session_id, o.turn_id): o for o in outcomes}
     previous: dict[tuple[str, str], list[dict]] = {}
     for doc in stored:
         previous.setdefault((doc.session_id, doc.turn_id), []).append(
-            {"summary": doc.summary, "tags": doc.tags, "priority": doc.priority})
+            {"summary": doc.summary, "tags": doc.tags, "priority": doc.priority}
+        )
     rows = []
     for turn in turns.iter_rows(named=True):
         key = (turn["session_id"], turn["turn_id"])
         established = _iso(turn["started_at"] or turn["session_started_at"])
-        base = {"partition": turn["partition"], "session_id": key[0], "turn_id": key[1], "project": turn["project"],
-                "established_at": established, "content_hash": turn["content_hash"]}
+        base = {
+            "partition": turn["partition"],
+            "session_id": key[0],
+            "turn_id": key[1],
+            "project": turn["project"],
+            "established_at": established,
+            "content_hash": turn["content_hash"],
+        }
         if key in fresh:
             outcome = fresh[key]
-            rows.append(base | {
-                "prompt_version": PROMPT_VERSION, "model": model, "status": outcome.status, "reason": outcome.reason,
-                "ideas": [{"summary": i.summary, "tags": i.tags, "priority": i.priority.value} for i in outcome.ideas],
-                "summarized_at": outcome.summarized_at, "llm_calls": outcome.attempts, "seconds": outcome.seconds,
-                "prompt_tokens": outcome.prompt_tokens, "completion_tokens": outcome.completion_tokens,
-                "generation_seconds": outcome.generation_seconds})
+            rows.append(
+                base
+                | {
+                    "prompt_version": PROMPT_VERSION,
+                    "model": model,
+                    "status": outcome.status,
+                    "reason": outcome.reason,
+                    "ideas": [
+                        {"summary": i.summary, "tags": i.tags, "priority": i.priority.value} for i in outcome.ideas
+                    ],
+                    "summarized_at": outcome.summarized_at,
+                    "llm_calls": outcome.attempts,
+                    "seconds": outcome.seconds,
+                    "prompt_tokens": outcome.prompt_tokens,
+                    "completion_tokens": outcome.completion_tokens,
+                    "generation_seconds": outcome.generation_seconds,
+                }
+            )
         elif key in ledger:
             entry = ledger[key]
-            rows.append(base | {
-                "prompt_version": entry.prompt_version, "model": entry.model, "status": entry.status,
-                "reason": entry.reason, "ideas": sorted(previous.get(key, []), key=lambda i: i["summary"]),
-                "summarized_at": entry.summarized_at, "llm_calls": 0, "seconds": 0.0, "prompt_tokens": 0,
-                "completion_tokens": 0, "generation_seconds": 0.0})
+            rows.append(
+                base
+                | {
+                    "prompt_version": entry.prompt_version,
+                    "model": entry.model,
+                    "status": entry.status,
+                    "reason": entry.reason,
+                    "ideas": sorted(previous.get(key, []), key=lambda i: i["summary"]),
+                    "summarized_at": entry.summarized_at,
+                    "llm_calls": 0,
+                    "seconds": 0.0,
+                    "prompt_tokens": 0,
+                    "completion_tokens": 0,
+                    "generation_seconds": 0.0,
+                }
+            )
     return pl.DataFrame(rows, schema=OUTCOME_SCHEMA) if rows else pl.DataFrame(schema=OUTCOME_SCHEMA)
 
 
@@ -102,14 +151,24 @@ def summary_documents(outcomes: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for turn in outcomes.filter(pl.col("status") == "summarised").iter_rows(named=True):
         for idea in turn["ideas"]:
-            rows.append(SummaryDoc(
-                doc_id=summary_doc_id(turn["session_id"], turn["turn_id"], idea["summary"]),
-                summary=idea["summary"], tags=idea["tags"], priority=idea["priority"],
-                source_refs=[{"session_id": turn["session_id"], "turn_id": turn["turn_id"]}],
-                session_id=turn["session_id"], turn_id=turn["turn_id"], project=turn["project"],
-                partition=turn["partition"], established_at=turn["established_at"],
-                summarized_at=turn["summarized_at"], model=turn["model"], prompt_version=turn["prompt_version"],
-                turn_content_hash=turn["content_hash"]).model_dump())
+            rows.append(
+                SummaryDoc(
+                    doc_id=summary_doc_id(turn["session_id"], turn["turn_id"], idea["summary"]),
+                    summary=idea["summary"],
+                    tags=idea["tags"],
+                    priority=idea["priority"],
+                    source_refs=[{"session_id": turn["session_id"], "turn_id": turn["turn_id"]}],
+                    session_id=turn["session_id"],
+                    turn_id=turn["turn_id"],
+                    project=turn["project"],
+                    partition=turn["partition"],
+                    established_at=turn["established_at"],
+                    summarized_at=turn["summarized_at"],
+                    model=turn["model"],
+                    prompt_version=turn["prompt_version"],
+                    turn_content_hash=turn["content_hash"],
+                ).model_dump()
+            )
     columns = list(SummaryDoc.model_fields)
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={c: pl.String for c in columns})
 
@@ -117,5 +176,14 @@ def summary_documents(outcomes: pl.DataFrame) -> pl.DataFrame:
 def ledger_rows(outcomes: pl.DataFrame) -> pl.DataFrame:
     """One ledger row per turn outcome (failed turns are recorded too, and retried next run)."""
     return outcomes.select(
-        "session_id", "turn_id", "partition", "content_hash", "prompt_version", "model", "status", "reason",
-        pl.col("ideas").list.len().cast(pl.Int32).alias("ideas"), "summarized_at")
+        "session_id",
+        "turn_id",
+        "partition",
+        "content_hash",
+        "prompt_version",
+        "model",
+        "status",
+        "reason",
+        pl.col("ideas").list.len().cast(pl.Int32).alias("ideas"),
+        "summarized_at",
+    )

@@ -83,8 +83,12 @@ IDEAS_SCHEMA: dict[str, Any] = {
         "type": "object",
         "properties": {
             "summary": {"type": "string", "minLength": 10, "maxLength": 600},
-            "tags": {"type": "array", "minItems": 3, "maxItems": 8,
-                     "items": {"type": "string", "pattern": TAG_PATTERN, "maxLength": 40}},
+            "tags": {
+                "type": "array",
+                "minItems": 3,
+                "maxItems": 8,
+                "items": {"type": "string", "pattern": TAG_PATTERN, "maxLength": 40},
+            },
             "priority": {"type": "string", "enum": [p.value for p in Priority]},
         },
         "required": ["summary", "tags", "priority"],

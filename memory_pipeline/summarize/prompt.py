@@ -61,15 +61,20 @@ def trim_middle(text: str, limit: int) -> str:
         return text
     cut = len(text) - limit
     head = limit * 2 // 3
-    return text[:head] + "\n" + TRIM_MARKER.format(n=cut) + "\n" + text[len(text) - (limit - head):]
+    return text[:head] + "\n" + TRIM_MARKER.format(n=cut) + "\n" + text[len(text) - (limit - head) :]
 
 
 def _label(message: TurnMessage) -> str:
     if message.role == "toolResult":
         return f"{message.tool_name or 'tool'} output"
-    return {"user": "user", "assistant": "assistant", "bashExecution": "user ran in the shell",
-            "custom": f"extension message ({message.custom_type or 'custom'})", "branchSummary": "branch summary",
-            "compactionSummary": "summary of earlier context"}.get(message.role, message.role)
+    return {
+        "user": "user",
+        "assistant": "assistant",
+        "bashExecution": "user ran in the shell",
+        "custom": f"extension message ({message.custom_type or 'custom'})",
+        "branchSummary": "branch summary",
+        "compactionSummary": "summary of earlier context",
+    }.get(message.role, message.role)
 
 
 def _body(message: TurnMessage, tool_limit: int) -> str:
@@ -102,8 +107,9 @@ def render_turn(messages: Sequence[TurnMessage], budget_chars: int) -> str:
     return text
 
 
-def build_messages(messages: Sequence[TurnMessage], context_tokens: int, max_output_tokens: int,
-                   project: str | None = None) -> list[dict[str, str]]:
+def build_messages(
+    messages: Sequence[TurnMessage], context_tokens: int, max_output_tokens: int, project: str | None = None
+) -> list[dict[str, str]]:
     """Chat messages for one turn, sized to the server's context window."""
     overhead = len(SYSTEM_PROMPT) / CHARS_PER_TOKEN + 64
     budget_chars = int(max(context_tokens - max_output_tokens - overhead, 256) * CHARS_PER_TOKEN)
@@ -111,7 +117,10 @@ def build_messages(messages: Sequence[TurnMessage], context_tokens: int, max_out
     transcript = render_turn(messages, budget_chars)
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"Session turn{where}, between the markers:\n<<<TRANSCRIPT\n{transcript}\n"
-                                    f"TRANSCRIPT>>>\nWrite the JSON array of the ideas a future session must "
-                                    f"remember from this turn."},
+        {
+            "role": "user",
+            "content": f"Session turn{where}, between the markers:\n<<<TRANSCRIPT\n{transcript}\n"
+            f"TRANSCRIPT>>>\nWrite the JSON array of the ideas a future session must "
+            f"remember from this turn.",
+        },
     ]

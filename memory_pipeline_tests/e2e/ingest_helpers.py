@@ -49,18 +49,37 @@ class Run:
     check_metadata: dict[str, dict[str, Any]]
 
 
-def run_ingest(shared: Settings, sessions_dir: Path, state_dir: Path, partition: str | None = None,
-               tags: dict[str, str] | None = None, redact_extra_patterns: list[str] | None = None) -> Run:
-    settings = load_settings(sessions_dir=sessions_dir, memory_pipeline_state_dir=state_dir,
-                             memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
-                             local_es_port=shared.local_es_port, redact_extra_patterns=redact_extra_patterns or [])
-    result = materialize(INGEST_ASSETS, resources=build_resources(settings), partition_key=partition,
-                         instance=DagsterInstance.ephemeral(), tags=tags, raise_on_error=True)
-    metadata = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-                for ev in result.get_asset_materialization_events()}
+def run_ingest(
+    shared: Settings,
+    sessions_dir: Path,
+    state_dir: Path,
+    partition: str | None = None,
+    tags: dict[str, str] | None = None,
+    redact_extra_patterns: list[str] | None = None,
+) -> Run:
+    settings = load_settings(
+        sessions_dir=sessions_dir,
+        memory_pipeline_state_dir=state_dir,
+        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
+        local_es_port=shared.local_es_port,
+        redact_extra_patterns=redact_extra_patterns or [],
+    )
+    result = materialize(
+        INGEST_ASSETS,
+        resources=build_resources(settings),
+        partition_key=partition,
+        instance=DagsterInstance.ephemeral(),
+        tags=tags,
+        raise_on_error=True,
+    )
+    metadata = {
+        ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+        for ev in result.get_asset_materialization_events()
+    }
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-    check_metadata = {c.check_name: {k: v.value for k, v in c.metadata.items()}
-                      for c in result.get_asset_check_evaluations()}
+    check_metadata = {
+        c.check_name: {k: v.value for k, v in c.metadata.items()} for c in result.get_asset_check_evaluations()
+    }
     return Run(result.success, metadata, checks, check_metadata)
 
 

@@ -23,11 +23,14 @@ def test_dimension_comes_from_the_answer_and_vectors_are_unit_length(local_runti
 
 
 def test_related_texts_score_higher_than_unrelated(local_runtime: Settings) -> None:
-    query, related, unrelated = _embed(local_runtime, [
-        "The Stripe webhook signature check failed in production.",
-        "Webhook verification error: invalid Stripe signature header.",
-        "Bananas are a good source of potassium.",
-    ])
+    query, related, unrelated = _embed(
+        local_runtime,
+        [
+            "The Stripe webhook signature check failed in production.",
+            "Webhook verification error: invalid Stripe signature header.",
+            "Bananas are a good source of potassium.",
+        ],
+    )
     assert query @ related > query @ unrelated + 0.2
 
 

@@ -35,8 +35,12 @@ def test_partition_twice_second_run_writes_nothing(local_runtime: Settings, tmp_
 
     first = run_ingest(local_runtime, sessions, tmp_path / "state", day)
     assert first.success and all(first.checks.values()), first.check_metadata
-    assert set(first.checks) == {"turn_integrity", "index_equals_messages", "every_file_represented",
-                                 "rerun_changes_nothing"}
+    assert set(first.checks) == {
+        "turn_integrity",
+        "index_equals_messages",
+        "every_file_represented",
+        "rerun_changes_nothing",
+    }
     # 23 + 12 + 5 conversation messages (the 1.6.0 file's 2 system messages are metadata)
     assert first.metadata["memory_raw_index"]["documents"] == 40
     assert first.metadata["memory_raw_index"]["written"] == 40
@@ -57,26 +61,72 @@ def test_partition_twice_second_run_writes_nothing(local_runtime: Settings, tmp_
 
 
 def test_planted_secrets_never_reach_elasticsearch(local_runtime: Settings, tmp_path: Path, day: str) -> None:
-    secrets = {"openai": "sk-proj-Zq8XwV2bN4mK6jH8gF0dS2aP4oI6uY8tR0eW",
-               "aws": "AKIAZ7Y6X5W4V3U2T1S0",
-               "url": "s3cr3t-pa55w0rd",
-               "custom": "corp-0123456789abcdef0123456789abcdef"}
+    secrets = {
+        "openai": "sk-proj-Zq8XwV2bN4mK6jH8gF0dS2aP4oI6uY8tR0eW",
+        "aws": "AKIAZ7Y6X5W4V3U2T1S0",
+        "url": "s3cr3t-pa55w0rd",
+        "custom": "corp-0123456789abcdef0123456789abcdef",
+    }
     sid = _sid("secrets")
     lines = [
         {"type": "session", "version": 3, "id": sid, "timestamp": f"{day}T08:00:00Z", "cwd": "/w"},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": f"{day}T08:00:01Z",
-         "message": {"role": "user", "timestamp": 1,
-                     "content": f"my key is {secrets['openai']} and the corp token {secrets['custom']}"}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": f"{day}T08:00:02Z",
-         "message": {"role": "assistant", "timestamp": 2, "stopReason": "toolUse",
-                     "content": [{"type": "toolCall", "id": "c1", "name": "bash",
-                                  "arguments": {"command": f"AWS_ACCESS_KEY_ID={secrets['aws']} aws s3 ls"}}]}},
-        {"type": "message", "id": "t1", "parentId": "a1", "timestamp": f"{day}T08:00:03Z",
-         "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "bash", "isError": True, "timestamp": 3,
-                     "content": [{"type": "text", "text": f"error: postgres://app:{secrets['url']}@db/x refused"}]}},
-        {"type": "message", "id": "a2", "parentId": "t1", "timestamp": f"{day}T08:00:04Z",
-         "message": {"role": "assistant", "timestamp": 4, "stopReason": "error", "content": [],
-                     "errorMessage": f"upstream rejected key {secrets['openai']}"}},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": f"{day}T08:00:01Z",
+            "message": {
+                "role": "user",
+                "timestamp": 1,
+                "content": f"my key is {secrets['openai']} and the corp token {secrets['custom']}",
+            },
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": f"{day}T08:00:02Z",
+            "message": {
+                "role": "assistant",
+                "timestamp": 2,
+                "stopReason": "toolUse",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": "c1",
+                        "name": "bash",
+                        "arguments": {"command": f"AWS_ACCESS_KEY_ID={secrets['aws']} aws s3 ls"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "message",
+            "id": "t1",
+            "parentId": "a1",
+            "timestamp": f"{day}T08:00:03Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "c1",
+                "toolName": "bash",
+                "isError": True,
+                "timestamp": 3,
+                "content": [{"type": "text", "text": f"error: postgres://app:{secrets['url']}@db/x refused"}],
+            },
+        },
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "t1",
+            "timestamp": f"{day}T08:00:04Z",
+            "message": {
+                "role": "assistant",
+                "timestamp": 4,
+                "stopReason": "error",
+                "content": [],
+                "errorMessage": f"upstream rejected key {secrets['openai']}",
+            },
+        },
     ]
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -96,7 +146,8 @@ def test_planted_secrets_never_reach_elasticsearch(local_runtime: Settings, tmp_
 
 
 def test_rewrites_branch_switches_and_deletions_leave_the_index_equal_to_the_files(
-        local_runtime: Settings, tmp_path: Path, day: str) -> None:
+    local_runtime: Settings, tmp_path: Path, day: str
+) -> None:
     sessions = tmp_path / "sessions"
     v1_sid, branchy_sid = _sid("v1"), _sid("branchy")
     v1_path = copy_fixture(V1, sessions / "v1.jsonl", v1_sid, day)
@@ -110,16 +161,29 @@ def test_rewrites_branch_switches_and_deletions_leave_the_index_equal_to_the_fil
     lines[0]["version"] = 3
     previous = None
     for number, entry in enumerate(lines[1:]):
-        entry["id"], entry["parentId"] = f"{number + 0xa0:08x}", previous
+        entry["id"], entry["parentId"] = f"{number + 0xA0:08x}", previous
         previous = entry["id"]
     v1_path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
     # The user goes back to the first prompt and continues from there: a new branch becomes active.
     with branchy_path.open("a") as handle:
-        handle.write(json.dumps({"type": "message", "id": "beef0001", "parentId": "d7fd86f8",
-                                 "timestamp": f"{day}T10:00:00Z",
-                                 "message": {"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
-                                             "stopReason": "stop", "timestamp": 9}}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "id": "beef0001",
+                    "parentId": "d7fd86f8",
+                    "timestamp": f"{day}T10:00:00Z",
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "Sure."}],
+                        "stopReason": "stop",
+                        "timestamp": 9,
+                    },
+                }
+            )
+            + "\n"
+        )
     run = run_ingest(local_runtime, sessions, tmp_path / "state", day)
     assert run.success and all(run.checks.values()), run.check_metadata
     after = {d["_id"] for d in indexed(local_runtime, {"term": {"session_id": v1_sid}})}
@@ -135,8 +199,7 @@ def test_rewrites_branch_switches_and_deletions_leave_the_index_equal_to_the_fil
     assert indexed(local_runtime, {"term": {"session_id": branchy_sid}}) == []
 
 
-def test_bad_input_is_reported_and_the_good_files_still_land(local_runtime: Settings, tmp_path: Path,
-                                                             day: str) -> None:
+def test_bad_input_is_reported_and_the_good_files_still_land(local_runtime: Settings, tmp_path: Path, day: str) -> None:
     sessions = tmp_path / "sessions"
     good = _sid("good")
     copy_fixture(SYSTEM, sessions / "good.jsonl", good, day)
@@ -145,14 +208,36 @@ def test_bad_input_is_reported_and_the_good_files_still_land(local_runtime: Sett
     (sessions / "binary.jsonl").write_bytes(bytes(range(256)) * 100)
     messy = _sid("messy")
     header = json.dumps({"type": "session", "version": 3, "id": messy, "timestamp": f"{day}T07:00:00Z", "cwd": "/m"})
-    user = json.dumps({"type": "message", "id": "u1", "parentId": None, "timestamp": f"{day}T07:00:01Z",
-                       "message": {"role": "user", "content": "fix the build", "timestamp": 1}})
-    orphan = json.dumps({"type": "message", "id": "a1", "parentId": "missing", "timestamp": f"{day}T07:00:02Z",
-                         "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}],
-                                     "timestamp": 2}})
-    (sessions / "messy.jsonl").write_bytes(b"\n".join([header.encode(), b"{broken", user.encode(),
-                                                       user.encode().replace(b"fix", b"\xff\xfe"),
-                                                       orphan.encode(), b'{"type":"message","id":"torn"']))
+    user = json.dumps(
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": f"{day}T07:00:01Z",
+            "message": {"role": "user", "content": "fix the build", "timestamp": 1},
+        }
+    )
+    orphan = json.dumps(
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "missing",
+            "timestamp": f"{day}T07:00:02Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}], "timestamp": 2},
+        }
+    )
+    (sessions / "messy.jsonl").write_bytes(
+        b"\n".join(
+            [
+                header.encode(),
+                b"{broken",
+                user.encode(),
+                user.encode().replace(b"fix", b"\xff\xfe"),
+                orphan.encode(),
+                b'{"type":"message","id":"torn"',
+            ]
+        )
+    )
     run = run_ingest(local_runtime, sessions, tmp_path / "state", day)
     assert run.success and all(run.checks.values()), run.check_metadata
     assert run.metadata["session_files"]["files"] == 2 and run.metadata["session_files"]["not_sessions"] == 3
@@ -176,12 +261,18 @@ def test_range_backfill_runs_as_one_run(local_runtime: Settings, tmp_path: Path,
     first, second = _sid("d1"), _sid("d2")
     copy_fixture(V1, sessions / "a.jsonl", first, "2024-06-03")
     copy_fixture("telegram-bot-errors.v3.jsonl", sessions / "b.jsonl", second, "2024-06-04")
-    run = run_ingest(local_runtime, sessions, tmp_path / "state", tags={
-        "dagster/asset_partition_range_start": "2024-06-03", "dagster/asset_partition_range_end": "2024-06-04"})
+    run = run_ingest(
+        local_runtime,
+        sessions,
+        tmp_path / "state",
+        tags={"dagster/asset_partition_range_start": "2024-06-03", "dagster/asset_partition_range_end": "2024-06-04"},
+    )
     assert run.success and all(run.checks.values()), run.check_metadata
     assert run.metadata["memory_raw_index"]["documents"] == 5 + 4
     assert {d["partition"] for d in indexed(local_runtime, {"terms": {"session_id": [first, second]}})} == {
-        "2024-06-03", "2024-06-04"}
+        "2024-06-03",
+        "2024-06-04",
+    }
     # the same range again, as two single-day runs: nothing to write
     for single in ("2024-06-03", "2024-06-04"):
         again = run_ingest(local_runtime, sessions, tmp_path / "state", single)
@@ -196,14 +287,20 @@ def test_backfill_command_ingests_the_missing_days_once(local_runtime: Settings,
     sessions = tmp_path / "sessions"
     sid = _sid("cli")
     copy_fixture(V1, sessions / "a.jsonl", sid, day)
-    env = {**os.environ, "SESSIONS_DIR": str(sessions), "MEMORY_PIPELINE_STATE_DIR": str(tmp_path / "state"),
-           "MEMORY_PIPELINE_CACHE_DIR": str(local_runtime.memory_pipeline_cache_dir)}
+    env = {
+        **os.environ,
+        "SESSIONS_DIR": str(sessions),
+        "MEMORY_PIPELINE_STATE_DIR": str(tmp_path / "state"),
+        "MEMORY_PIPELINE_CACHE_DIR": str(local_runtime.memory_pipeline_cache_dir),
+    }
     env.pop("DAGSTER_HOME", None)
-    first = subprocess.run([sys.executable, "-m", "memory_pipeline", "backfill"], env=env, capture_output=True,
-                           text=True, timeout=300)
+    first = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "backfill"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert f"{day}..{day}: run" in first.stdout and "success" in first.stdout
     assert len(indexed(local_runtime, {"term": {"session_id": sid}})) == 5
-    again = subprocess.run([sys.executable, "-m", "memory_pipeline", "backfill"], env=env, capture_output=True,
-                           text=True, timeout=300)
+    again = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "backfill"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0 and "nothing to backfill" in again.stdout

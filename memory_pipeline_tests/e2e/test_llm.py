@@ -20,9 +20,13 @@ def test_chat_completion_returns_schema_valid_json(local_runtime: Settings) -> N
     with ChatClient(local_runtime.chat_url, model=local_runtime.llama_model) as client:
         assert client.health() == "ok"
         answer = client.complete_json(
-            [{"role": "system", "content": "Answer in JSON."},
-             {"role": "user", "content": "Which language is this? `fn main() { println!(\"hi\"); }`"}],
-            schema, max_tokens=128)
+            [
+                {"role": "system", "content": "Answer in JSON."},
+                {"role": "user", "content": 'Which language is this? `fn main() { println!("hi"); }`'},
+            ],
+            schema,
+            max_tokens=128,
+        )
     verdict = Verdict.model_validate(answer.data)  # raises if the grammar let anything else through
     assert verdict.language in ("python", "rust", "go")
     assert answer.usage.completion_tokens > 0

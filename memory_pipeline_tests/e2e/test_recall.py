@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -23,16 +22,26 @@ from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
-ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index,
-          recall.turn_observations, recall.embeddings, recall.es_dense_vector]
+ASSETS = [
+    ingest.session_files,
+    ingest.raw_messages,
+    ingest.turns,
+    ingest.memory_raw_index,
+    recall.turn_observations,
+    recall.embeddings,
+    recall.es_dense_vector,
+]
 
 
 def _run(settings: Settings) -> tuple[dict, dict]:
-    result = materialize(ASSETS, resources=build_resources(settings), partition_key=DAY,
-                         instance=DagsterInstance.ephemeral())
+    result = materialize(
+        ASSETS, resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral()
+    )
     assert result.success
-    meta = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-            for ev in result.get_asset_materialization_events()}
+    meta = {
+        ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+        for ev in result.get_asset_materialization_events()
+    }
     return meta, {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
 
 
@@ -47,20 +56,57 @@ def _clear(settings: Settings) -> None:
 
 def _summaries(settings: Settings) -> None:
     """Two fixed summaries (no LLM) on real turns of the session, so both kinds of memory are searched."""
-    base = {"partition": DAY, "session_id": SESSION, "project": "/Users/badlogic/workspaces/pi-mono",
-            "prompt_version": "1", "model": "m", "reason": None, "summarized_at": "2024-06-20T12:00:00+00:00",
-            "llm_calls": 1, "seconds": 1.0, "prompt_tokens": 1, "completion_tokens": 1, "generation_seconds": 0.5,
-            "status": "summarised"}
-    frame = pl.DataFrame([
-        base | {"turn_id": "L000389", "content_hash": "a", "established_at": "2025-11-21T01:36:00.000Z", "ideas": [
-            {"summary": 'The user stated "use rgb values in the themes, no rgb indices".', "priority": "high",
-             "tags": ["themes", "colors", "user-rule"]}]},
-        base | {"turn_id": "L000856", "content_hash": "b", "established_at": "2025-11-21T02:10:00.000Z", "ideas": [
-            {"summary": "Invalid custom themes must never crash pi; fall back to the default theme.",
-             "priority": "high", "tags": ["themes", "robustness", "user-rule"]},
-            {"summary": "Restarting with -r and a broken theme file crashed the app.", "priority": "medium",
-             "tags": ["themes", "crash", "bug"]}]},
-    ], schema=OUTCOME_SCHEMA)
+    base = {
+        "partition": DAY,
+        "session_id": SESSION,
+        "project": "/Users/badlogic/workspaces/pi-mono",
+        "prompt_version": "1",
+        "model": "m",
+        "reason": None,
+        "summarized_at": "2024-06-20T12:00:00+00:00",
+        "llm_calls": 1,
+        "seconds": 1.0,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "generation_seconds": 0.5,
+        "status": "summarised",
+    }
+    frame = pl.DataFrame(
+        [
+            base
+            | {
+                "turn_id": "L000389",
+                "content_hash": "a",
+                "established_at": "2025-11-21T01:36:00.000Z",
+                "ideas": [
+                    {
+                        "summary": 'The user stated "use rgb values in the themes, no rgb indices".',
+                        "priority": "high",
+                        "tags": ["themes", "colors", "user-rule"],
+                    }
+                ],
+            },
+            base
+            | {
+                "turn_id": "L000856",
+                "content_hash": "b",
+                "established_at": "2025-11-21T02:10:00.000Z",
+                "ideas": [
+                    {
+                        "summary": "Invalid custom themes must never crash pi; fall back to the default theme.",
+                        "priority": "high",
+                        "tags": ["themes", "robustness", "user-rule"],
+                    },
+                    {
+                        "summary": "Restarting with -r and a broken theme file crashed the app.",
+                        "priority": "medium",
+                        "tags": ["themes", "crash", "bug"],
+                    },
+                ],
+            },
+        ],
+        schema=OUTCOME_SCHEMA,
+    )
     with make_client(settings) as client:
         sync_summaries(client, summary_documents(frame), ledger_rows(frame), [DAY])
 
@@ -70,8 +116,11 @@ def indexed(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("recall")
     _clear(local_runtime)
     copy_fixture("pi-mono-large-session.v1.jsonl", tmp / "s" / "a.jsonl", SESSION, DAY)
-    settings = load_settings(sessions_dir=tmp / "s", memory_pipeline_state_dir=tmp / "state",
-                             memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir)
+    settings = load_settings(
+        sessions_dir=tmp / "s",
+        memory_pipeline_state_dir=tmp / "state",
+        memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
+    )
     _run(settings)  # memory-raw first, so the summaries below cite turns that exist
     _summaries(settings)
     first = _run(settings)

@@ -25,10 +25,13 @@ def _free_port() -> int:
 
 def _private_runtime(tmp_path: Path, shared: Settings, cache: Path | None = None) -> LocalRuntime:
     """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default."""
-    settings = load_settings(memory_pipeline_state_dir=tmp_path / "state",
-                             memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
-                             local_es_port=_free_port(), local_llama_port=_free_port(),
-                             local_embed_port=_free_port())
+    settings = load_settings(
+        memory_pipeline_state_dir=tmp_path / "state",
+        memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
+        local_es_port=_free_port(),
+        local_llama_port=_free_port(),
+        local_embed_port=_free_port(),
+    )
     return LocalRuntime(settings, progress=lambda m: None)
 
 
@@ -51,8 +54,9 @@ def test_status_reports_each_server(local_runtime: Settings) -> None:
 
 
 def test_cli_status_prints_a_table(local_runtime: Settings) -> None:
-    out = subprocess.run([sys.executable, "-m", "memory_pipeline", "local", "status"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "local", "status"], capture_output=True, text=True, check=True
+    ).stdout
     assert "elasticsearch" in out and "running" in out and CHAT_MODEL.name in out
 
 
@@ -76,9 +80,18 @@ def test_stale_pid_file_is_replaced(local_runtime: Settings, tmp_path: Path) -> 
     try:
         # A PID file whose PID now belongs to someone else.
         runtime.run_dir.mkdir(parents=True)
-        (runtime.run_dir / "embed.json").write_text(ProcessRecord(
-            name="embed", pid=stranger.pid, create_time=1.0, port=1, url="x", argv=["x"], log_path="x",
-            started_at=datetime.now(UTC)).model_dump_json())
+        (runtime.run_dir / "embed.json").write_text(
+            ProcessRecord(
+                name="embed",
+                pid=stranger.pid,
+                create_time=1.0,
+                port=1,
+                url="x",
+                argv=["x"],
+                log_path="x",
+                started_at=datetime.now(UTC),
+            ).model_dump_json()
+        )
         assert [s.state for s in runtime.status() if s.name == "embed"] == ["stale"]
         started = runtime.up(["embed"])
         assert started[0].state == "started" and started[0].pid != stranger.pid
@@ -122,11 +135,15 @@ def test_corrupted_model_is_refused(local_runtime: Settings, tmp_path: Path) -> 
 
 def test_configured_urls_start_nothing_local(local_runtime: Settings, tmp_path: Path) -> None:
     # The user's "own" servers (here: the shared local ones, under another name) are only described.
-    settings = load_settings(memory_pipeline_state_dir=tmp_path / "state",
-                             es_url=f"http://localhost:{local_runtime.local_es_port}",
-                             llama_url=f"http://localhost:{local_runtime.local_llama_port}",
-                             embed_url=f"http://localhost:{local_runtime.local_embed_port}",
-                             local_es_port=_free_port(), local_llama_port=_free_port(), local_embed_port=_free_port())
+    settings = load_settings(
+        memory_pipeline_state_dir=tmp_path / "state",
+        es_url=f"http://localhost:{local_runtime.local_es_port}",
+        llama_url=f"http://localhost:{local_runtime.local_llama_port}",
+        embed_url=f"http://localhost:{local_runtime.local_embed_port}",
+        local_es_port=_free_port(),
+        local_llama_port=_free_port(),
+        local_embed_port=_free_port(),
+    )
     rows = LocalRuntime(settings, progress=lambda m: None).up()
     assert [(r.mode, r.state) for r in rows] == [("external", "external")] * 3
     assert all(r.health in ("ok", "green", "yellow") for r in rows)

@@ -16,15 +16,29 @@ from memory_pipeline.stores.summary_store import read_ledger, read_summaries
 from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days
 
 DAY = "2024-06-10"
-ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index,
-          summarize.llm_ideas, summarize.memory_summary_index]
+ASSETS = [
+    ingest.session_files,
+    ingest.raw_messages,
+    ingest.turns,
+    ingest.memory_raw_index,
+    summarize.llm_ideas,
+    summarize.memory_summary_index,
+]
 
 
 def _run(settings: Settings, run_config: dict | None = None, resources: dict | None = None):  # noqa: ANN202
-    result = materialize(ASSETS, resources={**build_resources(settings), **(resources or {})}, partition_key=DAY,
-                         instance=DagsterInstance.ephemeral(), run_config=run_config, raise_on_error=False)
-    metadata = {ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-                for ev in result.get_asset_materialization_events()}
+    result = materialize(
+        ASSETS,
+        resources={**build_resources(settings), **(resources or {})},
+        partition_key=DAY,
+        instance=DagsterInstance.ephemeral(),
+        run_config=run_config,
+        raise_on_error=False,
+    )
+    metadata = {
+        ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
+        for ev in result.get_asset_materialization_events()
+    }
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     return result, metadata, checks
 
@@ -42,8 +56,11 @@ def partition(local_runtime: Settings, tmp_path: Path) -> Settings:
     copy_fixture("handwritten-cass-v1.jsonl", sessions / "a.jsonl", f"sum-a-{uuid.uuid4().hex[:6]}", DAY)
     copy_fixture("handwritten-kuato.v3.jsonl", sessions / "b.jsonl", f"sum-b-{uuid.uuid4().hex[:6]}", DAY)
     copy_fixture("telegram-bot-errors.v3.jsonl", sessions / "c.jsonl", f"sum-c-{uuid.uuid4().hex[:6]}", DAY)
-    return load_settings(sessions_dir=sessions, memory_pipeline_state_dir=tmp_path / "state",
-                         memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir)
+    return load_settings(
+        sessions_dir=sessions,
+        memory_pipeline_state_dir=tmp_path / "state",
+        memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
+    )
 
 
 def test_partition_twice_second_run_makes_no_llm_call(partition: Settings) -> None:
@@ -89,7 +106,8 @@ def test_unreachable_llm_fails_the_run_and_names_the_url(partition: Settings) ->
 
 
 def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
-        local_runtime: Settings, tmp_path: Path) -> None:
+    local_runtime: Settings, tmp_path: Path
+) -> None:
     """The store path without the LLM's whims: fixed outcomes into the real index."""
     import polars as pl
 
@@ -109,18 +127,39 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
     assert run_ingest(local_runtime, tmp_path / "s", tmp_path / "state", day).success
 
     def outcomes(first_turn_ideas: list[dict], second_turn: str = "L000004") -> pl.DataFrame:
-        base = {"partition": day, "session_id": sid, "project": "/p", "established_at": "2024-06-11T09:00:00.000Z",
-                "prompt_version": "1", "model": "m", "reason": None, "summarized_at": "2024-06-11T10:00:00+00:00",
-                "llm_calls": 1, "seconds": 1.0, "prompt_tokens": 1, "completion_tokens": 1, "generation_seconds": 0.5}
-        return pl.DataFrame([
-            base | {"turn_id": "L000002", "content_hash": "h1", "status": "summarised", "ideas": first_turn_ideas},
-            base | {"turn_id": second_turn, "content_hash": "h2", "status": "empty", "ideas": []},
-        ], schema=OUTCOME_SCHEMA)
+        base = {
+            "partition": day,
+            "session_id": sid,
+            "project": "/p",
+            "established_at": "2024-06-11T09:00:00.000Z",
+            "prompt_version": "1",
+            "model": "m",
+            "reason": None,
+            "summarized_at": "2024-06-11T10:00:00+00:00",
+            "llm_calls": 1,
+            "seconds": 1.0,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "generation_seconds": 0.5,
+        }
+        return pl.DataFrame(
+            [
+                base | {"turn_id": "L000002", "content_hash": "h1", "status": "summarised", "ideas": first_turn_ideas},
+                base | {"turn_id": second_turn, "content_hash": "h2", "status": "empty", "ideas": []},
+            ],
+            schema=OUTCOME_SCHEMA,
+        )
 
-    lifetime = {"summary": "Rust structs holding references need a lifetime parameter.", "priority": "medium",
-                "tags": ["rust", "lifetimes", "structs"]}
-    question = {"summary": "The user asked how generic lifetimes work.", "priority": "low",
-                "tags": ["rust", "question", "lifetimes"]}
+    lifetime = {
+        "summary": "Rust structs holding references need a lifetime parameter.",
+        "priority": "medium",
+        "tags": ["rust", "lifetimes", "structs"],
+    }
+    question = {
+        "summary": "The user asked how generic lifetimes work.",
+        "priority": "low",
+        "tags": ["rust", "question", "lifetimes"],
+    }
     with make_client(local_runtime) as client:
         first = outcomes([lifetime, question])
         report = sync_summaries(client, summary_documents(first), ledger_rows(first), [day])
@@ -135,13 +174,15 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
         assert summaries_are_well_formed(client, [day]).passed
         # A summary citing a turn that is not in memory-raw must fail the check.
         orphan = outcomes([lifetime], second_turn="NOPE").with_columns(
-            pl.when(pl.col("turn_id") == "L000002").then(pl.lit("NOT-A-TURN")).otherwise("turn_id").alias("turn_id"))
+            pl.when(pl.col("turn_id") == "L000002").then(pl.lit("NOT-A-TURN")).otherwise("turn_id").alias("turn_id")
+        )
         sync_summaries(client, summary_documents(orphan), ledger_rows(orphan), [day])
         assert not source_refs_exist(client, [day]).passed
 
 
 def test_when_every_turn_fails_the_run_fails_instead_of_reporting_nothing(
-        partition: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    partition: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A server that only ever answers prose (driven through httpx.MockTransport): no empty success."""
     import httpx
 
@@ -150,12 +191,22 @@ def test_when_every_turn_fails_the_run_fails_instead_of_reporting_nothing(
     def prose(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/props":
             return httpx.Response(200, json={"default_generation_settings": {"n_ctx": 4096}})
-        return httpx.Response(200, json={"model": "m", "choices": [
-            {"message": {"content": "Sure! Here are the ideas."}, "finish_reason": "stop"}]})
+        return httpx.Response(
+            200,
+            json={
+                "model": "m",
+                "choices": [{"message": {"content": "Sure! Here are the ideas."}, "finish_reason": "stop"}],
+            },
+        )
 
-    monkeypatch.setattr(LlamaResource, "get_client", lambda self: ChatClient(
-        self.url, model="m", retries=0, transport=httpx.MockTransport(prose)))
+    monkeypatch.setattr(
+        LlamaResource,
+        "get_client",
+        lambda self: ChatClient(self.url, model="m", retries=0, transport=httpx.MockTransport(prose)),
+    )
     result, _, _ = _run(partition)
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    assert failure.step_key == "llm_ideas" and "every one of the 5 turns failed" in str(failure.event_specific_data.error)
+    assert failure.step_key == "llm_ideas" and "every one of the 5 turns failed" in str(
+        failure.event_specific_data.error
+    )

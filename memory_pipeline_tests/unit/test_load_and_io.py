@@ -30,8 +30,10 @@ def sessions(tmp_path: Path) -> Path:
 
 
 def _recorded(files: pl.DataFrame) -> dict[str, Recorded]:
-    return {r["session_id"]: Recorded(r["session_file"], r["size"], r["mtime_ns"], r["fingerprint"], PARSER_VERSION)
-            for r in files.iter_rows(named=True)}
+    return {
+        r["session_id"]: Recorded(r["session_file"], r["size"], r["mtime_ns"], r["fingerprint"], PARSER_VERSION)
+        for r in files.iter_rows(named=True)
+    }
 
 
 def test_unchanged_files_are_not_read_again(sessions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,8 +58,16 @@ def test_appended_file_is_changed(sessions: Path) -> None:
     found, _ = scan_sessions(sessions)
     recorded = _recorded(catalog(found, {}))
     with (sessions / "handwritten-cass-v1.jsonl").open("a") as handle:
-        handle.write(json.dumps({"type": "message", "timestamp": "2024-01-15T10:40:00Z",
-                                 "message": {"role": "user", "content": "one more", "timestamp": 9}}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "timestamp": "2024-01-15T10:40:00Z",
+                    "message": {"role": "user", "content": "one more", "timestamp": 9},
+                }
+            )
+            + "\n"
+        )
     again = catalog(scan_sessions(sessions)[0], recorded)
     assert again.filter(pl.col("changed"))["session_file"].to_list() == ["handwritten-cass-v1.jsonl"]
 
@@ -86,16 +96,26 @@ def test_io_manager_splits_a_range_by_day_and_joins_it_back(tmp_path: Path) -> N
     manager = PolarsParquetIOManager(base_dir=str(tmp_path))
     frame = pl.DataFrame({"partition": ["2024-06-01", "2024-06-03", "2024-06-03"], "x": [1, 2, 3]})
     days = ["2024-06-01", "2024-06-02", "2024-06-03"]
-    out = build_output_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
-                               asset_partition_key_range=PartitionKeyRange(days[0], days[-1]))
+    out = build_output_context(
+        asset_key=AssetKey("raw_messages"),
+        asset_partitions_def=session_days,
+        asset_partition_key_range=PartitionKeyRange(days[0], days[-1]),
+    )
     manager.handle_output(out, frame)
     assert sorted(p.name for p in (tmp_path / "raw_messages").iterdir()) == [
-        "2024-06-01.parquet", "2024-06-03.parquet", "_schema.parquet"]
-    both = build_input_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
-                               asset_partition_key_range=PartitionKeyRange(days[0], days[-1]))
+        "2024-06-01.parquet",
+        "2024-06-03.parquet",
+        "_schema.parquet",
+    ]
+    both = build_input_context(
+        asset_key=AssetKey("raw_messages"),
+        asset_partitions_def=session_days,
+        asset_partition_key_range=PartitionKeyRange(days[0], days[-1]),
+    )
     assert manager.load_input(both).sort("x").equals(frame)
-    quiet = build_input_context(asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days,
-                                partition_key="2024-06-02")
+    quiet = build_input_context(
+        asset_key=AssetKey("raw_messages"), asset_partitions_def=session_days, partition_key="2024-06-02"
+    )
     empty = manager.load_input(quiet)
     assert empty.is_empty() and empty.schema == frame.schema
 
@@ -105,4 +125,6 @@ def test_backfill_plans_missing_days_in_stretches(sessions: Path) -> None:
     assert days_to_backfill(sessions, {"2024-01-15"}) == ["2026-03-18"]
     assert days_to_backfill(sessions, set(), start="2025-01-01") == ["2026-03-18"]
     assert day_ranges(["2024-01-01", "2024-01-03", "2024-01-20", "2024-01-21"]) == [
-        ("2024-01-01", "2024-01-03"), ("2024-01-20", "2024-01-21")]
+        ("2024-01-01", "2024-01-03"),
+        ("2024-01-20", "2024-01-21"),
+    ]

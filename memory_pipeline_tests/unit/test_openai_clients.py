@@ -16,8 +16,12 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required
 
 
 def _completion(content: str, finish_reason: str = "stop") -> dict:
-    return {"model": "m", "choices": [{"message": {"content": content}, "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": 3, "completion_tokens": 2}, "timings": {"predicted_per_second": 20.0}}
+    return {
+        "model": "m",
+        "choices": [{"message": {"content": content}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+        "timings": {"predicted_per_second": 20.0},
+    }
 
 
 def _chat(handler, retries: int = 2) -> ChatClient:
@@ -115,11 +119,13 @@ def test_matryoshka_truncation_renormalises_and_prefixes_follow_the_model() -> N
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         seen.extend(body["input"])
-        return httpx.Response(200, json={"data": [{"index": i, "embedding": [3.0, 4.0, 12.0]}
-                                                  for i in range(len(body["input"]))]})
+        return httpx.Response(
+            200, json={"data": [{"index": i, "embedding": [3.0, 4.0, 12.0]} for i in range(len(body["input"]))]}
+        )
 
-    client = EmbeddingsClient(URL, model="jina-embeddings-v5-text-small", dims=2, retries=0,
-                              transport=httpx.MockTransport(handler))
+    client = EmbeddingsClient(
+        URL, model="jina-embeddings-v5-text-small", dims=2, retries=0, transport=httpx.MockTransport(handler)
+    )
     [vector] = client.embed(["stripe webhook"], purpose="query")
     assert vector == pytest.approx([0.6, 0.8])
     client.embed(["a memory"])

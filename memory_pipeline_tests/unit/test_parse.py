@@ -38,8 +38,7 @@ def test_fixture_counts(name: str) -> None:
     entries, path_len, branch_points, rows, turns = EXPECTED[name]
     session = parse_session(SHARED_SESSIONS / name)
     frame = _frame(SHARED_SESSIONS / name)
-    assert (len(session.entries), len(session.active_path), session.branch_points) == (entries, path_len,
-                                                                                       branch_points)
+    assert (len(session.entries), len(session.active_path), session.branch_points) == (entries, path_len, branch_points)
     assert frame.height == rows
     assert group_turns(frame).height == turns
     # doc ids are unique and every conversation message has one
@@ -54,8 +53,17 @@ def test_every_fixture_is_covered() -> None:
 def test_active_path_and_branches_of_the_0731_file() -> None:
     frame = _frame(SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl")
     active = frame.filter(pl.col("on_active_path")).sort("line")
-    assert active["entry_id"].to_list() == ["d7fd86f8", "aa138906", "1621c87f", "c5bb4d36", "eee44b13",
-                                            "692ebb90", "4f164881", "44cd7db2", "01285bdb"]
+    assert active["entry_id"].to_list() == [
+        "d7fd86f8",
+        "aa138906",
+        "1621c87f",
+        "c5bb4d36",
+        "eee44b13",
+        "692ebb90",
+        "4f164881",
+        "44cd7db2",
+        "01285bdb",
+    ]
     assert active["role"].to_list()[:2] == ["user", "branchSummary"]
     assert "compactionSummary" in active["role"].to_list()
     abandoned = frame.filter(~pl.col("on_active_path"))
@@ -97,12 +105,20 @@ def test_v1_ids_are_deterministic() -> None:
 
 def test_v1_compaction_index_becomes_an_id(tmp_path: Path) -> None:
     path = tmp_path / "v1.jsonl"
-    lines = [{"type": "session", "id": "s1", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/p"},
-             {"type": "message", "timestamp": "2025-01-01T00:00:01Z",
-              "message": {"role": "user", "content": "a", "timestamp": 1}},
-             {"type": "message", "timestamp": "2025-01-01T00:00:02Z",
-              "message": {"role": "user", "content": "b", "timestamp": 2}},
-             {"type": "compaction", "timestamp": "2025-01-01T00:00:03Z", "summary": "s", "firstKeptEntryIndex": 2}]
+    lines = [
+        {"type": "session", "id": "s1", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/p"},
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:01Z",
+            "message": {"role": "user", "content": "a", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:02Z",
+            "message": {"role": "user", "content": "b", "timestamp": 2},
+        },
+        {"type": "compaction", "timestamp": "2025-01-01T00:00:03Z", "summary": "s", "firstKeptEntryIndex": 2},
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     compaction = parse_session(path).entries[-1].entry
     assert compaction.firstKeptEntryId == "L000003"
@@ -164,10 +180,22 @@ def test_invalid_utf8_is_replaced_and_reported(tmp_path: Path) -> None:
 
 
 def test_a_50mb_line_is_parsed_and_its_text_cut(tmp_path: Path) -> None:
-    huge = json.dumps({"type": "message", "id": "t1", "parentId": "a1", "timestamp": "2026-01-02T03:04:08Z",
-                       "message": {"role": "toolResult", "toolCallId": "c", "toolName": "bash",
-                                   "content": [{"type": "text", "text": "x" * 50_000_000}], "isError": False,
-                                   "timestamp": 3}})
+    huge = json.dumps(
+        {
+            "type": "message",
+            "id": "t1",
+            "parentId": "a1",
+            "timestamp": "2026-01-02T03:04:08Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "c",
+                "toolName": "bash",
+                "content": [{"type": "text", "text": "x" * 50_000_000}],
+                "isError": False,
+                "timestamp": 3,
+            },
+        }
+    )
     path = _write(tmp_path / "s.jsonl", HEADER, USER, REPLY, huge)
     frame = to_frame(session_messages(parse_session(path), Redactor(), "p")[0])
     row = frame.filter(pl.col("entry_id") == "t1").row(0, named=True)
@@ -217,8 +245,10 @@ def test_discovery_is_recursive_by_header_and_reports_non_sessions(tmp_path: Pat
     found, problems = scan_sessions(tmp_path)
     assert sorted(f.session_id for f in found) == ["sess-1", "sess-2"]
     assert {f.partition for f in found} == {"2026-01-02"}
-    assert sorted((p.file, p.kind) for p in problems) == [("empty.jsonl", "not a session file"),
-                                                          ("notes.jsonl", "not a session file")]
+    assert sorted((p.file, p.kind) for p in problems) == [
+        ("empty.jsonl", "not a session file"),
+        ("notes.jsonl", "not a session file"),
+    ]
 
 
 def test_forked_copy_with_the_same_session_id_is_reported_once(tmp_path: Path) -> None:

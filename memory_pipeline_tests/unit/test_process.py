@@ -21,13 +21,28 @@ from memory_pipeline.local.process import (
 
 
 def _record(pid: int, create_time: float) -> ProcessRecord:
-    return ProcessRecord(name="chat", pid=pid, create_time=create_time, port=1, url="http://127.0.0.1:1",
-                         argv=["x"], log_path="/dev/null", started_at=datetime.now(UTC))
+    return ProcessRecord(
+        name="chat",
+        pid=pid,
+        create_time=create_time,
+        port=1,
+        url="http://127.0.0.1:1",
+        argv=["x"],
+        log_path="/dev/null",
+        started_at=datetime.now(UTC),
+    )
 
 
 def test_start_record_and_stop_a_process_group(tmp_path: Path) -> None:
-    record = start_process(name="sleeper", argv=[sys.executable, "-c", "import time; time.sleep(60)"],
-                           env={}, port=1, url="u", run_dir=tmp_path / "run", log_path=tmp_path / "s.log")
+    record = start_process(
+        name="sleeper",
+        argv=[sys.executable, "-c", "import time; time.sleep(60)"],
+        env={},
+        port=1,
+        url="u",
+        run_dir=tmp_path / "run",
+        log_path=tmp_path / "s.log",
+    )
     assert read_record(tmp_path / "run", "sleeper") == record
     process = owned_process(record)
     assert process is not None and process.pid == record.pid

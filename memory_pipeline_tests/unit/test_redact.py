@@ -10,22 +10,32 @@ from memory_pipeline.sessions.redact import Redactor, Rule
 
 # rule -> (text with a planted secret, the secret itself)
 PLANTED = {
-    "anthropic-key": ("export ANTHROPIC_API_KEY=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-                      "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    "anthropic-key": (
+        "export ANTHROPIC_API_KEY=sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
     "openai-key": ("# sk-proj-4f9aB7cD1eF3gH5iJ7kL9mN1oP3qR5sT7u", "4f9aB7cD1eF3gH5iJ7kL9mN1oP3qR5sT7u"),
     "stripe-key": ("stripe.api_key = sk_live_51HxYzAbCdEfGhIjKlMnOpQr", "51HxYzAbCdEfGhIjKlMnOpQr"),
-    "github-token": ("git clone https://x:ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789@github.com/a/b",
-                     "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    "github-token": (
+        "git clone https://x:ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789@github.com/a/b",
+        "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
     "slack-token": ("SLACK=xoxb-1234567890-abcdefghijkl", "1234567890-abcdefghijkl"),
     "aws-access-key-id": ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
     "google-api-key": ("key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
-    "jwt": ("cookie: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
-    "bearer-token": ("curl -H 'Authorization: Bearer abcdef0123456789abcdef0123456789'",
-                     "abcdef0123456789abcdef0123456789"),
+    "jwt": (
+        "cookie: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    "bearer-token": (
+        "curl -H 'Authorization: Bearer abcdef0123456789abcdef0123456789'",
+        "abcdef0123456789abcdef0123456789",
+    ),
     "url-password": ("DATABASE_URL=postgres://admin:hunter2secret@db.internal:5432/app", "hunter2secret"),
-    "private-key": ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc\n-----END RSA PRIVATE KEY-----",
-                    "MIIEpAIBAAKCAQEA7"),
+    "private-key": (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc\n-----END RSA PRIVATE KEY-----",
+        "MIIEpAIBAAKCAQEA7",
+    ),
     "secret-assignment": ("DB_PASSWORD=correct-horse-battery-staple", "correct-horse-battery-staple"),
 }
 
@@ -40,15 +50,20 @@ def test_each_rule_masks_its_secret(rule: str) -> None:
 
 
 def test_ordinary_text_is_untouched() -> None:
-    text = ("Run `pytest -x` before committing. The token budget is 4096. See https://example.com/docs "
-            "and the function get_api_key() in auth.py; password reset flow lives in views.py.")
+    text = (
+        "Run `pytest -x` before committing. The token budget is 4096. See https://example.com/docs "
+        "and the function get_api_key() in auth.py; password reset flow lives in views.py."
+    )
     counts: Counter[str] = Counter()
     assert Redactor().redact(text, counts) == text and not counts
 
 
 def test_keeps_context_around_assigned_secrets() -> None:
     assert Redactor().redact("DB_PASSWORD=correct-horse-battery-staple") == "DB_PASSWORD=[REDACTED:secret-assignment]"
-    assert Redactor().redact("postgres://admin:hunter2secret@db:5432") == "postgres://admin:[REDACTED:url-password]@db:5432"
+    assert (
+        Redactor().redact("postgres://admin:hunter2secret@db:5432")
+        == "postgres://admin:[REDACTED:url-password]@db:5432"
+    )
 
 
 def test_masking_twice_changes_nothing() -> None:

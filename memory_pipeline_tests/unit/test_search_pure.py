@@ -34,8 +34,11 @@ def test_filters_become_elasticsearch_clauses() -> None:
 
 
 def test_observations_say_what_was_asked_run_touched_and_how_it_ended() -> None:
-    frame = to_frame(session_messages(parse_session(
-        SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"), Redactor(), "p")[0])
+    frame = to_frame(
+        session_messages(
+            parse_session(SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"), Redactor(), "p"
+        )[0]
+    )
     observations = observe_turns(group_turns(frame), frame)
     assert observations.height == 4 and observations["doc_id"].n_unique() == 4
     tests = observations.filter(pl.col("turn_id") == "c5bb4d36").row(0, named=True)

@@ -18,9 +18,18 @@ from memory_pipeline.sensors import session_files_sensor
 def _session(path: Path, session_id: str, day: str, lines: int = 1, age_seconds: float = 600) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {"type": "session", "version": 3, "id": session_id, "timestamp": f"{day}T10:00:00Z", "cwd": "/w"}
-    body = [json.dumps({"type": "message", "id": f"m{i}", "parentId": f"m{i - 1}" if i else None,
-                        "timestamp": f"{day}T10:00:0{i % 10}Z",
-                        "message": {"role": "user", "content": f"hello {i}", "timestamp": i}}) for i in range(lines)]
+    body = [
+        json.dumps(
+            {
+                "type": "message",
+                "id": f"m{i}",
+                "parentId": f"m{i - 1}" if i else None,
+                "timestamp": f"{day}T10:00:0{i % 10}Z",
+                "message": {"role": "user", "content": f"hello {i}", "timestamp": i},
+            }
+        )
+        for i in range(lines)
+    ]
     path.write_text("\n".join([json.dumps(header), *body]) + "\n")
     old = time.time() - age_seconds
     os.utime(path, (old, old))
@@ -29,8 +38,9 @@ def _session(path: Path, session_id: str, day: str, lines: int = 1, age_seconds:
 
 def _tick(root: Path, cursor: str | None) -> tuple[list[RunRequest] | SkipReason, str | None]:
     resource = SessionsResource(sessions_dir=str(root), cache_dir=str(root / ".cache"), debounce_seconds=30)
-    context = build_sensor_context(cursor=cursor, resources={"sessions": resource},
-                                   instance=DagsterInstance.ephemeral())
+    context = build_sensor_context(
+        cursor=cursor, resources={"sessions": resource}, instance=DagsterInstance.ephemeral()
+    )
     result = session_files_sensor(context)
     return result, context.cursor
 

@@ -11,8 +11,19 @@ from memory_pipeline.settings import ConfigError, load_settings
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("ES_URL", "ES_API_KEY", "LLAMA_URL", "LLAMA_MODEL", "EMBED_URL", "EMBED_MODEL", "SESSIONS_DIR",
-                 "LOCAL_ES_PORT", "LOCAL_LLAMA_PORT", "LOCAL_EMBED_PORT", "ES_VERIFY_CERTS"):
+    for name in (
+        "ES_URL",
+        "ES_API_KEY",
+        "LLAMA_URL",
+        "LLAMA_MODEL",
+        "EMBED_URL",
+        "EMBED_MODEL",
+        "SESSIONS_DIR",
+        "LOCAL_ES_PORT",
+        "LOCAL_LLAMA_PORT",
+        "LOCAL_EMBED_PORT",
+        "ES_VERIFY_CERTS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env
 
@@ -60,8 +71,9 @@ def test_blank_values_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
         ("ES_VERIFY_CERTS", "perhaps", "ES_VERIFY_CERTS"),
     ],
 )
-def test_invalid_values_name_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str,
-                                          expected: str) -> None:
+def test_invalid_values_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(ConfigError, match=expected):
         load_settings()

@@ -21,8 +21,13 @@ from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_id
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn
 from memory_pipeline_tests.conftest import SHARED_SESSIONS
 
-GOOD = [{"summary": "The user requires running pytest -x before claiming a fix.",
-         "tags": ["testing", "pytest", "workflow-rule"], "priority": "high"}]
+GOOD = [
+    {
+        "summary": "The user requires running pytest -x before claiming a fix.",
+        "tags": ["testing", "pytest", "workflow-rule"],
+        "priority": "high",
+    }
+]
 
 
 def _jobs(name: str) -> dict:
@@ -31,6 +36,7 @@ def _jobs(name: str) -> dict:
 
 
 # --- ideas ---------------------------------------------------------------------------------
+
 
 def test_good_ideas_validate_and_tags_are_normalised() -> None:
     ideas = parse_ideas([GOOD[0] | {"tags": ["Testing", "py test", "Workflow_Rule"]}])
@@ -41,15 +47,18 @@ def test_empty_list_means_nothing_to_keep() -> None:
     assert parse_ideas([]) == []
 
 
-@pytest.mark.parametrize(("answer", "error"), [
-    ({"summary": "x"}, "answer"),
-    ([GOOD[0] | {"summary": "One. Two. Three. Four."}], "1-3 sentences"),
-    ([GOOD[0] | {"tags": ["a-tag", "b-tag"]}], "at least 3"),
-    ([GOOD[0] | {"tags": ["ok-tag", "fine", "!!!"]}], "tags"),
-    ([GOOD[0] | {"priority": "urgent"}], "priority"),
-    ([GOOD[0], GOOD[0]], "same summary twice"),
-    ([GOOD[0] | {"extra": 1}], "extra"),
-])
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        ({"summary": "x"}, "answer"),
+        ([GOOD[0] | {"summary": "One. Two. Three. Four."}], "1-3 sentences"),
+        ([GOOD[0] | {"tags": ["a-tag", "b-tag"]}], "at least 3"),
+        ([GOOD[0] | {"tags": ["ok-tag", "fine", "!!!"]}], "tags"),
+        ([GOOD[0] | {"priority": "urgent"}], "priority"),
+        ([GOOD[0], GOOD[0]], "same summary twice"),
+        ([GOOD[0] | {"extra": 1}], "extra"),
+    ],
+)
 def test_schema_breaking_answers_are_refused(answer: object, error: str) -> None:
     with pytest.raises(InvalidIdeas, match=error):
         parse_ideas(answer)
@@ -68,6 +77,7 @@ def test_the_schema_sent_to_the_server_matches_the_model() -> None:
 
 # --- prompt ------------------------------------------------------------------------------------
 
+
 def test_prompt_on_a_real_turn_puts_the_user_first_with_role_labels() -> None:
     jobs = _jobs("generated-pi-0.73.1-branches-labels-compaction.v3.jsonl")
     job = next(j for (s, t), j in jobs.items() if t == "c5bb4d36")
@@ -81,9 +91,11 @@ def test_prompt_on_a_real_turn_puts_the_user_first_with_role_labels() -> None:
 
 
 def test_long_tool_output_is_trimmed_with_a_marker_and_fits_the_budget() -> None:
-    long = [TurnMessage("user", "why does the build fail?"),
-            TurnMessage("toolResult", "line\n" * 20_000, tool_name="bash"),
-            TurnMessage("assistant", "The linker runs out of memory.")]
+    long = [
+        TurnMessage("user", "why does the build fail?"),
+        TurnMessage("toolResult", "line\n" * 20_000, tool_name="bash"),
+        TurnMessage("assistant", "The linker runs out of memory."),
+    ]
     text = render_turn(long, budget_chars=3000)
     assert len(text) <= 3000 and "characters trimmed" in text
     assert text.startswith("WHAT THE USER SAID:\nwhy does the build fail?")
@@ -98,8 +110,10 @@ def test_every_fixture_turn_fits_a_small_context() -> None:
 
 
 def test_injected_briefings_and_system_prompts_are_not_read() -> None:
-    text = render_turn([TurnMessage("custom", "MEMORY: user likes tabs", custom_type="memory-briefing"),
-                        TurnMessage("user", "hello")], budget_chars=10_000)
+    text = render_turn(
+        [TurnMessage("custom", "MEMORY: user likes tabs", custom_type="memory-briefing"), TurnMessage("user", "hello")],
+        budget_chars=10_000,
+    )
     assert "user likes tabs" not in text
     jobs = _jobs("generated-pi-1.6.0-system-usage-context-edit.v3.jsonl")
     assert all(m.role != "system" for job in jobs.values() for m in job.messages)
@@ -107,16 +121,24 @@ def test_injected_briefings_and_system_prompts_are_not_read() -> None:
 
 # --- extraction through a mocked server -------------------------------------------------------------
 
+
 def _completion(content: str, finish: str = "stop") -> httpx.Response:
-    return httpx.Response(200, json={"model": "m", "choices": [{"message": {"content": content}, "finish_reason": finish}],
-                                     "usage": {"prompt_tokens": 100, "completion_tokens": 20},
-                                     "timings": {"predicted_ms": 500.0, "predicted_per_second": 40.0}})
+    return httpx.Response(
+        200,
+        json={
+            "model": "m",
+            "choices": [{"message": {"content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+            "timings": {"predicted_ms": 500.0, "predicted_per_second": 40.0},
+        },
+    )
 
 
 def _client(answers: list[httpx.Response], calls: list[dict]) -> ChatClient:
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(json.loads(request.content))
         return answers[min(len(calls) - 1, len(answers) - 1)]
+
     return ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
 
 
@@ -132,8 +154,9 @@ def test_a_good_answer_is_summarised_in_one_call() -> None:
 
 def test_truncated_then_good_answer_uses_the_retry() -> None:
     calls: list[dict] = []
-    outcome = summarise_turn(_client([_completion('[{"summary": "The us', "length"), _completion(json.dumps(GOOD))],
-                                     calls), JOB, 4096, 256)
+    outcome = summarise_turn(
+        _client([_completion('[{"summary": "The us', "length"), _completion(json.dumps(GOOD))], calls), JOB, 4096, 256
+    )
     assert (outcome.status, outcome.attempts) == ("summarised", 2)
 
 
@@ -152,6 +175,7 @@ def test_empty_array_is_skipped_not_failed() -> None:
 def test_unreachable_server_fails_the_run_naming_the_url() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused")
+
     client = ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
     with pytest.raises(ServerError, match=r"http://llm\.test:8080/v1/chat/completions failed after 2 attempts"):
         summarise_turns(client, [JOB], context_tokens=4096, max_output_tokens=256)
@@ -159,8 +183,9 @@ def test_unreachable_server_fails_the_run_naming_the_url() -> None:
 
 def test_concurrency_keeps_job_order() -> None:
     jobs = [TurnJob("s", f"t{i}", "/p", JOB.messages) for i in range(6)]
-    outcomes = summarise_turns(_client([_completion(json.dumps(GOOD))], []), jobs, context_tokens=4096,
-                               max_output_tokens=256, concurrency=3)
+    outcomes = summarise_turns(
+        _client([_completion(json.dumps(GOOD))], []), jobs, context_tokens=4096, max_output_tokens=256, concurrency=3
+    )
     assert [o.turn_id for o in outcomes] == [f"t{i}" for i in range(6)]
     assert all(o.status == "summarised" for o in outcomes)
 
@@ -179,18 +204,35 @@ def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
     from memory_pipeline.summarize.frames import needs_llm
     from memory_pipeline.summarize.ideas import PROMPT_VERSION
 
-    turns = pl.DataFrame({"session_id": ["s"] * 5, "turn_id": ["same", "changed", "failed", "new", "other-model"],
-                          "content_hash": ["h1", "h2-new", "h3", "h4", "h5"]})
+    turns = pl.DataFrame(
+        {
+            "session_id": ["s"] * 5,
+            "turn_id": ["same", "changed", "failed", "new", "other-model"],
+            "content_hash": ["h1", "h2-new", "h3", "h4", "h5"],
+        }
+    )
 
     def entry(turn: str, content_hash: str, status: str = "summarised", model: str = "m") -> LedgerDoc:
-        return LedgerDoc(session_id="s", turn_id=turn, partition="p", content_hash=content_hash,
-                         prompt_version=PROMPT_VERSION, model=model, status=status, summarized_at="t")
+        return LedgerDoc(
+            session_id="s",
+            turn_id=turn,
+            partition="p",
+            content_hash=content_hash,
+            prompt_version=PROMPT_VERSION,
+            model=model,
+            status=status,
+            summarized_at="t",
+        )
 
-    ledger = {("s", "same"): entry("same", "h1"), ("s", "changed"): entry("changed", "h2-old"),
-              ("s", "failed"): entry("failed", "h3", status="failed"),
-              ("s", "other-model"): entry("other-model", "h5", model="bigger")}
-    assert needs_llm(turns, ledger, "m", rebuild=False) == [("s", t) for t in ("changed", "failed", "new",
-                                                                                 "other-model")]
+    ledger = {
+        ("s", "same"): entry("same", "h1"),
+        ("s", "changed"): entry("changed", "h2-old"),
+        ("s", "failed"): entry("failed", "h3", status="failed"),
+        ("s", "other-model"): entry("other-model", "h5", model="bigger"),
+    }
+    assert needs_llm(turns, ledger, "m", rebuild=False) == [
+        ("s", t) for t in ("changed", "failed", "new", "other-model")
+    ]
     assert len(needs_llm(turns, ledger, "m", rebuild=True)) == 5
     empty_before = {("s", "same"): entry("same", "h1", status="empty")}
     assert ("s", "same") not in needs_llm(turns, empty_before, "m", rebuild=False)
