@@ -128,6 +128,13 @@ def load_messages(
                 redactor.rules[len(DEFAULT_RULES) :],
             )
         )
+    # The whole set unchanged (a re-run): one combined file instead of hundreds of small ones.
+    combined = cache_dir / f"set-{hashlib.sha1(chr(10).join(sorted(j.stem for j in jobs)).encode()).hexdigest()}"
+    if jobs and combined.with_suffix(".json").exists():
+        notes = json.loads(combined.with_suffix(".json").read_text())
+        report.cached_files = len(jobs)
+        _add_notes(report, notes)
+        return pl.read_parquet(combined.with_suffix(".parquet")), report
     to_parse = [job for job in jobs if not job.cached]
     begin = time.perf_counter()
     workers = workers or min(os.cpu_count() or 1, len(to_parse))
@@ -146,13 +153,28 @@ def load_messages(
             report.problems.append(Problem(job.display, None, "unreadable session", failure))
     readable = [job for job in jobs if job.cached]  # the unreadable ones were reported above
     for job in readable:
-        notes = json.loads(job.notes_path.read_text())
-        report.skipped.update(notes["skipped"])
-        report.redactions.update(notes["redactions"])
-        report.problems.extend(Problem(**p) for p in notes["problems"])
+        _add_notes(report, json.loads(job.notes_path.read_text()))
     # One multi-threaded scan reads hundreds of small cache files several times faster than a loop.
     messages = pl.scan_parquet([job.frame_path for job in readable]).collect() if readable else empty_messages()
-    return messages.cast(MESSAGE_SCHEMA), report  # type: ignore[arg-type]
+    messages = messages.cast(MESSAGE_SCHEMA)  # type: ignore[arg-type]
+    if jobs and not report.failed_files:
+        messages.write_parquet(combined.with_suffix(".parquet"))
+        combined.with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    "skipped": report.skipped,
+                    "redactions": report.redactions,
+                    "problems": [p.__dict__ for p in report.problems],
+                }
+            )
+        )
+    return messages, report
+
+
+def _add_notes(report: LoadReport, notes: dict) -> None:
+    report.skipped.update(notes["skipped"])
+    report.redactions.update(notes["redactions"])
+    report.problems.extend(Problem(**p) for p in notes["problems"])
 
 
 @dataclass(frozen=True)

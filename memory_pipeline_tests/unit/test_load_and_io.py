@@ -76,9 +76,16 @@ def test_parse_cache_serves_the_second_load(sessions: Path, tmp_path: Path) -> N
     files = catalog(scan_sessions(sessions)[0], {})
     first, report = load_messages(files, tmp_path / "cache", Redactor())
     assert (report.parsed_files, report.cached_files) == (2, 0)
+    first_problems = report.problems
     second, report = load_messages(files, tmp_path / "cache", Redactor())
     assert (report.parsed_files, report.cached_files) == (0, 2)
     assert second.equals(first)
+    # An unchanged set is served by one combined file: the per-file entries are not even read.
+    for entry in (tmp_path / "cache").glob("*-*-*-*.parquet"):
+        if not entry.name.startswith("set-"):
+            entry.unlink()
+    third, report = load_messages(files, tmp_path / "cache", Redactor())
+    assert third.equals(first) and report.cached_files == 2 and report.problems == first_problems
     # Another rule set means other redactions: the cache must not answer for it.
     _, report = load_messages(files, tmp_path / "cache", Redactor.with_patterns(["hello"]))
     assert report.parsed_files == 2
