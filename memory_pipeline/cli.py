@@ -292,7 +292,40 @@ def briefing_command(prompt: str, tokens: int, project: str | None) -> None:
     from memory_pipeline.search.briefing import briefing
 
     with _search() as engine:
-        click.echo(briefing(engine, prompt, token_budget=tokens, project=project))
+        click.echo(
+            briefing(engine, prompt, token_budget=tokens, project=project, workspace=_settings().memory_workspace)
+        )
+
+
+@main.group()
+def review() -> None:
+    """The human review loop: REVIEW.md proposals into MEMORY.md."""
+
+
+@review.command(name="apply")
+@click.option("--project", help="Only this project (its path, as in the sessions).")
+def review_apply(project: str | None) -> None:
+    """Promote checked proposals into MEMORY.md, archive rejected ones ([-]) in today's daily log."""
+    from datetime import UTC, datetime
+
+    from memory_pipeline.reflect.review import apply_review
+    from memory_pipeline.reflect.workspace import project_dir
+
+    settings = _settings()
+    today = datetime.now(UTC).date().isoformat()
+    folders = (
+        [project_dir(settings.memory_workspace, project)]
+        if project
+        else sorted(p.parent for p in settings.memory_workspace.glob("*/REVIEW.md"))
+    )
+    if not folders:
+        click.echo(f"no REVIEW.md under {settings.memory_workspace}")
+    for folder in folders:
+        report = apply_review(folder, project or folder.name, today)
+        click.echo(
+            f"{folder.name}: {len(report.promoted)} promoted, {len(report.rejected)} rejected, "
+            f"{len(report.untouched)} waiting"
+        )
 
 
 @main.command()

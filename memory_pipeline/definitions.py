@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import Definitions, load_assets_from_modules
 
-from memory_pipeline.assets import ingest, recall, summarize
+from memory_pipeline.assets import ingest, recall, reflect, summarize
 from memory_pipeline.jobs import memory_job
 from memory_pipeline.resources import build_resources
 from memory_pipeline.schedules import daily_ingest_schedule
@@ -15,7 +15,7 @@ from memory_pipeline.settings import load_settings
 settings = load_settings()
 
 defs = Definitions(
-    assets=load_assets_from_modules([ingest, summarize, recall]),
+    assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
     jobs=[memory_job],
     sensors=[session_files_sensor],
     schedules=[daily_ingest_schedule],

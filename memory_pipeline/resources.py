@@ -65,6 +65,16 @@ class SessionsResource(ConfigurableResource):
         return Redactor.with_patterns(self.redact_patterns)
 
 
+class MemoryWorkspaceResource(ConfigurableResource):
+    """The folder of human-readable memory files (daily logs, REVIEW.md, MEMORY.md per project)."""
+
+    path: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.path).expanduser()
+
+
 def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
@@ -89,5 +99,6 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
             redact_patterns=settings.redact_extra_patterns,
         ),
+        "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
         "io_manager": PolarsParquetIOManager(base_dir=str(settings.memory_pipeline_state_dir / "frames")),
     }

@@ -68,6 +68,9 @@ class Settings(BaseSettings):
         default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].'
     )
 
+    memory_workspace: Path = Field(
+        Path("memory"), description="Human-readable memory files: daily logs, REVIEW.md and MEMORY.md per project."
+    )
     memory_pipeline_state_dir: Path = Field(
         Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
     )
@@ -83,7 +86,9 @@ class Settings(BaseSettings):
     local_llama_slots: int = Field(1, ge=1, le=64, description="Parallel slots of the local chat server.")
     local_llama_ctx: int = Field(8192, ge=512, le=131072, description="Context tokens per chat slot.")
 
-    @field_validator("sessions_dir", "memory_pipeline_state_dir", "memory_pipeline_cache_dir", mode="after")
+    @field_validator(
+        "sessions_dir", "memory_workspace", "memory_pipeline_state_dir", "memory_pipeline_cache_dir", mode="after"
+    )
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().absolute()

@@ -206,3 +206,14 @@ def test_a_model_with_another_dimension_gets_its_own_field(indexed, local_runtim
             rows = MemorySearch(es, small).index("rgb values in themes", k=3, mode="knn")
     assert rows and all(r.session_id == SESSION for r in rows)
     _run(settings)  # back to the full size for the other tests: re-embedded, the 384 field rewritten
+
+
+def test_briefing_says_when_proposals_wait_for_review(search: MemorySearch, tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.reflect.workspace import project_dir
+
+    folder = project_dir(tmp_path, "/Users/badlogic/workspaces/pi-mono")
+    folder.mkdir(parents=True)
+    (folder / "REVIEW.md").write_text("## Hard rules\n\n- [ ] p-20261130-001 Use rgb values in themes. (evidence: 1)\n")
+    text = briefing(search, "new theme", token_budget=300, workspace=tmp_path)
+    assert "1 proposed memory rules wait for review" in text and estimate_tokens(text) <= 300
+    assert "wait for review" not in briefing(search, "new theme", token_budget=300)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, materialize
 
-from memory_pipeline.assets import ingest, summarize
+from memory_pipeline.assets import ingest, reflect, summarize
 from memory_pipeline.resources import LlamaResource, build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
@@ -23,6 +23,7 @@ ASSETS = [
     ingest.memory_raw_index,
     summarize.llm_ideas,
     summarize.memory_summary_index,
+    reflect.daily_log,
 ]
 
 
@@ -60,6 +61,7 @@ def partition(local_runtime: Settings, tmp_path: Path) -> Settings:
         sessions_dir=sessions,
         memory_pipeline_state_dir=tmp_path / "state",
         memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
+        memory_workspace=tmp_path / "memory",
     )
 
 
@@ -80,8 +82,14 @@ def test_partition_twice_second_run_makes_no_llm_call(partition: Settings) -> No
     for doc in stored:
         assert doc.source_refs == [{"session_id": doc.session_id, "turn_id": doc.turn_id}]
         assert doc.model == ideas["model"] and doc.established_at.startswith("20")
+    # The daily logs are written from the same ideas, one file per project and day.
+    logs = sorted(partition.memory_workspace.glob(f"*/daily/{DAY}.md"))
+    assert meta["daily_log"]["written"] == len(logs) == 3  # three sessions, three projects
+    text = "".join(path.read_text() for path in logs)
+    assert all(doc.doc_id[:12] in text for doc in stored)
 
     again, meta2, checks2 = _run(partition)
+    assert meta2["daily_log"]["written"] == 0 or ideas["failed"] > 0
     assert again.success and all(checks2.values()), checks2
     if ideas["failed"] == 0:
         assert meta2["llm_ideas"]["llm_calls"] == 0 and meta2["llm_ideas"]["reused"] == 5

@@ -1,0 +1,118 @@
+"""The human review loop: REVIEW.md proposals -> MEMORY.md, by checkbox.
+
+    - [x] p-20261129-001 <rule> (evidence ...)   promoted into MEMORY.md under the same section
+    - [-] p-20261129-002 <rule> (evidence ...)   rejected: archived in today's daily log
+    - [ ] p-20261129-003 <rule> (evidence ...)   untouched: stays for later
+
+MEMORY.md is edited only by appending promoted lines to their section (created at the end if missing), each
+tagged with its proposal id in an HTML comment: hand edits anywhere else survive, and applying twice changes
+nothing because applied proposals leave REVIEW.md and an id already in MEMORY.md is never added again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SECTIONS = ("Hard rules", "Patterns", "Gotchas", "Decisions")
+REJECT_MARK = "-"
+_PROPOSAL = re.compile(r"^- \[(?P<mark>[ xX-])\] (?P<id>p-\d{8}-\d{3}) (?P<text>.+)$")
+_ID_IN_MEMORY = re.compile(r"<!-- (p-\d{8}-\d{3})")
+REVIEW_HEADER = (
+    "Check a box (`[x]`) to promote a proposal into MEMORY.md, mark it `[-]` to reject it, or leave it for later;\n"
+    "then run `memory-pipeline review apply`.\n"
+)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: str
+    section: str
+    text: str
+    mark: str  # "x", "-" or " "
+
+    @property
+    def rule(self) -> str:
+        """The proposal without its trailing evidence in parentheses."""
+        return re.sub(r"\s*\(evidence[^)]*\)\s*$", "", self.text).strip()
+
+
+@dataclass
+class ApplyReport:
+    promoted: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    untouched: list[str] = field(default_factory=list)
+
+
+def parse_review(text: str) -> list[Proposal]:
+    proposals, section = [], ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+        elif match := _PROPOSAL.match(line.strip()):
+            proposals.append(Proposal(match["id"], section, match["text"].strip(), match["mark"].lower()))
+    return proposals
+
+
+def render_review(project: str, proposals: list[Proposal]) -> str:
+    lines = [f"# Review — {project}", "", REVIEW_HEADER]
+    for section in dict.fromkeys([*SECTIONS, *(p.section for p in proposals)]):
+        items = [p for p in proposals if p.section == section]
+        if items:
+            lines += [f"## {section}", "", *(f"- [{p.mark}] {p.id} {p.text}" for p in items), ""]
+    return "\n".join(lines)
+
+
+def pending(review_path: Path) -> int:
+    """Proposals waiting for a decision in a REVIEW.md (0 if there is none)."""
+    if not review_path.exists():
+        return 0
+    return sum(1 for p in parse_review(review_path.read_text()) if p.mark == " ")
+
+
+def _promote(memory: str, project: str, proposals: list[Proposal]) -> str:
+    if not memory.strip():
+        memory = f"# Memory — {project}\n\nCurated by people: promoted from REVIEW.md, edit freely.\n"
+    lines = memory.rstrip("\n").split("\n")
+    for proposal in proposals:
+        entry = f"- {proposal.rule} <!-- {proposal.id} -->"
+        heading = f"## {proposal.section}"
+        if heading not in lines:
+            lines += ["", heading, ""]
+        start = lines.index(heading) + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+        while end > start and not lines[end - 1].strip():
+            end -= 1
+        lines.insert(end, entry)
+    return "\n".join(lines) + "\n"
+
+
+def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
+    """Promote checked proposals, archive rejected ones in today's daily log, keep the rest in REVIEW.md."""
+    review_path, memory_path = project_dir / "REVIEW.md", project_dir / "MEMORY.md"
+    report = ApplyReport()
+    if not review_path.exists():
+        return report
+    proposals = parse_review(review_path.read_text())
+    memory = memory_path.read_text() if memory_path.exists() else ""
+    already = set(_ID_IN_MEMORY.findall(memory))
+    promote = [p for p in proposals if p.mark == "x" and p.id not in already]
+    rejected = [p for p in proposals if p.mark == REJECT_MARK]
+    keep = [p for p in proposals if p.mark == " "]
+    if promote:
+        memory_path.write_text(_promote(memory, project, promote))
+    if rejected:
+        log = project_dir / "daily" / f"{today}.md"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        text = log.read_text() if log.exists() else f"# {today} — {project}\n"
+        if "\n## Archived by review" not in text:
+            text = text.rstrip("\n") + "\n\n## Archived by review\n"
+        text = text.rstrip("\n") + "\n" + "".join(f"- rejected {p.id} ({p.section}): {p.text}\n" for p in rejected)
+        log.write_text(text)
+    if promote or rejected or len(keep) != len(proposals):
+        review_path.write_text(render_review(project, keep))
+    report.promoted = [p.id for p in promote]
+    report.rejected = [p.id for p in rejected]
+    report.untouched = [p.id for p in keep]
+    return report
