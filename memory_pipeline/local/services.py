@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import re
@@ -88,6 +89,18 @@ def find_java(minimum: int = 17) -> Path:
     )
 
 
+FALLBACK_DATA_ROOT = Path("/var/lib/memory-pipeline")
+
+
+def _reachable(path: Path, user: str, writable: bool = False) -> bool:
+    """Whether `user` can enter (and write) `path`: every parent folder must let it through."""
+    entry = pwd.getpwnam(user)
+    probe = subprocess.run(
+        ["test", "-w" if writable else "-x", str(path)], user=entry.pw_uid, group=entry.pw_gid, extra_groups=[]
+    )
+    return probe.returncode == 0
+
+
 def _ensure_service_user() -> str:
     try:
         pwd.getpwnam(SERVICE_USER)
@@ -117,10 +130,26 @@ class ElasticsearchService(LocalService):
     def url(self) -> str:
         return self.settings.elasticsearch_url
 
+    def data_root(self, progress: Progress) -> Path:
+        """Where ES keeps its config, data and logs: the state folder, unless (as root) the service user
+        cannot reach it because a parent folder is private; then a folder of its own under /var/lib, named
+        after the state folder so a restart finds the same data."""
+        preferred = self.settings.memory_pipeline_state_dir / "elasticsearch"
+        preferred.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() != 0 or _reachable(preferred, _ensure_service_user()):
+            return preferred
+        digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:12]
+        fallback = FALLBACK_DATA_ROOT / digest / "elasticsearch"
+        progress(
+            f"elasticsearch: {preferred} is not reachable by the {SERVICE_USER!r} user (a parent folder is "
+            f"private); keeping its data in {fallback}"
+        )
+        return fallback
+
     def prepare(self, progress: Progress) -> LaunchSpec:
         java_home = find_java()
         home = fetch_elasticsearch(self.settings.memory_pipeline_cache_dir, progress)
-        state = self.settings.memory_pipeline_state_dir / "elasticsearch"
+        state = self.data_root(progress)
         config = state / "config"
         if not (config / "jvm.options").exists():
             shutil.copytree(home / "config", config, dirs_exist_ok=True)
@@ -135,13 +164,10 @@ class ElasticsearchService(LocalService):
                 for root, subdirs, files in os.walk(path):
                     for item in [root, *(os.path.join(root, n) for n in subdirs + files)]:
                         os.chown(item, entry.pw_uid, entry.pw_gid)
-            probe = subprocess.run(
-                ["test", "-w", str(dirs["data"])], user=entry.pw_uid, group=entry.pw_gid, extra_groups=[]
-            )
-            if probe.returncode != 0:
+            if not _reachable(dirs["data"], user, writable=True):
                 raise RuntimeProblem(
-                    f"the {user!r} user cannot reach {dirs['data']} (a parent folder is private): "
-                    f"set MEMORY_PIPELINE_STATE_DIR to a folder others can traverse"
+                    f"the {user!r} user cannot write {dirs['data']}: set MEMORY_PIPELINE_STATE_DIR to a folder "
+                    f"others can traverse"
                 )
         heap = self.settings.local_es_heap_mb
         env = {

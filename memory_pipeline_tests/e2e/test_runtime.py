@@ -170,3 +170,32 @@ def test_elasticsearch_documents_survive_a_restart(local_runtime: Settings) -> N
     finally:
         runtime.down()
         shutil.rmtree(where, ignore_errors=True)
+
+
+def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: Settings, tmp_path: Path) -> None:
+    """As root, ES runs as another user; a state folder under a private parent (here pytest's own
+    0700 tmp folder) cannot be reached by it, so its data goes to a folder of its own instead of failing."""
+    import os
+    import shutil
+
+    from memory_pipeline.local.services import ElasticsearchService
+    from memory_pipeline.stores.elasticsearch import make_client
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    runtime = _private_runtime(private, local_runtime)
+    messages: list[str] = []
+    runtime.progress = messages.append
+    root = ElasticsearchService(runtime.settings).data_root(messages.append)
+    if os.geteuid() != 0:  # ES runs as the caller, who can reach their own folders: nothing moves
+        assert root == runtime.settings.memory_pipeline_state_dir / "elasticsearch" and not messages
+        return
+    try:
+        assert str(root).startswith("/var/lib/memory-pipeline/") and "not reachable" in messages[0]
+        runtime.up(["elasticsearch"])
+        with make_client(runtime.settings) as client:
+            assert client.cluster.health()["status"] in ("green", "yellow")
+        assert (root / "data").is_dir() and any((root / "data").iterdir())
+    finally:
+        runtime.down()
+        shutil.rmtree(root.parent, ignore_errors=True)
