@@ -308,23 +308,15 @@ def review_apply(project: str | None) -> None:
     """Promote checked proposals into MEMORY.md, archive rejected ones ([-]) in today's daily log."""
     from datetime import UTC, datetime
 
-    from memory_pipeline.reflect.review import apply_review
-    from memory_pipeline.reflect.workspace import project_dir
+    from memory_pipeline.reflect.review import apply_all
 
     settings = _settings()
-    today = datetime.now(UTC).date().isoformat()
-    folders = (
-        [project_dir(settings.memory_workspace, project)]
-        if project
-        else sorted(p.parent for p in settings.memory_workspace.glob("*/REVIEW.md"))
-    )
-    if not folders:
+    reports = apply_all(settings.memory_workspace, datetime.now(UTC).date().isoformat(), project)
+    if not reports:
         click.echo(f"no REVIEW.md under {settings.memory_workspace}")
-    for folder in folders:
-        report = apply_review(folder, project or folder.name, today)
+    for name, report in reports.items():
         click.echo(
-            f"{folder.name}: {len(report.promoted)} promoted, {len(report.rejected)} rejected, "
-            f"{len(report.untouched)} waiting"
+            f"{name}: {len(report.promoted)} promoted, {len(report.rejected)} rejected, {len(report.untouched)} waiting"
         )
 
 

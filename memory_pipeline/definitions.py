@@ -5,7 +5,7 @@ from __future__ import annotations
 from dagster import Definitions, load_assets_from_modules
 
 from memory_pipeline.assets import ingest, recall, reflect, summarize
-from memory_pipeline.jobs import memory_job
+from memory_pipeline.jobs import memory_job, review_apply_job
 from memory_pipeline.resources import build_resources
 from memory_pipeline.schedules import daily_ingest_schedule
 from memory_pipeline.sensors import session_files_sensor
@@ -16,7 +16,7 @@ settings = load_settings()
 
 defs = Definitions(
     assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
-    jobs=[memory_job],
+    jobs=[memory_job, review_apply_job],
     sensors=[session_files_sensor],
     schedules=[daily_ingest_schedule],
     resources=build_resources(settings),

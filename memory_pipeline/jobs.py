@@ -1,8 +1,12 @@
-"""Jobs: the pipeline for a set of session days (what sensors, schedules and backfills run)."""
+"""Jobs: the pipeline for a set of session days (what sensors, schedules and backfills run), and the
+review loop."""
 
-from __future__ import annotations
+from datetime import UTC, datetime
 
-from dagster import AssetSelection, define_asset_job
+from dagster import AssetSelection, OpExecutionContext, define_asset_job, job, op
+
+from memory_pipeline.reflect.review import apply_all
+from memory_pipeline.resources import MemoryWorkspaceResource
 
 memory_job = define_asset_job(
     "memory_job",
@@ -10,3 +14,24 @@ memory_job = define_asset_job(
     description="Session files of the chosen days into memory-raw, the LLM's ideas into memory-summary, "
     "embeddings of both into dense_vector fields, the daily log; with the acceptance checks.",
 )
+
+
+@op(description="Promote checked REVIEW.md proposals into MEMORY.md; archive rejected ones in the daily log.")
+def apply_reviews(context: OpExecutionContext, workspace: MemoryWorkspaceResource) -> None:
+    reports = apply_all(workspace.root, datetime.now(UTC).date().isoformat())
+    for name, report in reports.items():
+        context.log.info(
+            f"{name}: {len(report.promoted)} promoted, {len(report.rejected)} rejected, {len(report.untouched)} waiting"
+        )
+    context.add_output_metadata(
+        {
+            "projects": len(reports),
+            "promoted": sum(len(r.promoted) for r in reports.values()),
+            "rejected": sum(len(r.rejected) for r in reports.values()),
+        }
+    )
+
+
+@job(description="The review loop from the UI: `memory-pipeline review apply` for every project.")
+def review_apply_job() -> None:
+    apply_reviews()

@@ -116,3 +116,11 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
     report.rejected = [p.id for p in rejected]
     report.untouched = [p.id for p in keep]
     return report
+
+
+def apply_all(workspace: Path, today: str, project: str | None = None) -> dict[str, ApplyReport]:
+    """`apply_review` for one project's folder, or for every folder of the workspace with a REVIEW.md."""
+    from memory_pipeline.reflect.workspace import project_dir
+
+    folders = [project_dir(workspace, project)] if project else sorted(p.parent for p in workspace.glob("*/REVIEW.md"))
+    return {folder.name: apply_review(folder, project or folder.name, today) for folder in folders}

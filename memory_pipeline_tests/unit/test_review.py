@@ -127,3 +127,16 @@ def test_review_apply_command(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN
     assert result.exit_code == 0, result.output
     assert f"{folder.name}: 2 promoted, 1 rejected, 1 waiting" in result.output
     assert "p-20261129-004" in (folder / "MEMORY.md").read_text()
+
+
+def test_review_apply_job_in_dagster(tmp_path: Path) -> None:
+    from memory_pipeline.definitions import defs
+    from memory_pipeline.resources import MemoryWorkspaceResource
+
+    folder = _project(tmp_path)
+    job = defs.resolve_job_def("review_apply_job")
+    result = job.execute_in_process(resources={"workspace": MemoryWorkspaceResource(path=str(tmp_path))})
+    assert result.success
+    assert "p-20261129-001" in (folder / "MEMORY.md").read_text()
+    [event] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    assert event.event_specific_data.metadata["promoted"].value == 2
