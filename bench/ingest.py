@@ -27,8 +27,8 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import load_settings
-from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
-from memory_pipeline.stores.indices import RAW_FILES_INDEX, RAW_INDEX, RAW_MAPPINGS
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
+from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_MAPPINGS
 from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
 
 FIXTURES = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "pi-sessions"
@@ -64,10 +64,7 @@ def build_corpus(root: Path) -> tuple[int, int]:
 
 
 def reset(client) -> None:  # noqa: ANN001
-    for index in (RAW_INDEX, RAW_FILES_INDEX):
-        if client.indices.exists(index=index):
-            bulk_apply(client, index, [], stored_hashes(client, index, {"terms": {"partition": DAYS}}))
-            client.indices.refresh(index=index)
+    delete_days(client, PIPELINE_INDICES, DAYS)
     if client.indices.exists(index=SCRATCH):
         client.indices.delete(index=SCRATCH)
 

@@ -29,9 +29,9 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.evaluate import load_queries, recall_at
 from memory_pipeline.settings import load_settings
-from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes, stored_sources
+from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import EmbeddingsClient, normalise
-from memory_pipeline.stores.indices import OBSERVATION_INDEX, vector_field
+from memory_pipeline.stores.indices import OBSERVATION_INDEX, PIPELINE_INDICES, vector_field
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "recall"
@@ -42,13 +42,6 @@ SYNTH_DAYS = [f"2024-02-{d:02d}" for d in range(2, 12)]
 def _percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
-
-
-def _clear(client) -> None:  # noqa: ANN001
-    for index in ("memory-raw", "memory-raw-files", OBSERVATION_INDEX, "memory-summary", "memory-summary-turns"):
-        if client.indices.exists(index=index):
-            bulk_apply(client, index, [], stored_hashes(client, index, {"terms": {"partition": [DAY, *SYNTH_DAYS]}}))
-            client.indices.refresh(index=index)
 
 
 def main(argv: list[str]) -> None:
@@ -63,7 +56,7 @@ def main(argv: list[str]) -> None:
         memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
     )
     with make_client(settings, request_timeout=300) as es:
-        _clear(es)
+        delete_days(es, PIPELINE_INDICES, [DAY, *SYNTH_DAYS])
         result = materialize(
             [
                 ingest.session_files,
@@ -144,7 +137,7 @@ def main(argv: list[str]) -> None:
                 begin = time.perf_counter()
                 search.detail([r.id for r in rows[:3]])
                 latencies["detail"].append(time.perf_counter() - begin)
-        _clear(es)
+        delete_days(es, PIPELINE_INDICES, [DAY, *SYNTH_DAYS])
     shutil.rmtree(WORK, ignore_errors=True)
 
     lat_rows = [[layer, f"{_percentiles(v)[0]:.0f}", f"{_percentiles(v)[1]:.0f}"] for layer, v in latencies.items()]

@@ -145,6 +145,8 @@ OBSERVATION_MAPPINGS: dict[str, Any] = {
         "established_at": {"type": "date"},
     },
 }
+# Every index the pipeline writes, all partitioned by session day.
+PIPELINE_INDICES = (RAW_INDEX, RAW_FILES_INDEX, SUMMARY_INDEX, LEDGER_INDEX, OBSERVATION_INDEX)
 # Both searchable kinds of memory, and the fields every one of their documents has.
 RECALL_INDICES = {SUMMARY_INDEX: "summary", OBSERVATION_INDEX: "observation"}
 EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
 from memory_pipeline.assets import ingest
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
-from memory_pipeline.stores.indices import RAW_FILES_INDEX, RAW_INDEX
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
+from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
 from memory_pipeline_tests.conftest import SHARED_SESSIONS
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
@@ -32,13 +32,9 @@ def copy_fixture(name: str, target: Path, session_id: str, day: str) -> Path:
 
 
 def reset_days(settings: Settings, days: list[str]) -> None:
-    """Remove every memory-raw document and manifest entry of these days (tests own their days)."""
+    """Remove every document these days have in any pipeline index (tests own their days)."""
     with make_client(settings) as client:
-        for index in (RAW_INDEX, RAW_FILES_INDEX):
-            if client.indices.exists(index=index):
-                ids = stored_hashes(client, index, {"terms": {"partition": days}})
-                bulk_apply(client, index, [], ids)
-                client.indices.refresh(index=index)
+        delete_days(client, PIPELINE_INDICES, days)
 
 
 @dataclass
@@ -72,15 +68,19 @@ def run_ingest(
         tags=tags,
         raise_on_error=True,
     )
+    return Run(result.success, *run_metadata(result))
+
+
+def run_metadata(result: ExecuteInProcessResult) -> tuple[dict, dict, dict]:
+    """(metadata per asset, pass/fail per check, metadata per check) of a run, as plain values."""
     metadata = {
         ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
         for ev in result.get_asset_materialization_events()
     }
-    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-    check_metadata = {
-        c.check_name: {k: v.value for k, v in c.metadata.items()} for c in result.get_asset_check_evaluations()
-    }
-    return Run(result.success, metadata, checks, check_metadata)
+    evaluations = result.get_asset_check_evaluations()
+    checks = {c.check_name: c.passed for c in evaluations}
+    check_metadata = {c.check_name: {k: v.value for k, v in c.metadata.items()} for c in evaluations}
+    return metadata, checks, check_metadata
 
 
 def indexed(settings: Settings, query: dict[str, Any]) -> list[dict[str, Any]]:

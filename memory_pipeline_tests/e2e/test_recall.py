@@ -14,11 +14,11 @@ from memory_pipeline.search import Filters, MemorySearch
 from memory_pipeline.search.briefing import briefing, estimate_tokens
 from memory_pipeline.search.evaluate import load_queries, recall_at
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
+from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days
+from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days, run_metadata
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
@@ -38,20 +38,8 @@ def _run(settings: Settings) -> tuple[dict, dict]:
         ASSETS, resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral()
     )
     assert result.success
-    meta = {
-        ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-        for ev in result.get_asset_materialization_events()
-    }
-    return meta, {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-
-
-def _clear(settings: Settings) -> None:
-    reset_days(settings, [DAY])
-    with make_client(settings) as client:
-        for index in ("memory-summary", "memory-summary-turns", "memory-observations"):
-            if client.indices.exists(index=index):
-                bulk_apply(client, index, [], stored_hashes(client, index, {"term": {"partition": DAY}}))
-                client.indices.refresh(index=index)
+    metadata, checks, _ = run_metadata(result)
+    return metadata, checks
 
 
 def _summaries(settings: Settings) -> None:
@@ -114,7 +102,7 @@ def _summaries(settings: Settings) -> None:
 @pytest.fixture(scope="module")
 def indexed(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, list]]:
     tmp = tmp_path_factory.mktemp("recall")
-    _clear(local_runtime)
+    reset_days(local_runtime, [DAY])
     copy_fixture("pi-mono-large-session.v1.jsonl", tmp / "s" / "a.jsonl", SESSION, DAY)
     settings = load_settings(
         sessions_dir=tmp / "s",

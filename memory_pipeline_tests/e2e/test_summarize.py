@@ -11,9 +11,9 @@ from dagster import DagsterInstance, materialize
 from memory_pipeline.assets import ingest, reflect, summarize
 from memory_pipeline.resources import LlamaResource, build_resources
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline.stores.elasticsearch import bulk_apply, make_client, stored_hashes
+from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries
-from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days
+from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days, run_metadata
 
 DAY = "2024-06-10"
 ASSETS = [
@@ -36,22 +36,13 @@ def _run(settings: Settings, run_config: dict | None = None, resources: dict | N
         run_config=run_config,
         raise_on_error=False,
     )
-    metadata = {
-        ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
-        for ev in result.get_asset_materialization_events()
-    }
-    checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+    metadata, checks, _ = run_metadata(result)
     return result, metadata, checks
 
 
 @pytest.fixture
 def partition(local_runtime: Settings, tmp_path: Path) -> Settings:
     reset_days(local_runtime, [DAY])
-    with make_client(local_runtime) as client:
-        for index in ("memory-summary", "memory-summary-turns"):
-            if client.indices.exists(index=index):
-                bulk_apply(client, index, [], stored_hashes(client, index, {"term": {"partition": DAY}}))
-                client.indices.refresh(index=index)
     sessions = tmp_path / "sessions"
     # Three small real sessions: 2 + 1 + 2 turns on their active paths.
     copy_fixture("handwritten-cass-v1.jsonl", sessions / "a.jsonl", f"sum-a-{uuid.uuid4().hex[:6]}", DAY)
@@ -126,10 +117,6 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
 
     day = "2024-06-11"
     reset_days(local_runtime, [day])
-    with make_client(local_runtime) as client:
-        for index in ("memory-summary", "memory-summary-turns"):
-            if client.indices.exists(index=index):
-                bulk_apply(client, index, [], stored_hashes(client, index, {"term": {"partition": day}}))
     sid = f"store-{uuid.uuid4().hex[:6]}"
     copy_fixture("handwritten-cass-v1.jsonl", tmp_path / "s" / "a.jsonl", sid, day)
     assert run_ingest(local_runtime, tmp_path / "s", tmp_path / "state", day).success
