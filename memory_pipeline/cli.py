@@ -247,7 +247,8 @@ def _print_rows(rows, as_json: bool) -> None:  # noqa: ANN001
         click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
         return
     for r in rows:
-        click.echo(f"{r.id}  {r.time[:16]:16}  {r.kind:11}  {r.priority:6}  {r.one_line}  [{r.project}]")
+        mark = f"  (superseded by {r.superseded_by})" if r.superseded_by else ""
+        click.echo(f"{r.id}  {r.time[:16]:16}  {r.kind:11}  {r.priority:6}  {r.one_line}  [{r.project}]{mark}")
 
 
 @main.command()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dagster import Definitions, load_assets_from_modules
 
 from memory_pipeline.assets import ingest, recall, reflect, summarize
-from memory_pipeline.jobs import memory_job, review_apply_job
+from memory_pipeline.jobs import friction_job, memory_job, review_apply_job
 from memory_pipeline.resources import build_resources
-from memory_pipeline.schedules import daily_ingest_schedule
+from memory_pipeline.schedules import daily_ingest_schedule, weekly_friction_schedule
 from memory_pipeline.sensors import session_files_sensor
 from memory_pipeline.settings import load_settings
 
@@ -16,8 +16,8 @@ settings = load_settings()
 
 defs = Definitions(
     assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
-    jobs=[memory_job, review_apply_job],
+    jobs=[memory_job, friction_job, review_apply_job],
     sensors=[session_files_sensor],
-    schedules=[daily_ingest_schedule],
+    schedules=[daily_ingest_schedule, weekly_friction_schedule],
     resources=build_resources(settings),
 )

@@ -12,7 +12,15 @@ memory_job = define_asset_job(
     "memory_job",
     selection=AssetSelection.groups("ingest", "summarize", "recall", "reflect"),
     description="Session files of the chosen days into memory-raw, the LLM's ideas into memory-summary, "
-    "embeddings of both into dense_vector fields, the daily log; with the acceptance checks.",
+    "embeddings of both into dense_vector fields, the daily log, reflections, REVIEW.md proposals and rule "
+    "maturity; with the acceptance checks.",
+)
+
+friction_job = define_asset_job(
+    "friction_job",
+    selection=AssetSelection.groups("friction"),
+    description="The weekly friction report: repeated corrections, recurring failures and tool misuse across the "
+    "week's sessions, as fix proposals in REVIEW.md.",
 )
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import BackfillPolicy, DailyPartitionsDefinition
+from dagster import BackfillPolicy, DailyPartitionsDefinition, WeeklyPartitionsDefinition
 
 # pi's oldest sessions (early 2024 in the wild) fit; end_offset=1 includes today, which the sensor
 # ingests while it is still going on.
 session_days = DailyPartitionsDefinition(start_date="2024-01-01", end_offset=1, timezone="UTC")
+
+# Friction is a weekly look back: ISO weeks (Monday to Sunday), the current one included.
+session_weeks = WeeklyPartitionsDefinition(start_date="2024-01-01", day_offset=1, end_offset=1, timezone="UTC")
 
 
 def daily_assets(group: str) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from dagster_elasticsearch import ElasticsearchResource, HostsConfig
 from pydantic import Field
 
 from memory_pipeline.io_managers import PolarsParquetIOManager
+from memory_pipeline.reflect.condense import ReflectPolicy
+from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.embeddings import EmbeddingsClient
@@ -75,6 +77,33 @@ class MemoryWorkspaceResource(ConfigurableResource):
         return Path(self.path).expanduser()
 
 
+class ReflectPolicyResource(ConfigurableResource):
+    """How reflection condenses and judges: similarity thresholds, age tiers, maturity, auto-promotion."""
+
+    merge_threshold: float = Field(0.88, description="Cosine at which two memories are near-duplicates.")
+    related_threshold: float = Field(0.55, description="Cosine at which a newer memory may replace an older.")
+    recent_days: int = Field(7, description="Windows younger than this keep every memory verbatim.")
+    old_days: int = Field(30, description="Windows older than this keep only high priority, compressed hardest.")
+    half_life_days: float = Field(90.0, description="Evidence for a rule counts half after this many days.")
+    established_at: float = Field(3.0, description="Decayed session evidence for `established`.")
+    proven_at: float = Field(6.0, description="Decayed session evidence for `proven`.")
+    proposal_same_threshold: float = Field(0.8, description="Cosine at which a candidate is a known proposal.")
+    support_threshold: float = Field(0.75, description="Cosine at which a memory supports a promoted rule.")
+    auto_promote_min_sessions: int = Field(0, description="Promote without review at this many sessions; 0 = off.")
+    friction_min_sessions: int = Field(2, description="Sessions a friction finding needs.")
+
+    def reflect_policy(self) -> ReflectPolicy:
+        return ReflectPolicy(
+            merge_threshold=self.merge_threshold,
+            related_threshold=self.related_threshold,
+            recent_days=self.recent_days,
+            old_days=self.old_days,
+        )
+
+    def maturity_policy(self) -> MaturityPolicy:
+        return MaturityPolicy(self.half_life_days, self.established_at, self.proven_at)
+
+
 def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
@@ -100,5 +129,9 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             redact_patterns=settings.redact_extra_patterns,
         ),
         "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
+        "reflect_policy": ReflectPolicyResource(
+            half_life_days=settings.maturity_half_life_days,
+            auto_promote_min_sessions=settings.auto_promote_min_sessions,
+        ),
         "io_manager": PolarsParquetIOManager(base_dir=str(settings.memory_pipeline_state_dir / "frames")),
     }

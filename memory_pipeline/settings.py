@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     memory_workspace: Path = Field(
         Path("memory"), description="Human-readable memory files: daily logs, REVIEW.md and MEMORY.md per project."
     )
+    maturity_half_life_days: float = Field(
+        90.0, gt=0, description="Evidence for a promoted rule counts half after this many days."
+    )
+    auto_promote_min_sessions: int = Field(
+        0, ge=0, description="Promote proposals backed by this many sessions without review; 0 = off."
+    )
     memory_pipeline_state_dir: Path = Field(
         Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
     )

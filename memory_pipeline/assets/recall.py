@@ -122,7 +122,7 @@ def es_dense_vector(
     `memory-observations`, ready for kNN and hybrid search; the mapping's size comes from the model."""
     keys = context.partition_keys
     with embedder.get_client() as client, es.get_client() as es_client:
-        dims = embeddings["vector"].list.len()[0] if embeddings.height else len(client.embed(["dimension probe"])[0])
+        dims = embeddings["vector"].list.len()[0] if embeddings.height else client.dimensions()
         ensure_vectors(es_client, dims)
         observed = write_observations(es_client, turn_observations, keys)
         written = write_vectors(es_client, embeddings, dims)

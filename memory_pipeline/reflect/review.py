@@ -76,7 +76,9 @@ def _promote(memory: str, project: str, proposals: list[Proposal]) -> str:
         memory = f"# Memory — {project}\n\nCurated by people: promoted from REVIEW.md, edit freely.\n"
     lines = memory.rstrip("\n").split("\n")
     for proposal in proposals:
-        entry = f"- {proposal.rule} <!-- {proposal.id} -->"
+        # A friction fix proposal ("add this line to AGENTS.md: "...") is promoted as the line itself.
+        rule = re.sub(r'^add this line to AGENTS\.md: "(.*)"$', r"\1", proposal.rule)
+        entry = f"- {rule} <!-- {proposal.id} -->"
         heading = f"## {proposal.section}"
         if heading not in lines:
             lines += ["", heading, ""]

@@ -44,7 +44,8 @@ def briefing(
     workspace: Path | None = None,
 ) -> str:
     """Markdown of the best-matching memories that fit `token_budget` tokens (header and notice included)."""
-    rows = search.index(prompt, k=candidates, filters=Filters(project=project))
+    # A replaced decision is still searchable (marked), but a new session should not be told to follow it.
+    rows = [r for r in search.index(prompt, k=candidates, filters=Filters(project=project)) if not r.superseded_by]
     ranked = sorted(enumerate(rows), key=lambda item: (_ORDER.get(item[1].priority, 3), item[0]))
     notice = review_notice(workspace, project)
     text = HEADER

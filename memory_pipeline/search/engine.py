@@ -18,7 +18,10 @@ from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, vector_field
 
 Mode = Literal["hybrid", "bm25", "knn"]
-_SOURCE = ["doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition"]
+_SOURCE = [
+    "doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition",
+    "superseded_by",
+]  # fmt: skip
 KIND_INDEX = {kind: index for index, kind in RECALL_INDICES.items()}
 BM25_MINIMUM_SHOULD_MATCH = "2<50%"
 
@@ -59,6 +62,7 @@ class Row:
     turn_id: str
     score: float = 0.0
     tags: list[str] = field(default_factory=list)
+    superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
 
     @property
     def one_line(self) -> str:
@@ -82,6 +86,7 @@ def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
         turn_id=source.get("turn_id", ""),
         score=score,
         tags=source.get("tags", []),
+        superseded_by=source.get("superseded_by"),
     )
 
 

@@ -63,6 +63,10 @@ class EmbeddingsClient(OpenAICompatibleClient):
         model = self.model_id().lower()
         return next((p[purpose] for fragment, p in _PREFIXES.items() if fragment in model), "")
 
+    def dimensions(self) -> int:
+        """The size of this client's vectors (the model's, or `dims`): one probe request."""
+        return len(self.embed(["dimension probe"])[0])
+
     def embed(self, texts: Sequence[str], *, batch_size: int = 32, purpose: Purpose = "document") -> list[list[float]]:
         vectors: list[list[float]] = []
         model = self.model_id()

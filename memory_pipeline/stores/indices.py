@@ -108,6 +108,8 @@ SUMMARY_MAPPINGS: dict[str, Any] = {
         "model": _KEYWORD,
         "prompt_version": _KEYWORD,
         "turn_content_hash": _KEYWORD,
+        # Set by reflection when a later decision replaced this one (the memory itself is kept).
+        "superseded_by": _KEYWORD,
     },
 }
 LEDGER_MAPPINGS: dict[str, Any] = {
@@ -145,8 +147,33 @@ OBSERVATION_MAPPINGS: dict[str, Any] = {
         "established_at": {"type": "date"},
     },
 }
+REFLECTION_INDEX = "memory-reflections"
+REFLECTION_MAPPINGS: dict[str, Any] = {
+    # Not strict: the vector field is added beside, as on the recall indices.
+    "dynamic": "false",
+    "properties": {
+        "reflection_id": _KEYWORD,
+        "doc_hash": {"type": "keyword", "index": False},
+        "project": _KEYWORD_TEXT,
+        "partition": _KEYWORD,
+        "summary": {"type": "text"},
+        "tags": _KEYWORD_TEXT,
+        "priority": _KEYWORD,
+        "kind": _KEYWORD,
+        "tier": _KEYWORD,
+        "source_ids": _KEYWORD,
+        "session_ids": _KEYWORD,
+        "established_at": _DATE,
+        "first_established_at": _DATE,
+        "supersedes": _KEYWORD,
+        "superseded_by": _KEYWORD,
+        "method": _KEYWORD,
+        "window_hash": _KEYWORD,
+    },
+}
+
 # Every index the pipeline writes, all partitioned by session day.
-PIPELINE_INDICES = (RAW_INDEX, RAW_FILES_INDEX, SUMMARY_INDEX, LEDGER_INDEX, OBSERVATION_INDEX)
+PIPELINE_INDICES = (RAW_INDEX, RAW_FILES_INDEX, SUMMARY_INDEX, LEDGER_INDEX, OBSERVATION_INDEX, REFLECTION_INDEX)
 # Both searchable kinds of memory, and the fields every one of their documents has.
 RECALL_INDICES = {SUMMARY_INDEX: "summary", OBSERVATION_INDEX: "observation"}
 EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}

@@ -21,3 +21,18 @@ def test_ingest_assets_checks_sensor_schedule_and_job() -> None:
     assert defs.resolve_schedule_def("daily_ingest_schedule").cron_schedule == "30 0 * * *"
     for key in ("session_files", "raw_messages", "turns", "memory_raw_index"):
         assert graph.get(AssetKey(key)).partitions_def is not None
+
+
+def test_reflect_assets_checks_weekly_friction_job_and_schedule() -> None:
+    graph = defs.resolve_asset_graph()
+    for key in ("daily_log", "reflections", "review_proposals", "rule_maturity"):
+        assert graph.get(AssetKey(key)).partitions_def is not None
+        assert AssetKey(key) in {
+            k for k in defs.resolve_job_def("memory_job").asset_layer.asset_graph.get_all_asset_keys()
+        }
+    checks = {c.name for c in graph.asset_check_keys if c.asset_key == AssetKey("reflections")}
+    assert checks == {"every_memory_reflected_once", "supersession_marks_consistent"}
+    weekly = graph.get(AssetKey("friction_report")).partitions_def
+    assert weekly.get_first_partition_key() == "2024-01-01"  # a Monday: ISO weeks
+    schedule = defs.resolve_schedule_def("weekly_friction_schedule")
+    assert schedule.job_name == "friction_job" and schedule.cron_schedule == "0 2 * * 1"

@@ -20,6 +20,7 @@ from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_ideas, sentence_count
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn
 from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 GOOD = [
     {
@@ -122,32 +123,12 @@ def test_injected_briefings_and_system_prompts_are_not_read() -> None:
 # --- extraction through a mocked server -------------------------------------------------------------
 
 
-def _completion(content: str, finish: str = "stop") -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "model": "m",
-            "choices": [{"message": {"content": content}, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
-            "timings": {"predicted_ms": 500.0, "predicted_per_second": 40.0},
-        },
-    )
-
-
-def _client(answers: list[httpx.Response], calls: list[dict]) -> ChatClient:
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(json.loads(request.content))
-        return answers[min(len(calls) - 1, len(answers) - 1)]
-
-    return ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
-
-
 JOB = TurnJob("s1", "t1", "/p", [TurnMessage("user", "From now on always run pytest -x before saying it is fixed.")])
 
 
 def test_a_good_answer_is_summarised_in_one_call() -> None:
     calls: list[dict] = []
-    outcome = summarise_turn(_client([_completion(json.dumps(GOOD))], calls), JOB, 4096, 256)
+    outcome = summarise_turn(chat_client([completion(json.dumps(GOOD))], calls), JOB, 4096, 256)
     assert (outcome.status, outcome.attempts, len(outcome.ideas)) == ("summarised", 1, 1)
     assert calls[0]["response_format"]["json_schema"]["schema"] == IDEAS_SCHEMA and calls[0]["max_tokens"] == 256
 
@@ -155,7 +136,7 @@ def test_a_good_answer_is_summarised_in_one_call() -> None:
 def test_truncated_then_good_answer_uses_the_retry() -> None:
     calls: list[dict] = []
     outcome = summarise_turn(
-        _client([_completion('[{"summary": "The us', "length"), _completion(json.dumps(GOOD))], calls), JOB, 4096, 256
+        chat_client([completion('[{"summary": "The us', "length"), completion(json.dumps(GOOD))], calls), JOB, 4096, 256
     )
     assert (outcome.status, outcome.attempts) == ("summarised", 2)
 
@@ -163,13 +144,13 @@ def test_truncated_then_good_answer_uses_the_retry() -> None:
 @pytest.mark.parametrize("bad", ["I think the user wants tests.", json.dumps([GOOD[0] | {"tags": ["x"]}])])
 def test_two_invalid_answers_fail_the_turn_with_the_reason(bad: str) -> None:
     calls: list[dict] = []
-    outcome = summarise_turn(_client([_completion(bad)], calls), JOB, 4096, 256)
+    outcome = summarise_turn(chat_client([completion(bad)], calls), JOB, 4096, 256)
     assert outcome.status == "failed" and outcome.attempts == 2 and len(calls) == 2
     assert outcome.reason and outcome.reason.startswith("attempt 2:")
 
 
 def test_empty_array_is_skipped_not_failed() -> None:
-    assert summarise_turn(_client([_completion("[]")], []), JOB, 4096, 256).status == "empty"
+    assert summarise_turn(chat_client([completion("[]")], []), JOB, 4096, 256).status == "empty"
 
 
 def test_unreachable_server_fails_the_run_naming_the_url() -> None:
@@ -184,7 +165,7 @@ def test_unreachable_server_fails_the_run_naming_the_url() -> None:
 def test_concurrency_keeps_job_order() -> None:
     jobs = [TurnJob("s", f"t{i}", "/p", JOB.messages) for i in range(6)]
     outcomes = summarise_turns(
-        _client([_completion(json.dumps(GOOD))], []), jobs, context_tokens=4096, max_output_tokens=256, concurrency=3
+        chat_client([completion(json.dumps(GOOD))], []), jobs, context_tokens=4096, max_output_tokens=256, concurrency=3
     )
     assert [o.turn_id for o in outcomes] == [f"t{i}" for i in range(6)]
     assert all(o.status == "summarised" for o in outcomes)

@@ -1,0 +1,161 @@
+"""The synthetic reflect corpus against the real services: load it, run the reflect assets, score them.
+
+Shared by `python -m bench reflect` (all four weeks) and the e2e tests (one week). The sessions are ingested
+by the pipeline's own assets; the planted memories (what the summarise stage should have extracted) are
+written to `memory-summary` as that stage writes them, then embedded by the pipeline's recall assets.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dagster import DagsterInstance, materialize
+
+from memory_pipeline.assets import ingest, recall, reflect
+from memory_pipeline.reflect.proposals import load_registry
+from memory_pipeline.reflect.workspace import project_dir
+from memory_pipeline.resources import build_resources
+from memory_pipeline.settings import Settings
+from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
+from memory_pipeline.stores.indices import PIPELINE_INDICES, REFLECTION_INDEX, SUMMARY_INDEX
+from memory_pipeline.stores.summary_store import SummaryDoc, ensure_summary_indices
+
+CORPUS = Path(__file__).parent / "corpus" / "reflect"
+SECTION_KIND = {"Hard rules": "rules", "Gotchas": "failures", "Patterns": "misuse"}
+PREPARE_ASSETS = [
+    ingest.session_files,
+    ingest.raw_messages,
+    ingest.turns,
+    ingest.memory_raw_index,
+    recall.turn_observations,
+    recall.embeddings,
+    recall.es_dense_vector,
+]
+REFLECT_ASSETS = [reflect.reflections, reflect.review_proposals, reflect.rule_maturity]
+
+
+def truth() -> dict[str, Any]:
+    return json.loads((CORPUS / "truth.json").read_text())
+
+
+def planted_memories(days: list[str]) -> list[dict[str, Any]]:
+    lines = (CORPUS / "memories.jsonl").read_text().splitlines()
+    return [m for m in map(json.loads, lines) if m["partition"] in days]
+
+
+def _range(days: list[str]) -> dict[str, str]:
+    return {"dagster/asset_partition_range_start": min(days), "dagster/asset_partition_range_end": max(days)}
+
+
+def prepare(settings: Settings, days: list[str]) -> None:
+    """A clean slate for these days, then their sessions ingested, memories planted, everything embedded."""
+    with make_client(settings, request_timeout=120) as client:
+        delete_days(client, PIPELINE_INDICES, days)
+        ensure_summary_indices(client)
+        documents = []
+        for memory in planted_memories(days):
+            fields = {k: v for k, v in memory.items() if k != "planted"}
+            refs = [{"session_id": memory["session_id"], "turn_id": memory["turn_id"]}]
+            doc = SummaryDoc.model_validate(
+                fields
+                | {
+                    "source_refs": refs,
+                    "summarized_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "model": "planted",
+                    "prompt_version": "planted",
+                    "turn_content_hash": "",
+                }
+            )
+            documents.append((doc.doc_id, doc.model_dump()))
+        bulk_apply(client, SUMMARY_INDEX, documents)
+        client.indices.refresh(index=SUMMARY_INDEX)
+    result = materialize(
+        PREPARE_ASSETS, resources=build_resources(settings), instance=DagsterInstance.ephemeral(), tags=_range(days)
+    )
+    assert result.success
+
+
+@dataclass
+class ReflectRun:
+    metadata: dict[str, dict[str, Any]]
+    checks: dict[str, bool]
+
+
+def run_reflect(settings: Settings, days: list[str], as_of: str, assets: list | None = None) -> ReflectRun:
+    """The daily reflect assets (or some of them) as one run over these days, ages counted from `as_of`."""
+    from memory_pipeline_tests.e2e.ingest_helpers import run_metadata
+
+    assets = assets or REFLECT_ASSETS
+    config = {"ops": {"reflections": {"config": {"as_of": as_of}}}} if reflect.reflections in assets else None
+    result = materialize(
+        assets,
+        resources=build_resources(settings),
+        instance=DagsterInstance.ephemeral(),
+        tags=_range(days),
+        run_config=config,
+    )
+    metadata, checks, _ = run_metadata(result)
+    return ReflectRun(metadata, checks)
+
+
+def run_friction(settings: Settings, week: str) -> dict[str, Any]:
+    result = materialize(
+        [reflect.friction_report],
+        resources=build_resources(settings),
+        instance=DagsterInstance.ephemeral(),
+        partition_key=week,
+    )
+    event = result.get_asset_materialization_events()[0]
+    return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def _prf(matched_found: int, found: int, matched_truth: int, planted: int) -> dict[str, float | int]:
+    return {
+        "found": found,
+        "planted": planted,
+        "precision": round(matched_found / found, 3) if found else 0.0,
+        "recall": round(matched_truth / planted, 3) if planted else 0.0,
+    }
+
+
+def score_friction(settings: Settings, sessions: set[str] | None = None) -> dict[str, dict[str, float | int]]:
+    """Precision and recall of the friction proposals in the project's registry against the planted truth.
+
+    A proposal matches a planted item of its kind when at least two of its sessions are the item's sessions.
+    Only planted items whose sessions lie in `sessions` (the days that were run) count.
+    """
+    planted = truth()
+    registry = load_registry(project_dir(settings.memory_workspace, planted["project"]))
+    found = [e for e in registry.values() if "friction" in e.origins]
+    scores = {}
+    for kind in ("rules", "failures", "misuse"):
+        items = {k: set(v) for k, v in planted[kind].items() if sessions is None or set(v) <= sessions}
+        mine = [e for e in found if SECTION_KIND.get(e.section) == kind]
+        hits = {e.id for e in mine for s in items.values() if len(set(e.sessions) & s) >= 2}
+        caught = {k for k, s in items.items() if any(len(set(e.sessions) & s) >= 2 for e in mine)}
+        scores[kind] = _prf(len(hits), len(mine), len(caught), len(items))
+    total_found = sum(s["found"] for s in scores.values())
+    total_planted = sum(s["planted"] for s in scores.values())
+    matched = sum(round(s["precision"] * s["found"]) for s in scores.values())
+    caught = sum(round(s["recall"] * s["planted"]) for s in scores.values())
+    scores["all"] = _prf(matched, total_found, caught, total_planted)
+    return scores
+
+
+def score_supersession(settings: Settings, days: list[str]) -> dict[str, float | int]:
+    """Precision and recall of `superseded_by` marks against the planted contradictions of these days."""
+    with make_client(settings) as client:
+        stored = stored_sources(client, REFLECTION_INDEX, {"terms": {"partition": days}})
+    sources = {rid: set(doc["source_ids"]) for rid, doc in stored.items()}
+    pairs = [
+        (sources[r], sources.get(doc["superseded_by"], set())) for r, doc in stored.items() if doc.get("superseded_by")
+    ]
+    memories = {m["doc_id"] for m in planted_memories(days)}
+    planted = [p for p in truth()["supersessions"] if {p["old"], p["new"]} <= memories]
+    matched_found = sum(1 for old, new in pairs if any(p["old"] in old and p["new"] in new for p in planted))
+    matched_truth = sum(1 for p in planted if any(p["old"] in old and p["new"] in new for old, new in pairs))
+    return _prf(matched_found, len(pairs), matched_truth, len(planted))

@@ -1,0 +1,80 @@
+"""Maturity of promoted rules: candidate -> established -> proven, by independent evidence that decays.
+
+A rule's score is the sum, over the distinct sessions that support it, of 0.5^(age / half-life) for that
+session's newest supporting memory (cass-memory's decayed feedback, counted per session so one chatty session
+is one piece of evidence). A rule whose evidence was superseded by a later decision is demoted one level and
+flagged. The level is written visibly on the rule's line in MEMORY.md, `_(established, 4 sessions)_`, before
+its id comment; the rule's own words, and anything else a human wrote, are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+LEVELS = ("candidate", "established", "proven")
+_MARKER = re.compile(r"\s*_\((?:candidate|established|proven)[^)]*\)_")
+
+
+@dataclass(frozen=True)
+class MaturityPolicy:
+    half_life_days: float = 90.0
+    established_at: float = 3.0
+    proven_at: float = 6.0
+
+
+@dataclass(frozen=True)
+class Support:
+    session_id: str
+    established_at: datetime
+
+
+@dataclass(frozen=True)
+class Maturity:
+    level: str
+    score: float
+    sessions: int
+    contradicted_by: str | None = None
+
+    @property
+    def marker(self) -> str:
+        plural = "s" if self.sessions != 1 else ""
+        flag = f", demoted: contradicted by {self.contradicted_by}" if self.contradicted_by else ""
+        return f"_({self.level}, {self.sessions} session{plural}{flag})_"
+
+
+def score(support: Sequence[Support], as_of: datetime, policy: MaturityPolicy) -> float:
+    newest: dict[str, datetime] = {}
+    for item in support:
+        if item.established_at <= as_of:
+            newest[item.session_id] = max(newest.get(item.session_id, item.established_at), item.established_at)
+    return sum(0.5 ** (max((as_of - at).total_seconds(), 0) / 86400 / policy.half_life_days) for at in newest.values())
+
+
+def maturity(
+    support: Sequence[Support], as_of: datetime, policy: MaturityPolicy, contradicted_by: str | None = None
+) -> Maturity:
+    value = score(support, as_of, policy)
+    rank = 2 if value >= policy.proven_at else 1 if value >= policy.established_at else 0
+    if contradicted_by:
+        rank = max(rank - 1, 0)
+    sessions = len({s.session_id for s in support if s.established_at <= as_of})
+    return Maturity(LEVELS[rank], round(value, 3), sessions, contradicted_by)
+
+
+def write_levels(memory: str, levels: dict[str, Maturity]) -> str:
+    """MEMORY.md with each promoted rule's level marker set (added or replaced); other text untouched."""
+    lines = memory.split("\n")
+    for i, line in enumerate(lines):
+        found = re.search(r"\s*<!-- (p-\d{8}-\d{3})[^>]*-->\s*$", line)
+        if not found or found[1] not in levels:
+            continue
+        text = _MARKER.sub("", line[: found.start()]).rstrip()
+        lines[i] = f"{text} {levels[found[1]].marker} <!-- {found[1]} -->"
+    return "\n".join(lines)
+
+
+def promoted_ids(memory: str) -> list[str]:
+    return re.findall(r"<!-- (p-\d{8}-\d{3})", memory)

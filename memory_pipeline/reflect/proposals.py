@@ -1,0 +1,203 @@
+"""Staging proposals in REVIEW.md, with stable ids and growing evidence.
+
+Every proposal ever made for a project is kept in `<project>/.review/proposals.json` (id, section, rule,
+evidence, the direction of its memories). A new candidate that says what a known proposal says (same rule
+text, or vectors above `same_threshold`) adds its evidence to that proposal instead of becoming a second
+one; a proposal a human already decided (gone from REVIEW.md) is never staged again. New proposals get the
+next `p-YYYYMMDD-NNN` of their day. Boxes already ticked in REVIEW.md keep their marks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from memory_pipeline.reflect.models import Reflection, section_for
+from memory_pipeline.reflect.review import Proposal, parse_review, render_review
+from memory_pipeline.reflect.similarity import cosine_matrix
+
+_QUOTED = re.compile(r'"([^"]{8,})"')
+
+
+class Registered(BaseModel):
+    id: str
+    project: str = ""
+    section: str
+    rule: str
+    sessions: list[str] = Field(default_factory=list)
+    evidence_ids: list[str] = Field(default_factory=list)
+    vector: list[float] = Field(default_factory=list)
+    origins: list[str] = Field(default_factory=list)  # reflection, friction: what found it
+    superseded_by: str | None = None  # a later decision replaced its evidence
+
+
+@dataclass
+class Candidate:
+    section: str
+    rule: str
+    sessions: list[str]
+    evidence_ids: list[str]
+    vector: list[float] = field(default_factory=list)
+    origin: str = "reflection"
+
+
+@dataclass
+class StageReport:
+    new: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    already_decided: int = 0
+    flagged: list[str] = field(default_factory=list)  # pending proposals whose evidence was replaced
+    ids: dict[str, str] = field(default_factory=dict)  # candidate rule -> proposal id
+
+
+def rule_line(summary: str, section: str) -> str:
+    """A hard rule in the user's own words when the memory quotes them (the summarise prompt asks it to)."""
+    quoted = _QUOTED.search(summary)
+    return quoted[1].strip() if section == "Hard rules" and quoted else summary
+
+
+def from_reflections(reflections: Sequence[Reflection], min_sessions: int = 1) -> list[Candidate]:
+    """High-priority, still-valid reflections as candidates: rules, decisions, root causes."""
+    candidates = []
+    for r in reflections:
+        if r.active and r.priority == "high" and r.kind != "digest" and len(r.session_ids) >= min_sessions:
+            section = section_for(r.tags)
+            candidates.append(Candidate(section, rule_line(r.summary, section), r.session_ids, r.source_ids, r.vector))
+    return candidates
+
+
+def evidence_text(sessions: Sequence[str], ids: Sequence[str], superseded_by: str | None = None) -> str:
+    shown = ", ".join(i[:12] if re.fullmatch(r"[0-9a-f]{40}", i) else i for i in list(ids)[:3])
+    more = f" +{len(ids) - 3} more" if len(ids) > 3 else ""
+    count = len(sessions)
+    flag = f"; superseded by {superseded_by}, consider rejecting" if superseded_by else ""
+    return f"(evidence: {count} session{'s' if count != 1 else ''}; ids {shown}{more}{flag})"
+
+
+def registry_path(project_dir: Path) -> Path:
+    return project_dir / ".review" / "proposals.json"
+
+
+def load_registry(project_dir: Path) -> dict[str, Registered]:
+    path = registry_path(project_dir)
+    if not path.exists():
+        return {}
+    return {item["id"]: Registered.model_validate(item) for item in json.loads(path.read_text())}
+
+
+def save_registry(project_dir: Path, registry: dict[str, Registered]) -> None:
+    path = registry_path(project_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    items = [r.model_dump() | {"vector": [round(x, 5) for x in r.vector]} for r in registry.values()]
+    path.write_text(json.dumps(sorted(items, key=lambda r: r["id"]), indent=1) + "\n")
+
+
+def _match(candidate: Candidate, registry: dict[str, Registered], same_threshold: float) -> Registered | None:
+    for entry in registry.values():
+        if entry.rule == candidate.rule:
+            return entry
+    scored = [e for e in registry.values() if e.vector and len(e.vector) == len(candidate.vector)]
+    if not candidate.vector or not scored:
+        return None
+    similarity = cosine_matrix([candidate.vector, *(e.vector for e in scored)])[0, 1:]
+    best = int(similarity.argmax())
+    return scored[best] if similarity[best] >= same_threshold else None
+
+
+def _next_id(registry: dict[str, Registered], day: str) -> str:
+    stamp = day.replace("-", "")
+    taken = [int(i.rsplit("-", 1)[1]) for i in registry if i.startswith(f"p-{stamp}-")]
+    return f"p-{stamp}-{max(taken, default=0) + 1:03d}"
+
+
+def stage(
+    project_dir: Path,
+    project: str,
+    candidates: Sequence[Candidate],
+    day: str,
+    same_threshold: float = 0.8,
+    superseded: Mapping[str, str] | None = None,
+) -> StageReport:
+    """Add new candidates to REVIEW.md, grow the evidence of pending ones, and flag pending proposals whose
+    evidence a later decision replaced (`superseded`: memory id -> reflection id); REVIEW.md is rewritten only
+    when something changed."""
+    superseded = superseded or {}
+    registry = load_registry(project_dir)
+    review_path = project_dir / "REVIEW.md"
+    before = review_path.read_text() if review_path.exists() else ""
+    staged = {p.id: p for p in parse_review(before)}
+    report = StageReport()
+    changed: set[str] = set()
+    # A proposal whose evidence was replaced is not the same proposal as what replaced it.
+    current = {i: e for i, e in registry.items() if not set(e.evidence_ids) & set(superseded)}
+    for candidate in candidates:
+        entry = _match(candidate, current, same_threshold)
+        if entry is None:
+            entry = Registered(
+                id=_next_id(registry, day),
+                project=project,
+                section=candidate.section,
+                rule=candidate.rule,
+                sessions=sorted(set(candidate.sessions)),
+                evidence_ids=list(dict.fromkeys(candidate.evidence_ids)),
+                vector=candidate.vector,
+                origins=[candidate.origin],
+            )
+            registry[entry.id] = current[entry.id] = entry
+            staged[entry.id] = Proposal(entry.id, entry.section, "", " ")
+            report.new.append(entry.id)
+            changed.add(entry.id)
+        elif entry.id not in staged:
+            report.already_decided += 1
+        else:
+            sessions = sorted(set(entry.sessions) | set(candidate.sessions))
+            ids = list(dict.fromkeys([*entry.evidence_ids, *candidate.evidence_ids]))
+            origins = sorted({*entry.origins, candidate.origin})
+            # A friction fix is the more concrete wording of the same proposal ("add this line to AGENTS.md").
+            rule = candidate.rule if candidate.origin == "friction" else entry.rule
+            if (sessions, ids, origins, rule) != (entry.sessions, entry.evidence_ids, entry.origins, entry.rule):
+                entry.sessions, entry.evidence_ids, entry.origins, entry.rule = sessions, ids, origins, rule
+                report.updated.append(entry.id)
+                changed.add(entry.id)
+        report.ids[candidate.rule] = entry.id
+    for pid in staged:
+        entry = registry.get(pid)
+        if entry is None:
+            continue  # written by hand into REVIEW.md: left as it is
+        flag = next((superseded[i] for i in entry.evidence_ids if i in superseded), None)
+        if flag != entry.superseded_by:
+            entry.superseded_by = flag
+            report.flagged.append(pid)
+            changed.add(pid)
+        text = f"{entry.rule} {evidence_text(entry.sessions, entry.evidence_ids, entry.superseded_by)}"
+        staged[pid] = Proposal(pid, staged[pid].section or entry.section, text, staged[pid].mark)
+    after = render_review(project, list(staged.values())) if staged else before
+    if after != before:
+        review_path.parent.mkdir(parents=True, exist_ok=True)
+        review_path.write_text(after)
+    if changed:
+        save_registry(project_dir, registry)
+    return report
+
+
+def auto_promote(project_dir: Path, project: str, min_sessions: int) -> list[str]:
+    """Tick every pending proposal with evidence from at least `min_sessions` sessions (0 = off); the ids."""
+    review_path = project_dir / "REVIEW.md"
+    if min_sessions <= 0 or not review_path.exists():
+        return []
+    registry = load_registry(project_dir)
+    proposals = parse_review(review_path.read_text())
+    ticked = []
+    for i, proposal in enumerate(proposals):
+        entry = registry.get(proposal.id)
+        if proposal.mark == " " and entry is not None and len(entry.sessions) >= min_sessions:
+            proposals[i] = Proposal(proposal.id, proposal.section, proposal.text, "x")
+            ticked.append(proposal.id)
+    if ticked:
+        review_path.write_text(render_review(project, proposals))
+    return ticked

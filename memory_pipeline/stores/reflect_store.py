@@ -1,0 +1,171 @@
+"""`memory-reflections`: condensed memories per project and day, with their sources and supersession marks.
+
+A day's reflections are kept equal to what its last run produced (new written, vanished deleted). Marks
+set by a later day (`superseded_by`) are written as partial updates and never overwritten by the marked
+day's own re-run, so a backfill of an old day does not resurrect a replaced decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from memory_pipeline.reflect.models import Memory, Reflection, Supersession
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.indices import (
+    RAW_INDEX,
+    REFLECTION_INDEX,
+    REFLECTION_MAPPINGS,
+    SUMMARY_INDEX,
+    vector_field,
+)
+
+_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
+
+
+def ensure_reflections(client: Elasticsearch, dims: int) -> None:
+    ensure_index(client, REFLECTION_INDEX, REFLECTION_MAPPINGS, _SETTINGS)
+    client.indices.put_mapping(
+        index=REFLECTION_INDEX,
+        properties={vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"}},
+    )
+
+
+def read_memories(client: Elasticsearch, partitions: list[str], dims: int) -> tuple[list[Memory], int]:
+    """The memories of these days that have a vector of this size, and how many have none (not embedded yet)."""
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return [], 0
+    field = vector_field(dims)
+    memories, missing = [], 0
+    for doc_id, source in stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}}).items():
+        vector = source.get(field)
+        if not vector:
+            missing += 1
+            continue
+        memories.append(Memory.model_validate({**source, "doc_id": doc_id, "vector": vector}))
+    return memories, missing
+
+
+def _reflection(doc_id: str, source: dict[str, Any], field: str) -> Reflection:
+    return Reflection.model_validate({**source, "reflection_id": doc_id, "vector": source.get(field) or []})
+
+
+def read_reflections(client: Elasticsearch, query: dict[str, Any], dims: int) -> list[Reflection]:
+    if not client.indices.exists(index=REFLECTION_INDEX):
+        return []
+    field = vector_field(dims)
+    return [_reflection(i, s, field) for i, s in stored_sources(client, REFLECTION_INDEX, query).items()]
+
+
+def _document(reflection: Reflection, dims: int) -> tuple[dict[str, Any], str]:
+    document = reflection.model_dump(mode="json", exclude={"superseded_by"})
+    digest = hashlib.sha1(json.dumps(document, sort_keys=True).encode()).hexdigest()
+    return {**document, "doc_hash": digest, vector_field(dims): reflection.vector}, digest
+
+
+def sync_reflections(
+    client: Elasticsearch,
+    reflections: Sequence[Reflection],
+    recomputed: Iterable[tuple[str, str]],
+    supersessions: Sequence[Supersession],
+    dims: int,
+) -> dict[str, int]:
+    """Write the recomputed (project, day) windows' reflections, delete their vanished ones, and mark what was
+    superseded (on the reflection and on its source memories)."""
+    ensure_reflections(client, dims)
+    existing: dict[str, str] = {}
+    for project, partition in recomputed:
+        query = {"bool": {"filter": [{"term": {"project": project}}, {"term": {"partition": partition}}]}}
+        existing |= stored_hashes(client, REFLECTION_INDEX, query)
+    upserts, unchanged = [], 0
+    for reflection in reflections:
+        document, digest = _document(reflection, dims)
+        if existing.pop(reflection.reflection_id, None) == digest:
+            unchanged += 1
+        else:
+            upserts.append((reflection.reflection_id, document))
+    written, deleted = bulk_apply(client, REFLECTION_INDEX, upserts, sorted(existing), partial=True)
+    client.indices.refresh(index=REFLECTION_INDEX)
+    marked = mark_superseded(client, supersessions)
+    return {"written": written, "deleted": deleted, "unchanged": unchanged, "superseded": marked}
+
+
+def mark_superseded(client: Elasticsearch, supersessions: Sequence[Supersession]) -> int:
+    if not supersessions:
+        return 0
+    marks = {s.old_id: s.new_id for s in supersessions}
+    sources = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": sorted(marks)}}, fields=["source_ids"])
+    bulk_apply(client, REFLECTION_INDEX, [(old, {"superseded_by": new}) for old, new in marks.items()], partial=True)
+    memory_marks = [
+        (memory_id, {"superseded_by": marks[old]}) for old, src in sources.items() for memory_id in src["source_ids"]
+    ]
+    bulk_apply(client, SUMMARY_INDEX, memory_marks, partial=True)
+    client.indices.refresh(index=[REFLECTION_INDEX, SUMMARY_INDEX])
+    return len(marks)
+
+
+_MESSAGE_FIELDS = [
+    "doc_id", "session_id", "turn_id", "turn_index", "message_index", "project", "role", "content", "tool_calls",
+    "tool_name", "tool_call_id", "is_error", "exit_code", "message_timestamp",
+]  # fmt: skip
+
+
+def read_messages(client: Elasticsearch, partitions: list[str]) -> list[dict[str, Any]]:
+    """Active-path conversation messages of these days (what friction analysis reads)."""
+    if not client.indices.exists(index=RAW_INDEX):
+        return []
+    query = {
+        "bool": {
+            "filter": [
+                {"terms": {"partition": partitions}},
+                {"term": {"on_active_path": True}},
+                {"terms": {"role": ["user", "assistant", "toolResult", "bashExecution"]}},
+            ]
+        }
+    }
+    return list(stored_sources(client, RAW_INDEX, query, fields=_MESSAGE_FIELDS).values())
+
+
+def read_summary_sources(client: Elasticsearch, query: dict[str, Any]) -> list[dict[str, Any]]:
+    """`memory-summary` documents (without vectors) matching `query`, each with its id."""
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return []
+    fields = ["summary", "tags", "priority", "session_id", "project", "established_at", "superseded_by"]
+    return [{**s, "doc_id": i} for i, s in stored_sources(client, SUMMARY_INDEX, query, fields=fields).items()]
+
+
+def supporting_memories(
+    client: Elasticsearch, project: str, vector: list[float], dims: int, min_cosine: float, before: str
+) -> list[dict[str, Any]]:
+    """Memories of `project` established before `before` whose vector is within `min_cosine` of `vector`."""
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return []
+    response = client.search(
+        index=SUMMARY_INDEX,
+        knn={
+            "field": vector_field(dims),
+            "query_vector": vector,
+            "k": 50,
+            "num_candidates": 200,
+            "similarity": min_cosine,  # the raw cosine, not the (1 + cos) / 2 score
+            "filter": {
+                "bool": {"filter": [{"term": {"project": project}}, {"range": {"established_at": {"lt": before}}}]}
+            },
+        },
+        source=["session_id", "established_at", "superseded_by"],
+        size=50,
+    )
+    return [{**hit["_source"], "doc_id": hit["_id"]} for hit in response["hits"]["hits"]]
+
+
+def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:
+    """Memory id -> the reflection that replaced it, for every replaced memory of a project."""
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return {}
+    query = {"bool": {"filter": [{"term": {"project": project}}, {"exists": {"field": "superseded_by"}}]}}
+    hits = stored_sources(client, SUMMARY_INDEX, query, fields=["superseded_by"])
+    return {doc_id: source["superseded_by"] for doc_id, source in hits.items()}
