@@ -1,4 +1,4 @@
-"""`python -m bench [runtime|ingest|summarize|recall ...] [--cold] [--no-slots]`: run benchmarks.
+"""`python -m bench [runtime|ingest|summarize|recall|reflect ...] [--cold] [--no-slots]`: run benchmarks.
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, recall, runtime, summarize
+from bench import ingest, recall, reflect, runtime, summarize
 
-BENCHMARKS = {"runtime": runtime.main, "ingest": ingest.main, "summarize": summarize.main, "recall": recall.main}
+BENCHMARKS = {
+    "runtime": runtime.main,
+    "ingest": ingest.main,
+    "summarize": summarize.main,
+    "recall": recall.main,
+    "reflect": reflect.main,
+}
 
 
 def main() -> None:

@@ -24,7 +24,6 @@ import httpx
 from dagster import DagsterInstance, materialize
 
 from bench.results_file import table, write_section
-from memory_pipeline.assets import ingest, recall
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.evaluate import load_queries, recall_at
@@ -47,7 +46,7 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 def main(argv: list[str]) -> None:
     shared = load_settings()
     shutil.rmtree(WORK, ignore_errors=True)
-    from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture
+    from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture
 
     copy_fixture("pi-mono-large-session.v1.jsonl", WORK / "s" / "a.jsonl", SESSION, DAY)
     settings = load_settings(
@@ -58,15 +57,7 @@ def main(argv: list[str]) -> None:
     with make_client(settings, request_timeout=300) as es:
         delete_days(es, PIPELINE_INDICES, [DAY, *SYNTH_DAYS])
         result = materialize(
-            [
-                ingest.session_files,
-                ingest.raw_messages,
-                ingest.turns,
-                ingest.memory_raw_index,
-                recall.turn_observations,
-                recall.embeddings,
-                recall.es_dense_vector,
-            ],
+            RECALL_ASSETS,
             resources=build_resources(settings),
             partition_key=DAY,
             instance=DagsterInstance.ephemeral(),

@@ -15,7 +15,7 @@ from typing import Any
 
 from dagster import DagsterInstance, materialize
 
-from memory_pipeline.assets import ingest, recall, reflect
+from memory_pipeline.assets import reflect
 from memory_pipeline.reflect.proposals import load_registry
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.resources import build_resources
@@ -26,15 +26,6 @@ from memory_pipeline.stores.summary_store import SummaryDoc, ensure_summary_indi
 
 CORPUS = Path(__file__).parent / "corpus" / "reflect"
 SECTION_KIND = {"Hard rules": "rules", "Gotchas": "failures", "Patterns": "misuse"}
-PREPARE_ASSETS = [
-    ingest.session_files,
-    ingest.raw_messages,
-    ingest.turns,
-    ingest.memory_raw_index,
-    recall.turn_observations,
-    recall.embeddings,
-    recall.es_dense_vector,
-]
 REFLECT_ASSETS = [reflect.reflections, reflect.review_proposals, reflect.rule_maturity]
 
 
@@ -73,8 +64,10 @@ def prepare(settings: Settings, days: list[str]) -> None:
             documents.append((doc.doc_id, doc.model_dump()))
         bulk_apply(client, SUMMARY_INDEX, documents)
         client.indices.refresh(index=SUMMARY_INDEX)
+    from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS
+
     result = materialize(
-        PREPARE_ASSETS, resources=build_resources(settings), instance=DagsterInstance.ephemeral(), tags=_range(days)
+        RECALL_ASSETS, resources=build_resources(settings), instance=DagsterInstance.ephemeral(), tags=_range(days)
     )
     assert result.success
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
-from memory_pipeline.assets import ingest
+from memory_pipeline.assets import ingest, recall
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
@@ -17,6 +17,8 @@ from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
 from memory_pipeline_tests.conftest import SHARED_SESSIONS
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
+# Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.
+RECALL_ASSETS = [*INGEST_ASSETS, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
 
 
 def copy_fixture(name: str, target: Path, session_id: str, day: str) -> Path:

@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, materialize
 
-from memory_pipeline.assets import ingest, recall
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import Filters, MemorySearch
 from memory_pipeline.search.briefing import briefing, estimate_tokens
@@ -18,24 +17,15 @@ from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days, run_metadata
+from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
-ASSETS = [
-    ingest.session_files,
-    ingest.raw_messages,
-    ingest.turns,
-    ingest.memory_raw_index,
-    recall.turn_observations,
-    recall.embeddings,
-    recall.es_dense_vector,
-]
 
 
 def _run(settings: Settings) -> tuple[dict, dict]:
     result = materialize(
-        ASSETS, resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral()
+        RECALL_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral()
     )
     assert result.success
     metadata, checks, _ = run_metadata(result)

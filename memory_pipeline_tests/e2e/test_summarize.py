@@ -8,19 +8,16 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, materialize
 
-from memory_pipeline.assets import ingest, reflect, summarize
+from memory_pipeline.assets import reflect, summarize
 from memory_pipeline.resources import LlamaResource, build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries
-from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, reset_days, run_metadata
+from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, copy_fixture, reset_days, run_metadata
 
 DAY = "2024-06-10"
 ASSETS = [
-    ingest.session_files,
-    ingest.raw_messages,
-    ingest.turns,
-    ingest.memory_raw_index,
+    *INGEST_ASSETS,
     summarize.llm_ideas,
     summarize.memory_summary_index,
     reflect.daily_log,

@@ -366,3 +366,19 @@ def test_friction_needs_several_sessions_and_proposes_concrete_lines() -> None:
         'add this line to AGENTS.md: "Before `edit`'
     )
     assert find_friction(rows, [], _words, min_sessions=4) == []
+
+
+# --- the synthetic corpus --------------------------------------------------------------------------
+
+
+def test_the_committed_corpus_is_what_its_script_generates() -> None:
+    from bench import make_reflect_corpus as make
+
+    sessions, memories, truth = make.build()
+    committed = [json.loads(line) for line in (make.OUT / "memories.jsonl").read_text().splitlines()]
+    assert [{k: v for k, v in m.items() if k != "project"} for m in committed] == memories
+    planted = json.loads((make.OUT / "truth.json").read_text())
+    assert planted["supersessions"] == truth["supersessions"] and planted["rules"] == truth["rules"]
+    for session in sessions:
+        path = make.OUT / "sessions" / planted["sessions"][session.id]
+        assert [json.loads(line) for line in path.read_text().splitlines()] == session.lines

@@ -105,3 +105,17 @@ def test_cli_config_masks_the_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(main, ["config"])
     assert result.exit_code == 0, result.output
     assert "very-secret" not in result.output and '"es_api_key": "***"' in result.output
+
+
+def test_maturity_and_auto_promotion_reach_the_reflect_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.resources import build_resources
+
+    policy = build_resources(load_settings())["reflect_policy"]
+    assert (policy.half_life_days, policy.auto_promote_min_sessions) == (90.0, 0)  # auto-promotion off
+    monkeypatch.setenv("MATURITY_HALF_LIFE_DAYS", "30")
+    monkeypatch.setenv("AUTO_PROMOTE_MIN_SESSIONS", "3")
+    policy = build_resources(load_settings())["reflect_policy"]
+    assert policy.maturity_policy().half_life_days == 30.0 and policy.auto_promote_min_sessions == 3
+    monkeypatch.setenv("MATURITY_HALF_LIFE_DAYS", "0")
+    with pytest.raises(ConfigError, match="MATURITY_HALF_LIFE_DAYS"):
+        load_settings()

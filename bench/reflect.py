@@ -1,0 +1,113 @@
+"""Reflect benchmark on the synthetic corpus: friction and supersession precision/recall, compression of reflections.
+
+`uv run python -m bench reflect` (regenerate the corpus first with `python bench/make_reflect_corpus.py` if its
+script changed). Runs the real assets against the configured servers (the local ones by default; set LLAMA_URL
+to judge another chat model on the same corpus), day by day as the daily schedule would, then the four weekly
+friction reports, then everything again to measure what a re-run costs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from bench import reflect_corpus as corpus
+from bench.results_file import table, write_section
+from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.llm import ChatClient
+
+WORK = Path(".state/bench-reflect")
+AS_OF = "2024-07-31"  # the corpus's days are then 5 to 30 days old: every age tier is present
+WEEKS = ["2024-07-01", "2024-07-08", "2024-07-15", "2024-07-22"]
+
+
+def main(argv: list[str]) -> None:
+    shared = load_settings()
+    shutil.rmtree(WORK, ignore_errors=True)
+    settings = load_settings(
+        sessions_dir=corpus.CORPUS / "sessions",
+        memory_pipeline_state_dir=WORK / "state",
+        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
+        memory_workspace=WORK / "memory",
+    )
+    truth = corpus.truth()
+    days = truth["days"]
+    corpus.prepare(settings, days)
+    with ChatClient(settings.chat_url, model=settings.llama_model) as chat:
+        model = chat.model_id()
+
+    begin = time.perf_counter()
+    runs = [corpus.run_reflect(settings, [day], AS_OF) for day in days]  # as the daily schedule does
+    first_seconds = time.perf_counter() - begin
+    friction = [corpus.run_friction(settings, week) for week in WEEKS]
+    begin = time.perf_counter()
+    rerun = corpus.run_reflect(settings, days, AS_OF)
+    rerun_seconds = time.perf_counter() - begin
+
+    reflections = [r.metadata["reflections"] for r in runs]
+    memories_in = sum(m["memories_in"] for m in reflections)
+    reflections_out = sum(m["reflections_out"] for m in reflections)
+    tiers: dict[str, list[int]] = {}
+    for m in reflections:
+        for tier, counts in m["by_tier"].items():
+            totals = tiers.setdefault(tier, [0, 0])
+            totals[0] += counts["memories"]
+            totals[1] += counts["reflections"]
+    calls = sum(m["llm_calls"] for m in reflections)
+    fallbacks: dict[str, int] = {}
+    for m in reflections:
+        for task, n in m["llm_fallbacks"].items():
+            fallbacks[task] = fallbacks.get(task, 0) + n
+    checks_ok = all(all(r.checks.values()) for r in runs)
+    friction_scores = corpus.score_friction(settings)
+    supersession = corpus.score_supersession(settings, days)
+    rerun_meta = rerun.metadata["reflections"]
+
+    def prf(score: dict) -> list[object]:
+        return [score["planted"], score["found"], f"{score['precision']:.2f}", f"{score['recall']:.2f}"]
+
+    body = f"""Synthetic corpus (`bench/make_reflect_corpus.py`): {len(truth["sessions"])} pi sessions over four weeks,
+{memories_in} planted memories; planted: {len(truth["rules"])} rules repeated across sessions, {len(truth["failures"])}
+recurring failures, {len(truth["misuse"])} kinds of tool misuse, {len(truth["supersessions"])} decisions replaced weeks
+later, plus related-but-compatible decisions, one-off rules and failures, and ordinary noise. Chat model `{model}`,
+embeddings from the local MiniLM server. Reflections run day by day (as the daily schedule does), ages counted from
+{AS_OF}; friction runs once per ISO week. A finding matches a planted item of its kind when it shares at least two of
+its sessions.
+
+Friction findings (proposals in REVIEW.md, all four weeks):
+
+{
+        table(
+            ["kind", "planted", "found", "precision", "recall"],
+            [
+                ["repeated rules", *prf(friction_scores["rules"])],
+                ["recurring failures", *prf(friction_scores["failures"])],
+                ["tool misuse", *prf(friction_scores["misuse"])],
+                ["all", *prf(friction_scores["all"])],
+            ],
+        )
+    }
+
+Supersession (`superseded_by` marks against the planted replaced decisions):
+
+{table(["planted", "found", "precision", "recall"], [prf(supersession)])}
+
+Compression of reflections (memories in / reflections out), by age tier:
+
+{
+        table(
+            ["tier", "memories", "reflections", "ratio"],
+            [[tier, n, r, f"{n / r:.2f}" if r else "-"] for tier, (n, r) in sorted(tiers.items())]
+            + [["all", memories_in, reflections_out, f"{memories_in / reflections_out:.2f}"]],
+        )
+    }
+
+- Friction findings per week ({", ".join(WEEKS)}): {", ".join(str(f["findings"]) for f in friction)}.
+- First pass over {len(days)} days: {first_seconds:.1f} s, {calls} LLM calls (fallbacks after a failed retry:
+  {fallbacks or "none"}); every reflection check passed: {checks_ok}.
+- Re-run of all days with nothing changed: {rerun_seconds:.1f} s = {rerun_seconds / first_seconds:.0%} of the first
+  pass, {rerun_meta["llm_calls"]} LLM calls, {rerun_meta["es_written"]} reflection writes.
+"""
+    write_section("Reflect", "uv run python -m bench reflect", body)
+    print(body)
