@@ -24,6 +24,13 @@ OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "turn_id": pl.String,
     "established_at": pl.String,
 }
+
+
+def observation_id(session_id: str, turn_id: str) -> str:
+    """A turn's observation id: the citation for anything learned from that turn."""
+    return f"obs_{session_id}_{turn_id}"
+
+
 _PATH_KEYS = ("path", "file", "file_path", "filePath", "filename")
 
 
@@ -73,7 +80,7 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         started = turn["started_at"] or turn["session_started_at"]
         rows.append(
             {
-                "doc_id": f"obs_{turn['session_id']}_{turn['turn_id']}",
+                "doc_id": observation_id(turn["session_id"], turn["turn_id"]),
                 "kind": "observation",
                 "summary": " ".join(parts),
                 "tags": list(dict.fromkeys(["turn", *turn["tool_names"]])),

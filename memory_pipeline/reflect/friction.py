@@ -9,7 +9,8 @@ Three kinds of finding, each needing evidence from at least `min_sessions` diffe
 - tool-misuse: tool calls that fail for how they were made (edit text not in the file, paths that do not
   exist, invalid arguments) or use bash for what a tool does (cat/sed -i on files).
 
-Each finding carries a one-line rule for AGENTS.md with its sessions and message/memory ids as evidence.
+Each finding carries a one-line rule for AGENTS.md with its sessions, and as evidence the ids of the turn
+observations (and memories) it came from, which `memory-pipeline show` opens.
 Pure functions over rows read from Elasticsearch; the embedder is passed in.
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.reflect.proposals import rule_line
 from memory_pipeline.reflect.similarity import clusters, medoid
 
@@ -73,7 +75,7 @@ class Event:
     """One piece of evidence: a statement, a failing call, a misused tool."""
 
     session_id: str
-    evidence_id: str  # a memory-raw message id or a memory-summary id
+    evidence_id: str  # the turn's observation id (`memory-pipeline show` opens the turn) or a memory id
     text: str
     tool: str = ""
     command: str = ""
@@ -133,7 +135,9 @@ def rule_statements(messages: Sequence[dict[str, Any]], memories: Sequence[dict[
             sentence = sentence.strip()
             if sentence.endswith("?") or not 3 <= len(sentence.split()) <= 40 or not _RULE_CUE.search(sentence):
                 continue
-            events.append(Event(message["session_id"], message["doc_id"], sentence))
+            events.append(
+                Event(message["session_id"], observation_id(message["session_id"], message["turn_id"]), sentence)
+            )
     for memory in memories:
         if memory.get("priority") == "high" and any(_RULE_TAGS.search(t) for t in memory.get("tags") or []):
             events.append(Event(memory["session_id"], memory["doc_id"], rule_line(memory["summary"], "Hard rules")))
@@ -157,7 +161,13 @@ def tool_events(messages: Sequence[dict[str, Any]]) -> tuple[list[Event], list[E
     failures, misuses = [], []
     for position, (message, tool, arguments) in enumerate(results):
         command = str(arguments.get("command") or arguments.get("path") or "")
-        base = Event(message["session_id"], message["doc_id"], "", tool=tool, command=command)
+        base = Event(
+            message["session_id"],
+            observation_id(message["session_id"], message["turn_id"]),
+            "",
+            tool=tool,
+            command=command,
+        )
         if tool == "bash":
             bash_misuse = next((c for c in _BASH_MISUSE if MISUSE[c][0].search(command)), "")
             if bash_misuse:

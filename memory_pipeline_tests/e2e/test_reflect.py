@@ -147,6 +147,12 @@ def test_friction_finds_the_planted_repeats_as_agents_md_lines(world: dict) -> N
     assert all(e.rule.startswith('add this line to AGENTS.md: "') and len(e.sessions) >= 2 for e in fixes)
     db = next(e for e in fixes if "make migrate" in e.rule)
     assert "run `docker compose up -d db && make migrate` instead" in db.rule
+    # The evidence ids are turn observations: citations search opens (layer 3) with the failing turn.
+    settings = world["settings"]
+    with make_client(settings) as client, EmbeddingsClient(settings.embeddings_url) as embedder:
+        [record, *_] = MemorySearch(client, embedder).detail(db.evidence_ids[:1])
+    assert record["kind"] == "observation" and record["session_id"] in TRUTH["failures"]["fail-db-down"]
+    assert any("Connection refused" in (m.get("content") or "") for m in record["source_turn"])
     report = (world["folder"] / "friction" / "2024-07-08.md").read_text()
     assert "## Failures that keep coming back" in report and "make migrate" in report
 
