@@ -14,7 +14,10 @@ from pathlib import Path
 
 from bench import reflect_corpus as corpus
 from bench.results_file import table, write_section
+from memory_pipeline.assets import reflect as reflect_assets
 from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
+from memory_pipeline.stores.indices import REFLECTION_INDEX
 from memory_pipeline.stores.llm import ChatClient
 
 WORK = Path(".state/bench-reflect")
@@ -64,6 +67,12 @@ def main(argv: list[str]) -> None:
     supersession = corpus.score_supersession(settings, days)
     rerun_meta = rerun.metadata["reflections"]
 
+    # The same memories reflected in weekly windows (window_days=7), from scratch.
+    with make_client(settings) as client:
+        delete_days(client, [REFLECTION_INDEX], days)
+    weekly = corpus.run_reflect(settings, days, AS_OF, [reflect_assets.reflections], window_days=7)
+    weekly_meta = weekly.metadata["reflections"]
+
     def prf(score: dict) -> list[object]:
         return [score["planted"], score["found"], f"{score['precision']:.2f}", f"{score['recall']:.2f}"]
 
@@ -103,6 +112,9 @@ Compression of reflections (memories in / reflections out), by age tier:
         )
     }
 
+- Weekly windows (`window_days: 7`) on the same memories: {weekly_meta["memories_in"]} memories ->
+  {weekly_meta["reflections_out"]} reflections = {weekly_meta["compression_ratio"]:.2f}
+  ({weekly_meta["merged"]} merged, {weekly_meta["digests"]} digests).
 - Friction findings per week ({", ".join(WEEKS)}): {", ".join(str(f["findings"]) for f in friction)}.
 - First pass over {len(days)} days: {first_seconds:.1f} s, {calls} LLM calls (fallbacks after a failed retry:
   {fallbacks or "none"}); every reflection check passed: {checks_ok}.

@@ -18,7 +18,7 @@ from dagster import DagsterInstance, materialize
 from memory_pipeline.assets import reflect
 from memory_pipeline.reflect.proposals import load_registry
 from memory_pipeline.reflect.workspace import project_dir
-from memory_pipeline.resources import build_resources
+from memory_pipeline.resources import ReflectPolicyResource, build_resources
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
 from memory_pipeline.stores.indices import PIPELINE_INDICES, REFLECTION_INDEX, SUMMARY_INDEX
@@ -78,15 +78,21 @@ class ReflectRun:
     checks: dict[str, bool]
 
 
-def run_reflect(settings: Settings, days: list[str], as_of: str, assets: list | None = None) -> ReflectRun:
-    """The daily reflect assets (or some of them) as one run over these days, ages counted from `as_of`."""
+def run_reflect(
+    settings: Settings, days: list[str], as_of: str, assets: list | None = None, **policy: object
+) -> ReflectRun:
+    """The daily reflect assets (or some of them) as one run over these days, ages counted from `as_of`;
+    `policy` overrides fields of the reflect_policy resource (window_days=7, ...)."""
     from memory_pipeline_tests.e2e.ingest_helpers import run_metadata
 
     assets = assets or REFLECT_ASSETS
     config = {"ops": {"reflections": {"config": {"as_of": as_of}}}} if reflect.reflections in assets else None
+    resources = build_resources(settings)
+    if policy:
+        resources["reflect_policy"] = ReflectPolicyResource(**{**resources["reflect_policy"].model_dump(), **policy})
     result = materialize(
         assets,
-        resources=build_resources(settings),
+        resources=resources,
         instance=DagsterInstance.ephemeral(),
         tags=_range(days),
         run_config=config,

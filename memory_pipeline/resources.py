@@ -80,6 +80,7 @@ class MemoryWorkspaceResource(ConfigurableResource):
 class ReflectPolicyResource(ConfigurableResource):
     """How reflection condenses and judges: similarity thresholds, age tiers, maturity, auto-promotion."""
 
+    window_days: int = Field(1, ge=1, description="Days reflected together (7 = ISO weeks); daily by default.")
     merge_threshold: float = Field(0.88, description="Cosine at which two memories are near-duplicates.")
     related_threshold: float = Field(0.55, description="Cosine at which a newer memory may replace an older.")
     recent_days: int = Field(7, description="Windows younger than this keep every memory verbatim.")
@@ -94,6 +95,7 @@ class ReflectPolicyResource(ConfigurableResource):
 
     def reflect_policy(self) -> ReflectPolicy:
         return ReflectPolicy(
+            window_days=self.window_days,
             merge_threshold=self.merge_threshold,
             related_threshold=self.related_threshold,
             recent_days=self.recent_days,

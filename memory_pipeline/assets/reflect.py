@@ -22,7 +22,7 @@ from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.partitions import daily_assets, session_weeks
-from memory_pipeline.reflect.condense import Condenser, as_datetime, reflect_windows
+from memory_pipeline.reflect.condense import Condenser, as_datetime, group_windows, reflect_windows
 from memory_pipeline.reflect.friction import find_friction, render_report
 from memory_pipeline.reflect.maturity import Support, maturity, promoted_ids, write_levels
 from memory_pipeline.reflect.models import Memory, Reflection
@@ -117,25 +117,25 @@ def reflections(
     embedder: EmbeddingsResource,
     reflect_policy: ReflectPolicyResource,
 ) -> MaterializeResult:
-    """`memory-reflections`: per project and day, the memories condensed — near-duplicates merged with all
-    their sources, older days compressed harder, and decisions replaced by later ones marked superseded (both
-    kept). Every reflection keeps the ids of the memories it came from."""
+    """`memory-reflections`: per project and window (a day by default), the memories condensed — near-duplicates
+    merged with all their sources, older windows compressed harder, and decisions replaced by later ones marked
+    superseded (both kept). Every reflection keeps the ids of the memories it came from."""
     keys = context.partition_keys
     policy = reflect_policy.reflect_policy()
+    # A window longer than a day is reflected whole, from every day of it, whichever of its days ran.
+    starts, days = policy.window_days_of(keys)
     as_of = _as_of(config.as_of, keys)
     begin = time.perf_counter()
     with embedder.get_client() as embed_client, es.get_client() as client, llm.get_client() as chat:
         dims = embed_client.dimensions()
-        memories, missing = read_memories(client, keys, dims)
+        memories, missing = read_memories(client, days, dims)
         if missing:
             raise Failure(
-                f"{missing} memories of {keys[0]}..{keys[-1]} have no vector_{dims}: materialise es_dense_vector first"
+                f"{missing} memories of {days[0]}..{days[-1]} have no vector_{dims}: materialise es_dense_vector first"
             )
-        windows: dict[tuple[str, str], list[Memory]] = defaultdict(list)
-        for memory in memories:
-            windows[(memory.project, memory.partition)].append(memory)
+        windows = group_windows(memories, policy)
         stored: dict[tuple[str, str], list[Reflection]] = defaultdict(list)
-        for reflection in read_reflections(client, {"terms": {"partition": keys}}, dims):
+        for reflection in read_reflections(client, {"terms": {"partition": starts}}, dims):
             stored[(reflection.project, reflection.partition)].append(reflection)
             windows.setdefault((reflection.project, reflection.partition), [])
         if config.rebuild:
@@ -143,7 +143,7 @@ def reflections(
         projects = sorted({project for project, _ in windows})
         earlier_query = {
             "bool": {
-                "filter": [{"terms": {"project": projects}}, {"range": {"partition": {"lt": min(keys)}}}],
+                "filter": [{"terms": {"project": projects}}, {"range": {"partition": {"lt": starts[0]}}}],
                 "must_not": [{"exists": {"field": "superseded_by"}}],
             }
         }
@@ -156,7 +156,7 @@ def reflections(
         recomputed = [(r.project, r.partition) for r in results if not r.reused]
         supersessions = [s for result in results for s in result.supersessions]
         counts = sync_reflections(client, fresh, recomputed, supersessions, dims)
-        check_results = _reflection_checks(client, keys, memories, dims)
+        check_results = _reflection_checks(client, starts, memories, dims)
     seconds = time.perf_counter() - begin
     computed = [r for r in results if not r.reused]
     memories_in = sum(r.memories for r in computed)
@@ -197,8 +197,8 @@ def reflections(
     )
 
 
-def _reflection_checks(client, keys: list[str], memories: list[Memory], dims: int) -> list[AssetCheckResult]:  # noqa: ANN001
-    stored = read_reflections(client, {"terms": {"partition": keys}}, dims)
+def _reflection_checks(client, starts: list[str], memories: list[Memory], dims: int) -> list[AssetCheckResult]:  # noqa: ANN001
+    stored = read_reflections(client, {"terms": {"partition": starts}}, dims)
     counted: dict[str, int] = defaultdict(int)
     for reflection in stored:
         for source in reflection.source_ids:
@@ -237,9 +237,10 @@ def review_proposals(
     `p-YYYYMMDD-NNN` id and its evidence; never written into MEMORY.md without a human (or auto-promotion,
     off by default)."""
     keys = context.partition_keys
+    starts, _ = reflect_policy.reflect_policy().window_days_of(keys)
     with embedder.get_client() as embed_client, es.get_client() as client:
         dims = embed_client.dimensions()
-        stored = read_reflections(client, {"terms": {"partition": keys}}, dims)
+        stored = read_reflections(client, {"terms": {"partition": starts}}, dims)
         by_project: dict[str, list[Reflection]] = defaultdict(list)
         for reflection in stored:
             by_project[reflection.project].append(reflection)

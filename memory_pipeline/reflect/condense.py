@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -47,8 +47,12 @@ _CHANGE_CUE = re.compile(
 )
 
 
+WINDOW_EPOCH = date(2024, 1, 1)  # the first session day (a Monday): windows of 7 days are ISO weeks
+
+
 @dataclass(frozen=True)
 class ReflectPolicy:
+    window_days: int = 1
     merge_threshold: float = 0.88
     related_threshold: float = 0.55
     candidates_per_memory: int = 3
@@ -56,6 +60,21 @@ class ReflectPolicy:
     old_days: int = 30
     older_words: int = 25
     old_words: int = 15
+
+    def window_of(self, day: str) -> str:
+        """The first day of the window a session day belongs to (the day itself for daily windows)."""
+        offset = (date.fromisoformat(day) - WINDOW_EPOCH).days // self.window_days * self.window_days
+        return (WINDOW_EPOCH + timedelta(days=offset)).isoformat()
+
+    def window_days_of(self, days: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(window starts, every day of those windows) for the days of a run."""
+        starts = sorted({self.window_of(day) for day in days})
+        covered = [
+            (date.fromisoformat(start) + timedelta(days=i)).isoformat()
+            for start in starts
+            for i in range(self.window_days)
+        ]
+        return starts, covered
 
     def tier(self, partition: str, as_of: date) -> Tier:
         age = (as_of - date.fromisoformat(partition)).days
@@ -308,6 +327,14 @@ class WindowResult:
     supersessions: list[Supersession]
     window_hash: str
     reused: bool = False
+
+
+def group_windows(memories: Sequence[Memory], policy: ReflectPolicy) -> dict[tuple[str, str], list[Memory]]:
+    """Memories by (project, window start)."""
+    windows: dict[tuple[str, str], list[Memory]] = {}
+    for memory in memories:
+        windows.setdefault((memory.project, policy.window_of(memory.partition)), []).append(memory)
+    return windows
 
 
 def reflect_windows(

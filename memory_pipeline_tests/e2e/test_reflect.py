@@ -22,7 +22,7 @@ from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.briefing import briefing
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline.stores.elasticsearch import make_client, stored_sources
+from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
 
@@ -168,3 +168,20 @@ def test_rerunning_changes_nothing_and_calls_no_llm(world: dict) -> None:
     before = Path(world["folder"] / "friction" / "2024-07-08.md").read_text()
     assert corpus.run_friction(settings, "2024-07-08")["findings"] == world["friction"][1]["findings"]
     assert (world["folder"] / "friction" / "2024-07-08.md").read_text() == before
+
+
+def test_weekly_windows_condense_a_week_as_one(world: dict) -> None:
+    """Last in this module (it replaces the daily reflections the tests above read)."""
+    settings: Settings = world["settings"]
+    with make_client(settings) as client:
+        delete_days(client, [REFLECTION_INDEX], DAYS)
+    week = [d for d in DAYS if "2024-07-08" <= d <= "2024-07-14"]
+    run = corpus.run_reflect(settings, week[2:3], AS_OF, [reflect.reflections], window_days=7)
+    metadata = run.metadata["reflections"]
+    # One day of the week ran, the whole week was reflected, into reflections keyed by the week's Monday.
+    assert metadata["memories_in"] == len(corpus.planted_memories(week)) and run.checks
+    assert all(run.checks.values())
+    with make_client(settings) as client:
+        stored = stored_sources(client, REFLECTION_INDEX, {"terms": {"partition": DAYS}})
+    assert {doc["partition"] for doc in stored.values()} == {"2024-07-08"}
+    assert metadata["merged"] >= 1 and metadata["compression_ratio"] > 1.5

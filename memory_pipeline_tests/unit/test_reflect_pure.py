@@ -16,6 +16,7 @@ from memory_pipeline.reflect.condense import (
     ReflectPolicy,
     condense_window,
     find_supersessions,
+    group_windows,
     reflect_windows,
 )
 from memory_pipeline.reflect.friction import error_line, find_friction, normalise_error, rule_statements, tool_events
@@ -382,3 +383,21 @@ def test_the_committed_corpus_is_what_its_script_generates() -> None:
     for session in sessions:
         path = make.OUT / "sessions" / planted["sessions"][session.id]
         assert [json.loads(line) for line in path.read_text().splitlines()] == session.lines
+
+
+def test_windows_are_single_days_by_default_and_aligned_blocks_otherwise() -> None:
+    daily, weekly = ReflectPolicy(), ReflectPolicy(window_days=7)
+    assert daily.window_of("2024-07-17") == "2024-07-17"
+    assert weekly.window_of("2024-07-17") == "2024-07-15" and weekly.window_of("2024-07-21") == "2024-07-15"
+    starts, days = weekly.window_days_of(["2024-07-17", "2024-07-22"])
+    assert starts == ["2024-07-15", "2024-07-22"] and len(days) == 14 and days[0] == "2024-07-15"
+    memories = [
+        _memory("m1", "A.", _unit(1, 0), day="2024-07-15"),
+        _memory("m2", "B.", _unit(0, 1), day="2024-07-19"),
+        _memory("m3", "C.", _unit(1, 1), day="2024-07-22"),
+    ]
+    assert {k: [m.doc_id for m in v] for k, v in group_windows(memories, weekly).items()} == {
+        ("/p", "2024-07-15"): ["m1", "m2"],
+        ("/p", "2024-07-22"): ["m3"],
+    }
+    assert len(group_windows(memories, daily)) == 3
