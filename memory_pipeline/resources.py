@@ -81,17 +81,23 @@ class ReflectPolicyResource(ConfigurableResource):
     """How reflection condenses and judges: similarity thresholds, age tiers, maturity, auto-promotion."""
 
     window_days: int = Field(1, ge=1, description="Days reflected together (7 = ISO weeks); daily by default.")
-    merge_threshold: float = Field(0.88, description="Cosine at which two memories are near-duplicates.")
-    related_threshold: float = Field(0.55, description="Cosine at which a newer memory may replace an older.")
-    recent_days: int = Field(7, description="Windows younger than this keep every memory verbatim.")
-    old_days: int = Field(30, description="Windows older than this keep only high priority, compressed hardest.")
-    half_life_days: float = Field(90.0, description="Evidence for a rule counts half after this many days.")
-    established_at: float = Field(3.0, description="Decayed session evidence for `established`.")
-    proven_at: float = Field(6.0, description="Decayed session evidence for `proven`.")
-    proposal_same_threshold: float = Field(0.8, description="Cosine at which a candidate is a known proposal.")
-    support_threshold: float = Field(0.75, description="Cosine at which a memory supports a promoted rule.")
-    auto_promote_min_sessions: int = Field(0, description="Promote without review at this many sessions; 0 = off.")
-    friction_min_sessions: int = Field(2, description="Sessions a friction finding needs.")
+    merge_threshold: float = Field(0.88, ge=0, le=1, description="Cosine at which two memories are near-duplicates.")
+    related_threshold: float = Field(
+        0.55, ge=0, le=1, description="Cosine at which a newer memory may replace an older."
+    )
+    recent_days: int = Field(7, ge=0, description="Windows younger than this keep every memory verbatim.")
+    old_days: int = Field(30, ge=0, description="Windows older than this keep only high priority, compressed hardest.")
+    half_life_days: float = Field(90.0, gt=0, description="Evidence for a rule counts half after this many days.")
+    established_at: float = Field(3.0, gt=0, description="Decayed session evidence for `established`.")
+    proven_at: float = Field(6.0, gt=0, description="Decayed session evidence for `proven`.")
+    proposal_same_threshold: float = Field(
+        0.8, ge=0, le=1, description="Cosine at which a candidate is a known proposal."
+    )
+    support_threshold: float = Field(0.75, ge=0, le=1, description="Cosine at which a memory supports a promoted rule.")
+    auto_promote_min_sessions: int = Field(
+        0, ge=0, description="Promote without review at this many sessions; 0 = off."
+    )
+    friction_min_sessions: int = Field(2, ge=1, description="Sessions a friction finding needs.")
 
     def reflect_policy(self) -> ReflectPolicy:
         return ReflectPolicy(

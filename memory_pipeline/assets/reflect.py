@@ -18,13 +18,14 @@ from dagster import (
     asset,
 )
 from dagster_elasticsearch import ElasticsearchResource
+from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.partitions import daily_assets, session_weeks
-from memory_pipeline.reflect.condense import Condenser, as_datetime, group_windows, reflect_windows
+from memory_pipeline.reflect.condense import Condenser, group_windows, reflect_windows
 from memory_pipeline.reflect.friction import find_friction, render_report
-from memory_pipeline.reflect.maturity import Support, maturity, promoted_ids, write_levels
+from memory_pipeline.reflect.maturity import maturity, promoted_ids, proposal_day, rule_support, write_levels
 from memory_pipeline.reflect.models import Memory, Reflection
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, from_reflections, load_registry, stage
 from memory_pipeline.reflect.review import apply_review
@@ -40,6 +41,7 @@ from memory_pipeline.stores.reflect_store import (
     read_messages,
     read_reflections,
     read_summary_sources,
+    reflection_sources,
     superseded_memories,
     supporting_memories,
     sync_reflections,
@@ -197,7 +199,9 @@ def reflections(
     )
 
 
-def _reflection_checks(client, starts: list[str], memories: list[Memory], dims: int) -> list[AssetCheckResult]:  # noqa: ANN001
+def _reflection_checks(
+    client: Elasticsearch, starts: list[str], memories: list[Memory], dims: int
+) -> list[AssetCheckResult]:
     stored = read_reflections(client, {"terms": {"partition": starts}}, dims)
     counted: dict[str, int] = defaultdict(int)
     for reflection in stored:
@@ -309,11 +313,9 @@ def rule_maturity(
                     client, entry.project, entry.vector, dims, reflect_policy.support_threshold, as_of.isoformat()
                 )
                 own = read_summary_sources(client, {"ids": {"values": entry.evidence_ids}})
-                support = [Support(h["session_id"], as_datetime(h["established_at"])) for h in [*hits, *own]]
-                proposed = datetime.strptime(pid[2:10], "%Y%m%d").replace(tzinfo=UTC)
-                seen = {s.session_id for s in support}
-                support += [Support(s, proposed) for s in entry.sessions if s not in seen]
                 contradicted = next((h["superseded_by"] for h in [*own, *hits] if h.get("superseded_by")), None)
+                against = reflection_sources(client, contradicted) if contradicted else set()
+                support = rule_support([*hits, *own], entry.sessions, proposal_day(pid), against)
                 levels[pid] = maturity(support, as_of, policy, contradicted)
                 levels_by_name[levels[pid].level] += 1
             updated = write_levels(text, levels)

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -367,7 +367,3 @@ def reflect_windows(
         history.extend(reflections)
         results.append(WindowResult(partition, project, tier, len(memories), reflections, supersessions, digest))
     return results
-
-
-def as_datetime(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

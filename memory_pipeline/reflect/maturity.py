@@ -10,9 +10,12 @@ its id comment; the rule's own words, and anything else a human wrote, are left 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_pipeline.reflect.models import as_datetime
 
 LEVELS = ("candidate", "established", "proven")
 _MARKER = re.compile(r"\s*_\((?:candidate|established|proven)[^)]*\)_")
@@ -62,6 +65,23 @@ def maturity(
         rank = max(rank - 1, 0)
     sessions = len({s.session_id for s in support if s.established_at <= as_of})
     return Maturity(LEVELS[rank], round(value, 3), sessions, contradicted_by)
+
+
+def proposal_day(proposal_id: str) -> datetime:
+    """The day a proposal was made, from its id (`p-YYYYMMDD-NNN`)."""
+    return datetime.strptime(proposal_id[2:10], "%Y%m%d").replace(tzinfo=UTC)
+
+
+def rule_support(
+    memories: Sequence[Mapping[str, Any]], sessions: Sequence[str], proposed: datetime, against: set[str]
+) -> list[Support]:
+    """A rule's evidence: the memories that support it (minus `against`, the memories of whatever replaced it:
+    similar, but evidence against it), and the sessions its proposal came from, dated by the proposal."""
+    support = [
+        Support(m["session_id"], as_datetime(m["established_at"])) for m in memories if m["doc_id"] not in against
+    ]
+    seen = {s.session_id for s in support}
+    return support + [Support(s, proposed) for s in sessions if s not in seen]
 
 
 def write_levels(memory: str, levels: dict[str, Maturity]) -> str:

@@ -19,6 +19,11 @@ _SECTION_TAGS = [
 ]
 
 
+def as_datetime(value: str) -> datetime:
+    """An Elasticsearch date string as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
 def section_for(tags: Sequence[str]) -> str:
     text = " ".join(tags)
     return next((section for section, pattern in _SECTION_TAGS if pattern.search(text)), "Patterns")

@@ -169,3 +169,11 @@ def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:
     query = {"bool": {"filter": [{"term": {"project": project}}, {"exists": {"field": "superseded_by"}}]}}
     hits = stored_sources(client, SUMMARY_INDEX, query, fields=["superseded_by"])
     return {doc_id: source["superseded_by"] for doc_id, source in hits.items()}
+
+
+def reflection_sources(client: Elasticsearch, reflection_id: str) -> set[str]:
+    """The memory ids a reflection came from (empty if it no longer exists)."""
+    if not client.indices.exists(index=REFLECTION_INDEX):
+        return set()
+    hits = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": [reflection_id]}}, fields=["source_ids"])
+    return {memory_id for source in hits.values() for memory_id in source.get("source_ids", [])}

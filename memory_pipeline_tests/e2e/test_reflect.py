@@ -9,6 +9,7 @@ LLM-judged parts are the ones the local 0.5B model meets with margin; the determ
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +169,25 @@ def test_rerunning_changes_nothing_and_calls_no_llm(world: dict) -> None:
     before = Path(world["folder"] / "friction" / "2024-07-08.md").read_text()
     assert corpus.run_friction(settings, "2024-07-08")["findings"] == world["friction"][1]["findings"]
     assert (world["folder"] / "friction" / "2024-07-08.md").read_text() == before
+
+
+def test_auto_promotion_promotes_well_evidenced_proposals_when_switched_on(world: dict, tmp_path: Path) -> None:
+    settings: Settings = world["settings"]
+    copy = tmp_path / "memory"
+    shutil.copytree(settings.memory_workspace, copy)
+    folder = project_dir(copy, TRUTH["project"])
+    waiting = {p.id: p for p in parse_review((folder / "REVIEW.md").read_text()) if p.mark == " "}
+    registry = load_registry(folder)
+    backed = sorted(pid for pid in waiting if len(registry[pid].sessions) >= 3)
+    assert backed  # the friction fixes have three sessions each
+    mine = load_settings(**{**settings.model_dump(), "memory_workspace": copy})
+    run = corpus.run_reflect(mine, DAYS, AS_OF, [reflect.review_proposals], auto_promote_min_sessions=3)
+    assert run.metadata["review_proposals"]["auto_promoted"] == len(backed)
+    memory = (folder / "MEMORY.md").read_text()
+    assert all(f"<!-- {pid} -->" in memory for pid in backed)
+    assert not {p.id for p in parse_review((folder / "REVIEW.md").read_text())} & set(backed)
+    # Off by default: the same run on the original workspace promoted nothing (see the rerun test).
+    assert world["later"].metadata["review_proposals"]["auto_promoted"] == 0
 
 
 def test_weekly_windows_condense_a_week_as_one(world: dict) -> None:

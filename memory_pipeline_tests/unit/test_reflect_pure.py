@@ -20,7 +20,15 @@ from memory_pipeline.reflect.condense import (
     reflect_windows,
 )
 from memory_pipeline.reflect.friction import error_line, find_friction, normalise_error, rule_statements, tool_events
-from memory_pipeline.reflect.maturity import MaturityPolicy, Support, maturity, score, write_levels
+from memory_pipeline.reflect.maturity import (
+    MaturityPolicy,
+    Support,
+    maturity,
+    proposal_day,
+    rule_support,
+    score,
+    write_levels,
+)
 from memory_pipeline.reflect.models import Memory
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, load_registry, stage
 from memory_pipeline.reflect.review import apply_review, parse_review
@@ -290,6 +298,17 @@ def test_levels_rise_with_sessions_decay_with_time_and_drop_on_contradiction() -
     assert maturity(old, NOW, policy).level == "candidate"
     demoted = maturity(sessions, NOW, policy, contradicted_by="r-123")
     assert demoted.level == "established" and "contradicted by r-123" in demoted.marker
+
+
+def test_support_leaves_out_what_replaced_the_rule_and_dates_proposal_sessions_by_the_proposal() -> None:
+    memories = [
+        {"doc_id": "m1", "session_id": "s1", "established_at": "2024-07-01T09:00:00Z"},
+        {"doc_id": "m2", "session_id": "s2", "established_at": "2024-07-20T09:00:00.000Z"},
+    ]
+    proposed = proposal_day("p-20240705-001")
+    assert proposed == datetime(2024, 7, 5, tzinfo=UTC)
+    support = rule_support(memories, ["s1", "s3"], proposed, against={"m2"})
+    assert support == [Support("s1", datetime(2024, 7, 1, 9, tzinfo=UTC)), Support("s3", proposed)]
 
 
 def test_levels_are_written_on_the_rule_line_and_nothing_else_changes() -> None:
