@@ -327,7 +327,104 @@ def build() -> tuple[list[Session], list[dict], dict]:
             turn = session.user("Next small thing.")
             session.assistant(summary)
             memories.append(memory(session, turn, f"{summary} (session {s + 1})", priority, tags, "noise"))
+    plant_held_out(rng, sessions, memories, truth, week)
     return sessions, memories, truth
+
+
+# --- held out ------------------------------------------------------------------------------------
+# Written after the reflect stage's heuristics (change words, restatement words, thresholds) were settled on the
+# items above, and never used to tune them: the benchmark reports them apart, as the honest figure.
+
+HELD_OUT_RULES = {
+    "rule-type-hints": [
+        "Add type hints to every new function.",
+        "All new functions need type annotations, please.",
+        "Once more: annotate the types on new functions.",
+    ],
+}
+HELD_OUT_FAILURES = {
+    "fail-port-taken": {
+        "command": "docker compose up -d",
+        "error": "Error response from daemon: driver failed programming external connectivity on endpoint db: "
+        "Bind for 0.0.0.0:5432 failed: port is already allocated",
+        "fix": "docker compose down && docker compose up -d",
+    },
+}
+HELD_OUT_MISUSE = {
+    "misuse-invalid-arguments": (
+        "write",
+        lambda p: {"path": p},
+        lambda p: "Validation failed for tool \"write\": content: must have required property 'content'",
+    ),
+}
+HELD_OUT_CONTRADICTIONS = [
+    (
+        "We deploy with GitHub Actions to Fly.io.",
+        "Deployment moved off Fly.io; GitHub Actions now ships the container to AWS ECS.",
+    ),
+    (
+        "Money amounts are stored as floats in the orders table.",
+        "Money amounts are stored as integer cents, because floats caused rounding errors in totals.",
+    ),
+    (
+        "Feature flags are read from environment variables.",
+        "Feature flags come from LaunchDarkly instead of environment variables.",
+    ),
+    (
+        "Frontend state lives in a Redux store.",
+        "We dropped Redux; frontend state now lives in React Query and component state.",
+    ),
+]
+HELD_OUT_COMPATIBLE = [
+    "The Fly.io machines run in the ams region.",
+    "Order totals include VAT.",
+    "Feature flag names use kebab-case.",
+    "Redux DevTools are enabled only in development builds.",
+]
+
+
+def plant_held_out(rng: random.Random, sessions: list[Session], memories: list[dict], truth: dict, week) -> None:  # noqa: ANN001
+    held: dict = {"rules": {}, "failures": {}, "misuse": {}, "supersessions": [], "compatible": []}
+    for key, statements in HELD_OUT_RULES.items():
+        for statement, session in zip(statements, rng.sample(week(3), len(statements)), strict=True):
+            turn = session.user(statement)
+            session.assistant("Will do.")
+            memories.append(
+                memory(session, turn, f'The user stated "{statement}"', "high", ["user-rule", "typing"], key)
+            )
+            held["rules"].setdefault(key, []).append(session.id)
+    for key, failure in HELD_OUT_FAILURES.items():
+        for session in rng.sample(week(0), 2):
+            session.user("Start the stack.")
+            session.tool(
+                "bash", {"command": failure["command"]}, failure["error"] + "\n\nCommand exited with code 1", True
+            )
+            session.tool("bash", {"command": failure["fix"]}, "ok", False)
+            held["failures"].setdefault(key, []).append(session.id)
+    for key, (tool, arguments, error) in HELD_OUT_MISUSE.items():
+        for session in rng.sample(week(1), 2):
+            path = rng.choice(FILES)
+            session.user(f"Create a new version of {path}.")
+            session.tool(tool, arguments(path), error(path), True)
+            held["misuse"].setdefault(key, []).append(session.id)
+    for c, (old, new) in enumerate(HELD_OUT_CONTRADICTIONS):
+        first, later = sessions[9 + c * 2], sessions[31 + c * 2]
+        ids = []
+        for session, text in ((first, old), (later, new)):
+            turn = session.user(f"For the record: {text}")
+            session.assistant("Noted.")
+            record = memory(session, turn, text, "high", ["decision", "architecture"], f"held-out-contradiction-{c}")
+            memories.append(record)
+            ids.append(record["doc_id"])
+        held["supersessions"].append({"old": ids[0], "new": ids[1]})
+        session = sessions[18 + c * 2]
+        turn = session.user(f"Note: {HELD_OUT_COMPATIBLE[c]}")
+        session.assistant("Noted.")
+        record = memory(session, turn, HELD_OUT_COMPATIBLE[c], "high", ["decision", "architecture"],
+                        f"held-out-compatible-{c}")  # fmt: skip
+        memories.append(record)
+        held["compatible"].append(record["doc_id"])
+    truth["held_out"] = held
 
 
 def main() -> None:

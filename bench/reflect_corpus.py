@@ -112,41 +112,56 @@ def run_friction(settings: Settings, week: str) -> dict[str, Any]:
     return {k: v.value for k, v in event.materialization.metadata.items()}
 
 
-def _prf(matched_found: int, found: int, matched_truth: int, planted: int) -> dict[str, float | int]:
-    return {
-        "found": found,
-        "planted": planted,
-        "precision": round(matched_found / found, 3) if found else 0.0,
-        "recall": round(matched_truth / planted, 3) if planted else 0.0,
-    }
+def _recall(caught: int, planted: int) -> float:
+    return round(caught / planted, 3) if planted else 0.0
 
 
-def score_friction(settings: Settings, sessions: set[str] | None = None) -> dict[str, dict[str, float | int]]:
+def score_friction(settings: Settings) -> dict[str, dict[str, float | int]]:
     """Precision and recall of the friction proposals in the project's registry against the planted truth.
 
     A proposal matches a planted item of its kind when at least two of its sessions are the item's sessions.
-    Only planted items whose sessions lie in `sessions` (the days that were run) count.
+    Precision counts every planted item; recall is given for the items the heuristics were developed on (`dev`)
+    and for the held-out ones apart.
     """
     planted = truth()
     registry = load_registry(project_dir(settings.memory_workspace, planted["project"]))
     found = [e for e in registry.values() if "friction" in e.origins]
-    scores = {}
+    scores: dict[str, dict[str, float | int]] = {}
     for kind in ("rules", "failures", "misuse"):
-        items = {k: set(v) for k, v in planted[kind].items() if sessions is None or set(v) <= sessions}
+        sets = {"dev": planted[kind], "held_out": planted["held_out"][kind]}
         mine = [e for e in found if SECTION_KIND.get(e.section) == kind]
-        hits = {e.id for e in mine for s in items.values() if len(set(e.sessions) & s) >= 2}
-        caught = {k for k, s in items.items() if any(len(set(e.sessions) & s) >= 2 for e in mine)}
-        scores[kind] = _prf(len(hits), len(mine), len(caught), len(items))
-    total_found = sum(s["found"] for s in scores.values())
-    total_planted = sum(s["planted"] for s in scores.values())
-    matched = sum(round(s["precision"] * s["found"]) for s in scores.values())
-    caught = sum(round(s["recall"] * s["planted"]) for s in scores.values())
-    scores["all"] = _prf(matched, total_found, caught, total_planted)
+
+        def matches(entry: Any, sessions: list[str]) -> bool:
+            return len(set(entry.sessions) & set(sessions)) >= 2
+
+        every = [s for items in sets.values() for s in items.values()]
+        hits = sum(1 for e in mine if any(matches(e, s) for s in every))
+        scores[kind] = {
+            "found": len(mine),
+            "correct": hits,
+            "precision": round(hits / len(mine), 3) if mine else 0.0,
+            **{f"planted_{name}": len(items) for name, items in sets.items()},
+            **{
+                f"recall_{name}": _recall(
+                    sum(1 for s in items.values() if any(matches(e, s) for e in mine)), len(items)
+                )
+                for name, items in sets.items()
+            },
+        }
+    rows = [scores[k] for k in ("rules", "failures", "misuse")]
+    total: dict[str, float | int] = {
+        k: sum(r[k] for r in rows) for k in ("found", "correct", "planted_dev", "planted_held_out")
+    }
+    total["precision"] = round(total["correct"] / total["found"], 3) if total["found"] else 0.0
+    for name in ("dev", "held_out"):
+        caught = sum(round(r[f"recall_{name}"] * r[f"planted_{name}"]) for r in rows)
+        total[f"recall_{name}"] = _recall(caught, int(total[f"planted_{name}"]))
+    scores["all"] = total
     return scores
 
 
 def score_supersession(settings: Settings, days: list[str]) -> dict[str, float | int]:
-    """Precision and recall of `superseded_by` marks against the planted contradictions of these days."""
+    """Precision and recall of `superseded_by` marks against the planted replaced decisions of these days."""
     with make_client(settings) as client:
         stored = stored_sources(client, REFLECTION_INDEX, {"terms": {"partition": days}})
     sources = {rid: set(doc["source_ids"]) for rid, doc in stored.items()}
@@ -154,7 +169,19 @@ def score_supersession(settings: Settings, days: list[str]) -> dict[str, float |
         (sources[r], sources.get(doc["superseded_by"], set())) for r, doc in stored.items() if doc.get("superseded_by")
     ]
     memories = {m["doc_id"] for m in planted_memories(days)}
-    planted = [p for p in truth()["supersessions"] if {p["old"], p["new"]} <= memories]
-    matched_found = sum(1 for old, new in pairs if any(p["old"] in old and p["new"] in new for p in planted))
-    matched_truth = sum(1 for p in planted if any(p["old"] in old and p["new"] in new for old, new in pairs))
-    return _prf(matched_found, len(pairs), matched_truth, len(planted))
+    planted = truth()
+    sets = {"dev": planted["supersessions"], "held_out": planted["held_out"]["supersessions"]}
+    sets = {name: [p for p in items if {p["old"], p["new"]} <= memories] for name, items in sets.items()}
+
+    def found(p: dict[str, str]) -> bool:
+        return any(p["old"] in old and p["new"] in new for old, new in pairs)
+
+    every = [p for items in sets.values() for p in items]
+    correct = sum(1 for old, new in pairs if any(p["old"] in old and p["new"] in new for p in every))
+    return {
+        "found": len(pairs),
+        "correct": correct,
+        "precision": round(correct / len(pairs), 3) if pairs else 0.0,
+        **{f"planted_{name}": len(items) for name, items in sets.items()},
+        **{f"recall_{name}": _recall(sum(1 for p in items if found(p)), len(items)) for name, items in sets.items()},
+    }

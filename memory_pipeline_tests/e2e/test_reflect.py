@@ -94,7 +94,7 @@ def test_reflections_keep_every_source_merge_duplicates_and_compress(world: dict
 
 def test_a_replaced_decision_is_marked_kept_and_left_out_of_the_briefing(world: dict) -> None:
     scores = corpus.score_supersession(world["settings"], DAYS)
-    assert scores["recall"] >= 0.75 and scores["precision"] >= 0.3, scores
+    assert scores["recall_dev"] >= 0.75 and scores["precision"] >= 0.3, scores
     old_redis = next(m for m in corpus.planted_memories(DAYS) if m["planted"] == "contradiction-0"
                      and "Decided" in m["summary"])  # fmt: skip
     settings = world["settings"]
@@ -140,9 +140,9 @@ def test_review_apply_promotes_rejects_and_maturity_levels_the_rules(world: dict
 def test_friction_finds_the_planted_repeats_as_agents_md_lines(world: dict) -> None:
     scores = corpus.score_friction(world["settings"])
     # Failures and misuse are matched by signature and rule: all of them, and nothing else.
-    assert scores["failures"] == {"found": 3, "planted": 3, "precision": 1.0, "recall": 1.0}
-    assert scores["misuse"] == {"found": 3, "planted": 3, "precision": 1.0, "recall": 1.0}
-    assert scores["rules"]["recall"] >= 0.5 and scores["all"]["precision"] >= 0.8, scores
+    for kind in ("failures", "misuse"):
+        assert (scores[kind]["recall_dev"], scores[kind]["precision"]) == (1.0, 1.0), scores
+    assert scores["rules"]["recall_dev"] >= 0.5 and scores["all"]["precision"] >= 0.8, scores
     registry = load_registry(world["folder"])
     fixes = [e for e in registry.values() if "friction" in e.origins]
     assert all(e.rule.startswith('add this line to AGENTS.md: "') and len(e.sessions) >= 2 for e in fixes)
