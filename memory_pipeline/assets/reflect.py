@@ -37,6 +37,7 @@ from memory_pipeline.resources import (
     ReflectPolicyResource,
 )
 from memory_pipeline.stores.reflect_store import (
+    active_reflections_before,
     read_memories,
     read_messages,
     read_reflections,
@@ -142,15 +143,8 @@ def reflections(
             windows.setdefault((reflection.project, reflection.partition), [])
         if config.rebuild:
             stored.clear()
-        projects = sorted({project for project, _ in windows})
-        earlier_query = {
-            "bool": {
-                "filter": [{"terms": {"project": projects}}, {"range": {"partition": {"lt": starts[0]}}}],
-                "must_not": [{"exists": {"field": "superseded_by"}}],
-            }
-        }
         earlier: dict[str, list[Reflection]] = defaultdict(list)
-        for reflection in read_reflections(client, earlier_query, dims) if projects else []:
+        for reflection in active_reflections_before(client, sorted({p for p, _ in windows}), starts[0], dims):
             earlier[reflection.project].append(reflection)
         condenser = Condenser(chat)
         results = reflect_windows(windows, earlier, stored, as_of, policy, condenser, chat.model_id())

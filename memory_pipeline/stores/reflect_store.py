@@ -61,6 +61,19 @@ def read_reflections(client: Elasticsearch, query: dict[str, Any], dims: int) ->
     return [_reflection(i, s, field) for i, s in stored_sources(client, REFLECTION_INDEX, query).items()]
 
 
+def active_reflections_before(client: Elasticsearch, projects: list[str], day: str, dims: int) -> list[Reflection]:
+    """The projects' reflections of windows before `day` that nothing has superseded yet."""
+    if not projects:
+        return []
+    query = {
+        "bool": {
+            "filter": [{"terms": {"project": projects}}, {"range": {"partition": {"lt": day}}}],
+            "must_not": [{"exists": {"field": "superseded_by"}}],
+        }
+    }
+    return read_reflections(client, query, dims)
+
+
 def _document(reflection: Reflection, dims: int) -> tuple[dict[str, Any], str]:
     document = reflection.model_dump(mode="json", exclude={"superseded_by"})
     digest = hashlib.sha1(json.dumps(document, sort_keys=True).encode()).hexdigest()
