@@ -8,6 +8,7 @@ friction reports, then everything again to measure what a re-run costs.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from bench import reflect_corpus as corpus
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect as reflect_assets
+from memory_pipeline.reflect.condense import Condenser
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX
@@ -23,6 +25,19 @@ from memory_pipeline.stores.llm import ChatClient
 WORK = Path(".state/bench-reflect")
 AS_OF = "2024-07-31"  # the corpus's days are then 5 to 30 days old: every age tier is present
 WEEKS = ["2024-07-01", "2024-07-08", "2024-07-15", "2024-07-22"]
+
+
+PAIRS = Path(__file__).parent / "labels" / "supersession_pairs.json"
+
+
+def judge_on_pairs(chat: ChatClient) -> dict[str, int]:
+    """The supersession judge alone on the validation pairs: confusion counts."""
+    condenser = Condenser(chat)
+    counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    for pair in json.loads(PAIRS.read_text())["pairs"]:
+        said = condenser.replaces(pair["older"], pair["newer"])
+        counts[("t" if said == pair["replaces"] else "f") + ("p" if said else "n")] += 1
+    return counts
 
 
 def main(argv: list[str]) -> None:
@@ -39,6 +54,7 @@ def main(argv: list[str]) -> None:
     corpus.prepare(settings, days)
     with ChatClient(settings.chat_url, model=settings.llama_model) as chat:
         model = chat.model_id()
+        judge = judge_on_pairs(chat)
 
     begin = time.perf_counter()
     runs = [corpus.run_reflect(settings, [day], AS_OF) for day in days]  # as the daily schedule does
@@ -112,6 +128,10 @@ Friction findings (proposals in REVIEW.md, all four weeks):
 Supersession (`superseded_by` marks against the planted replaced decisions):
 
 {table(headers, [row(supersession)])}
+
+The judge alone on {sum(judge.values())} validation pairs (`bench/labels/supersession_pairs.json`, not in the corpus;
+they chose its prompt): {judge["tp"]} of {judge["tp"] + judge["fn"]} replacements found, {judge["fp"]} of
+{judge["fp"] + judge["tn"]} compatible pairs wrongly judged replaced.
 
 Compression of reflections (memories in / reflections out), by age tier:
 

@@ -83,7 +83,7 @@ class ReflectPolicyResource(ConfigurableResource):
     window_days: int = Field(1, ge=1, description="Days reflected together (7 = ISO weeks); daily by default.")
     merge_threshold: float = Field(0.88, ge=0, le=1, description="Cosine at which two memories are near-duplicates.")
     related_threshold: float = Field(
-        0.55, ge=0, le=1, description="Cosine at which a newer memory may replace an older."
+        0.5, ge=0, le=1, description="Cosine at which a newer memory may replace an older."
     )
     recent_days: int = Field(7, ge=0, description="Windows younger than this keep every memory verbatim.")
     old_days: int = Field(30, ge=0, description="Windows older than this keep only high priority, compressed hardest.")

@@ -32,7 +32,7 @@ from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.summarize.ideas import sentence_count
 
-REFLECT_PROMPT_VERSION = "1"
+REFLECT_PROMPT_VERSION = "2"
 ATTEMPTS = 2
 
 _DATA_RULE = (
@@ -54,7 +54,7 @@ WINDOW_EPOCH = date(2024, 1, 1)  # the first session day (a Monday): windows of 
 class ReflectPolicy:
     window_days: int = 1
     merge_threshold: float = 0.88
-    related_threshold: float = 0.55
+    related_threshold: float = 0.5
     candidates_per_memory: int = 3
     recent_days: int = 7
     old_days: int = 30
@@ -100,15 +100,24 @@ class _Text(BaseModel):
         return value
 
 
-class _Judgement(BaseModel):
-    relation: str
+_NO_CHOICE = frozenset({"none", "n/a", "nothing", "unknown", "-"})
 
-    @field_validator("relation")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in ("replaces", "compatible"):
-            raise ValueError(f"unknown relation {value!r}")
-        return value
+
+class Choices(BaseModel):
+    """What two notes choose for one subject, as the LLM reads them."""
+
+    subject: str = Field(max_length=200)
+    older_choice: str = Field(max_length=200)
+    newer_choice: str = Field(max_length=200)
+
+    def differ_in(self, older: str, newer: str) -> bool:
+        """Two different choices, both really in the notes (either order: small models swap them), not both only
+        in the newer one: then the newer note replaced the older's choice."""
+        a, b = (self.older_choice.strip().lower(), self.newer_choice.strip().lower())
+        older, newer = older.lower(), newer.lower()
+        if a in _NO_CHOICE or b in _NO_CHOICE or a == b or not a or not b:
+            return False
+        return (a in older and b in newer) or (b in older and a in newer)
 
 
 TEXT_SCHEMA = {
@@ -119,8 +128,12 @@ TEXT_SCHEMA = {
 }
 JUDGE_SCHEMA = {
     "type": "object",
-    "properties": {"relation": {"type": "string", "enum": ["replaces", "compatible"]}},
-    "required": ["relation"],
+    "properties": {
+        "subject": {"type": "string", "maxLength": 200},
+        "older_choice": {"type": "string", "maxLength": 200},
+        "newer_choice": {"type": "string", "maxLength": 200},
+    },
+    "required": ["subject", "older_choice", "newer_choice"],
     "additionalProperties": False,
 }
 
@@ -186,17 +199,22 @@ class Condenser:
         return " ".join(first[:words]) + ("…" if len(first) > words else ""), "fallback-cut"
 
     def replaces(self, older: str, newer: str) -> bool:
-        """Whether the newer note makes a different choice about the same thing than the older one."""
+        """Whether the newer note makes another choice for the same subject than the older one.
+
+        A yes/no question is answered "yes" almost always by a small model; naming the subject and both choices
+        is something it does well, and whether the choices differ (and are really in the notes) is then checked
+        here (chosen on bench/labels/supersession_pairs.json, which the corpus does not contain)."""
         answer = self._ask(
-            'Two notes from the same project, older first. Answer "replaces" if the newer note changes or '
-            "reverses what the older note decided (a different tool, design, format or practice for the same "
-            'thing), "compatible" if both can be true at once. ' + _DATA_RULE + " Answer with JSON.",
+            "Two notes from the same project, older first. Name the subject the newer note decides (what is "
+            "chosen: a tool, a storage, a format, a port...), then what the older note chose for that same "
+            "subject, and what the newer note chooses. If the older note says nothing about that subject, "
+            f'older_choice is "none". {_DATA_RULE} Answer with JSON.',
             f"Older: <note>{older}</note>\nNewer: <note>{newer}</note>",
             JUDGE_SCHEMA,
-            _Judgement,
+            Choices,
             "judge",
         )
-        return isinstance(answer, _Judgement) and answer.relation == "replaces"
+        return isinstance(answer, Choices) and answer.differ_in(older, newer)
 
 
 def window_hash(memories: Sequence[Memory], tier: Tier, policy: ReflectPolicy, model: str) -> str:

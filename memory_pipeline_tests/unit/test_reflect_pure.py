@@ -92,8 +92,8 @@ def _text(summary: str) -> httpx.Response:
     return completion(json.dumps({"summary": summary}))
 
 
-def _judge(relation: str) -> httpx.Response:
-    return completion(json.dumps({"relation": relation}))
+def _judge(older: str, newer: str) -> httpx.Response:
+    return completion(json.dumps({"subject": "storage", "older_choice": older, "newer_choice": newer}))
 
 
 def test_near_duplicates_merge_with_every_source_and_the_llm_text() -> None:
@@ -155,7 +155,7 @@ def test_a_newer_decision_supersedes_an_older_one_and_both_are_kept() -> None:
     old = _memory("m1", "Sessions are stored in Redis.", _unit(1, 0.5), day="2024-07-01")
     new = _memory("m2", "Session storage moved to Postgres.", _unit(1, 0.6), day="2024-07-09")
     unrelated = _memory("m3", "The cart uses integer cents.", _unit(0, 1), day="2024-07-09")
-    condenser = Condenser(chat_client([_judge("replaces")], []))
+    condenser = Condenser(chat_client([_judge("Redis", "Postgres")], []))
     policy = ReflectPolicy()
     earlier = condense_window([old], "2024-07-01", "recent", policy, condenser)
     later = condense_window([new, unrelated], "2024-07-09", "recent", policy, condenser)
@@ -171,7 +171,7 @@ def test_a_compatible_judgement_without_a_change_word_supersedes_nothing() -> No
     calls: list[dict] = []
     old = _memory("m1", "Redis stores the sessions.", _unit(1, 0), day="2024-07-01")
     new = _memory("m2", "Redis keeps the rate limiter counters.", _unit(1, 1), day="2024-07-09")  # cosine 0.71
-    condenser = Condenser(chat_client([_judge("compatible")], calls))
+    condenser = Condenser(chat_client([_judge("none", "rate limiter counters")], calls))
     policy = ReflectPolicy()
     earlier = condense_window([old], "2024-07-01", "recent", policy, condenser)
     later = condense_window([new], "2024-07-09", "recent", policy, condenser)
@@ -180,6 +180,24 @@ def test_a_compatible_judgement_without_a_change_word_supersedes_nothing() -> No
     again = condense_window([_memory("m3", "Redis stores the sessions.", old.vector, day="2024-07-10")], "2024-07-10",
                             "recent", policy, condenser)  # fmt: skip
     assert find_supersessions(again, earlier, policy, condenser) == [] and len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("older_choice", "newer_choice", "replaces"),
+    [
+        ("Redis", "Postgres", True),
+        ("Postgres", "Redis", True),  # small models swap the two: either order counts
+        ("Redis", "Redis", False),
+        ("none", "Postgres", False),
+        ("MongoDB", "Postgres", False),  # not in the older note: made up
+        ("storage", "Postgres", False),
+    ],
+)
+def test_the_judge_names_both_choices_and_they_must_differ_and_be_in_the_notes(
+    older_choice: str, newer_choice: str, replaces: bool
+) -> None:
+    condenser = Condenser(chat_client([_judge(older_choice, newer_choice)], []))
+    assert condenser.replaces("Sessions are kept in Redis.", "Sessions moved to Postgres.") is replaces
 
 
 def test_an_unchanged_window_is_reused_without_the_llm() -> None:
