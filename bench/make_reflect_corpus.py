@@ -247,6 +247,32 @@ def memory(session: Session, turn_id: str, summary: str, priority: str, tags: li
     }
 
 
+def plant_contradiction(
+    sides: tuple[Session, Session, Session],
+    old: str,
+    new: str,
+    compatible: str,
+    say: str,
+    name: str,
+    memories: list[dict],
+    truth: dict,
+) -> None:
+    """A decision (first session), the decision replacing it (second), a compatible fact on its topic (third)."""
+    ids = []
+    for session, text in ((sides[0], old), (sides[1], new)):
+        turn = session.user(f"{say}{text}")
+        session.assistant("Noted.")
+        record = memory(session, turn, text, "high", ["decision", "architecture"], f"contradiction-{name}")
+        memories.append(record)
+        ids.append(record["doc_id"])
+    truth["supersessions"].append({"old": ids[0], "new": ids[1]})
+    turn = sides[2].user(f"Note: {compatible}")
+    sides[2].assistant("Noted.")
+    record = memory(sides[2], turn, compatible, "high", ["decision", "architecture"], f"compatible-{name}")
+    memories.append(record)
+    truth["compatible"].append(record["doc_id"])
+
+
 def build() -> tuple[list[Session], list[dict], dict]:
     rng = random.Random(7)
     days = [START + timedelta(days=d) for d in range(WEEKS * 7) if (START + timedelta(days=d)).weekday() < 5]
@@ -298,21 +324,8 @@ def build() -> tuple[list[Session], list[dict], dict]:
 
     # Contradictions: the old decision in week 1, the new one in week 3 or 4; compatible facts in between.
     for c, (old, new) in enumerate(CONTRADICTIONS):
-        first, later = sessions[1 + c * 2], sessions[24 + c * 3]
-        ids = []
-        for session, text in ((first, old), (later, new)):
-            turn = session.user(f"Decision time: {text}")
-            session.assistant("Noted.")
-            record = memory(session, turn, text, "high", ["decision", "architecture"], f"contradiction-{c}")
-            memories.append(record)
-            ids.append(record["doc_id"])
-        truth["supersessions"].append({"old": ids[0], "new": ids[1]})
-        session = sessions[12 + c * 2]
-        turn = session.user(f"Note: {COMPATIBLE[c]}")
-        session.assistant("Noted.")
-        record = memory(session, turn, COMPATIBLE[c], "high", ["decision", "architecture"], f"compatible-{c}")
-        memories.append(record)
-        truth["compatible"].append(record["doc_id"])
+        sides = (sessions[1 + c * 2], sessions[24 + c * 3], sessions[12 + c * 2])
+        plant_contradiction(sides, old, new, COMPATIBLE[c], "Decision time: ", str(c), memories, truth)
 
     for d, pair in enumerate(DUPLICATES):
         first, second = sessions[4 + d * 6], sessions[5 + d * 6]  # the two sessions of one day
@@ -408,22 +421,10 @@ def plant_held_out(rng: random.Random, sessions: list[Session], memories: list[d
             session.tool(tool, arguments(path), error(path), True)
             held["misuse"].setdefault(key, []).append(session.id)
     for c, (old, new) in enumerate(HELD_OUT_CONTRADICTIONS):
-        first, later = sessions[9 + c * 2], sessions[31 + c * 2]
-        ids = []
-        for session, text in ((first, old), (later, new)):
-            turn = session.user(f"For the record: {text}")
-            session.assistant("Noted.")
-            record = memory(session, turn, text, "high", ["decision", "architecture"], f"held-out-contradiction-{c}")
-            memories.append(record)
-            ids.append(record["doc_id"])
-        held["supersessions"].append({"old": ids[0], "new": ids[1]})
-        session = sessions[18 + c * 2]
-        turn = session.user(f"Note: {HELD_OUT_COMPATIBLE[c]}")
-        session.assistant("Noted.")
-        record = memory(session, turn, HELD_OUT_COMPATIBLE[c], "high", ["decision", "architecture"],
-                        f"held-out-compatible-{c}")  # fmt: skip
-        memories.append(record)
-        held["compatible"].append(record["doc_id"])
+        sides = (sessions[9 + c * 2], sessions[31 + c * 2], sessions[18 + c * 2])
+        plant_contradiction(
+            sides, old, new, HELD_OUT_COMPATIBLE[c], "For the record: ", f"held-out-{c}", memories, held
+        )
     truth["held_out"] = held
 
 
