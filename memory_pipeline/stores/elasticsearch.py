@@ -7,7 +7,10 @@ where the client runs its product check (the `X-Elastic-Product` header).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from elasticsearch import BadRequestError, Elasticsearch, helpers
@@ -125,6 +128,40 @@ def bulk_apply(
     if errors:
         raise IndexingError(f"{index}: {len(errors)} documents failed, e.g. {errors[:3]}")
     return written, deleted
+
+
+def with_hash(document: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The document with its `doc_hash` (sha1 of its sorted JSON), and the hash."""
+    digest = hashlib.sha1(json.dumps(document, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return {**document, "doc_hash": digest}, digest
+
+
+@dataclass
+class SyncCounts:
+    written: int
+    deleted: int
+    unchanged: int
+
+
+def sync_documents(
+    client: Elasticsearch,
+    index: str,
+    owned: dict[str, Any],
+    documents: Iterable[tuple[str, dict[str, Any]]],
+    partial: bool = False,
+) -> SyncCounts:
+    """Make the documents matching `owned` equal to `documents` (id, source): only new or changed ones are
+    written (compared by `doc_hash`), and those no longer produced are deleted."""
+    existing = stored_hashes(client, index, owned)
+    upserts, unchanged = [], 0
+    for doc_id, document in documents:
+        hashed, digest = with_hash(document)
+        if existing.pop(doc_id, None) == digest:
+            unchanged += 1
+        else:
+            upserts.append((doc_id, hashed))
+    written, deleted = bulk_apply(client, index, upserts, sorted(existing), partial=partial)
+    return SyncCounts(written, deleted, unchanged)
 
 
 def delete_days(client: Elasticsearch, indices: Iterable[str], days: list[str]) -> int:

@@ -13,7 +13,7 @@ import hashlib
 import polars as pl
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import (
     EMBED_FIELDS,
     OBSERVATION_INDEX,
@@ -65,13 +65,9 @@ def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions
 def write_observations(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> tuple[int, int]:
     """Observation documents equal to the frame for these days (vectors on them are kept)."""
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
-    existing = stored_hashes(client, OBSERVATION_INDEX, {"terms": {"partition": partitions}})
-    upserts = []
-    for row in observations.iter_rows(named=True):
-        digest = hashlib.sha1(repr(sorted(row.items())).encode()).hexdigest()
-        if existing.pop(row["doc_id"], None) != digest:
-            upserts.append((row["doc_id"], {**row, "doc_hash": digest}))
-    return bulk_apply(client, OBSERVATION_INDEX, upserts, sorted(existing), partial=True)
+    rows = ((row["doc_id"], row) for row in observations.iter_rows(named=True))
+    counts = sync_documents(client, OBSERVATION_INDEX, {"terms": {"partition": partitions}}, rows, partial=True)
+    return counts.written, counts.deleted
 
 
 def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> int:

@@ -7,15 +7,13 @@ day's own re-run, so a backfill of an old day does not resurrect a replaced deci
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.reflect.models import Memory, Reflection, Supersession
-from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import (
     RAW_INDEX,
     REFLECTION_INDEX,
@@ -74,12 +72,6 @@ def active_reflections_before(client: Elasticsearch, projects: list[str], day: s
     return read_reflections(client, query, dims)
 
 
-def _document(reflection: Reflection, dims: int) -> tuple[dict[str, Any], str]:
-    document = reflection.model_dump(mode="json", exclude={"superseded_by"})
-    digest = hashlib.sha1(json.dumps(document, sort_keys=True).encode()).hexdigest()
-    return {**document, "doc_hash": digest, vector_field(dims): reflection.vector}, digest
-
-
 def sync_reflections(
     client: Elasticsearch,
     reflections: Sequence[Reflection],
@@ -90,21 +82,20 @@ def sync_reflections(
     """Write the recomputed (project, day) windows' reflections, delete their vanished ones, and mark what was
     superseded (on the reflection and on its source memories)."""
     ensure_reflections(client, dims)
-    existing: dict[str, str] = {}
-    for project, partition in recomputed:
-        query = {"bool": {"filter": [{"term": {"project": project}}, {"term": {"partition": partition}}]}}
-        existing |= stored_hashes(client, REFLECTION_INDEX, query)
-    upserts, unchanged = [], 0
-    for reflection in reflections:
-        document, digest = _document(reflection, dims)
-        if existing.pop(reflection.reflection_id, None) == digest:
-            unchanged += 1
-        else:
-            upserts.append((reflection.reflection_id, document))
-    written, deleted = bulk_apply(client, REFLECTION_INDEX, upserts, sorted(existing), partial=True)
+    windows = [
+        {"bool": {"filter": [{"term": {"project": project}}, {"term": {"partition": partition}}]}}
+        for project, partition in recomputed
+    ]
+    owned = {"bool": {"should": windows, "minimum_should_match": 1}} if windows else {"match_none": {}}
+    documents = (
+        # `superseded_by` is written by the later window that replaced a reflection, never by its own.
+        (r.reflection_id, {**r.model_dump(mode="json", exclude={"superseded_by"}), vector_field(dims): r.vector})
+        for r in reflections
+    )
+    counts = sync_documents(client, REFLECTION_INDEX, owned, documents, partial=True)
     client.indices.refresh(index=REFLECTION_INDEX)
     marked = mark_superseded(client, supersessions)
-    return {"written": written, "deleted": deleted, "unchanged": unchanged, "superseded": marked}
+    return {"written": counts.written, "deleted": counts.deleted, "unchanged": counts.unchanged, "superseded": marked}
 
 
 def mark_superseded(client: Elasticsearch, supersessions: Sequence[Supersession]) -> int:

@@ -9,16 +9,14 @@ to what the run produced: new or changed ideas written, vanished ones deleted.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 from elasticsearch import Elasticsearch
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.elasticsearch import ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import LEDGER_INDEX, LEDGER_MAPPINGS, SUMMARY_INDEX, SUMMARY_MAPPINGS
 
 
@@ -65,11 +63,6 @@ def summary_doc_id(session_id: str, turn_id: str, summary: str) -> str:
     return hashlib.sha1(f"{session_id}_{turn_id}_{summary}".encode()).hexdigest()
 
 
-def _with_hash(document: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    digest = hashlib.sha1(json.dumps(document, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-    return {**document, "doc_hash": digest}, digest
-
-
 def ensure_summary_indices(client: Elasticsearch) -> None:
     settings = {"number_of_shards": 1, "number_of_replicas": 0}
     ensure_index(client, SUMMARY_INDEX, SUMMARY_MAPPINGS, settings)
@@ -111,27 +104,29 @@ def sync_summaries(
     """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
     (one row per turn outcome); only what differs is written."""
     ensure_summary_indices(client)
-    existing = stored_hashes(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
-    upserts, unchanged = [], 0
-    for row in ideas.iter_rows(named=True):
-        document, digest = _with_hash(SummaryDoc.model_validate(row).model_dump())
-        if existing.pop(document["doc_id"], None) == digest:
-            unchanged += 1
-        else:
-            upserts.append((document["doc_id"], document))
-    # Partial: the recall stage's vector fields on these documents must survive a metadata change.
-    written, deleted = bulk_apply(client, SUMMARY_INDEX, upserts, sorted(existing), partial=True)
-
-    stored_ledger = stored_hashes(client, LEDGER_INDEX, {"terms": {"partition": partitions}})
-    ledger_upserts = []
-    for row in turns.iter_rows(named=True):
-        document, digest = _with_hash(LedgerDoc.model_validate(row).model_dump())
-        key = f"{row['session_id']}_{row['turn_id']}"
-        if stored_ledger.pop(key, None) != digest:
-            ledger_upserts.append((key, document))
-    ledger_written, ledger_deleted = bulk_apply(client, LEDGER_INDEX, ledger_upserts, sorted(stored_ledger))
-    if written or deleted or ledger_written or ledger_deleted:
+    days = {"terms": {"partition": partitions}}
+    summaries = sync_documents(
+        client,
+        SUMMARY_INDEX,
+        days,
+        ((row["doc_id"], SummaryDoc.model_validate(row).model_dump()) for row in ideas.iter_rows(named=True)),
+        # Partial: the recall stage's vector fields on these documents must survive a metadata change.
+        partial=True,
+    )
+    ledger = sync_documents(
+        client,
+        LEDGER_INDEX,
+        days,
+        (
+            (f"{row['session_id']}_{row['turn_id']}", LedgerDoc.model_validate(row).model_dump())
+            for row in turns.iter_rows(named=True)
+        ),
+    )
+    if summaries.written or summaries.deleted or ledger.written or ledger.deleted:
         client.indices.refresh(index=[SUMMARY_INDEX, LEDGER_INDEX])
     return SummarySyncReport(
-        written=written, deleted=deleted, unchanged=unchanged, ledger_writes=ledger_written + ledger_deleted
+        written=summaries.written,
+        deleted=summaries.deleted,
+        unchanged=summaries.unchanged,
+        ledger_writes=ledger.written + ledger.deleted,
     )
