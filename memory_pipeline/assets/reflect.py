@@ -207,7 +207,11 @@ def _reflection_checks(
     by_id = {r.reflection_id: r for r in read_reflections(
         client, {"ids": {"values": sorted({r.superseded_by for r in superseded})}}, dims
     )} if superseded else {}  # fmt: skip
-    broken = [r.reflection_id for r in superseded if r.reflection_id not in by_id.get(r.superseded_by, r).supersedes]
+    broken = [
+        r.reflection_id
+        for r in superseded
+        if r.superseded_by not in by_id or r.reflection_id not in by_id[r.superseded_by].supersedes
+    ]
     return [
         AssetCheckResult(
             check_name="every_memory_reflected_once",
@@ -308,7 +312,9 @@ def rule_maturity(
                 )
                 own = read_summary_sources(client, {"ids": {"values": entry.evidence_ids}})
                 contradicted = next((h["superseded_by"] for h in [*own, *hits] if h.get("superseded_by")), None)
-                against = reflection_sources(client, contradicted) if contradicted else set()
+                against = (
+                    set(reflection_sources(client, [contradicted]).get(contradicted, [])) if contradicted else set()
+                )
                 support = rule_support([*hits, *own], entry.sessions, proposal_day(pid), against)
                 levels[pid] = maturity(support, as_of, policy, contradicted)
                 levels_by_name[levels[pid].level] += 1

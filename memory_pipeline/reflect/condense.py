@@ -146,13 +146,11 @@ def _fenced(notes: Sequence[str]) -> str:
 class Condenser:
     """The LLM's three jobs here, each validated, retried once, then replaced by a deterministic fallback."""
 
-    chat: ChatClient | None
+    chat: ChatClient
     calls: int = 0
     fallbacks: Counter = field(default_factory=Counter)
 
     def _ask(self, system: str, user: str, schema: dict, model: type[BaseModel], name: str) -> BaseModel | None:
-        if self.chat is None:
-            return None
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         for attempt in range(ATTEMPTS):
             self.calls += 1
@@ -256,6 +254,10 @@ def _build(
     )
 
 
+def _top_priority(memories: Sequence[Memory]) -> str:
+    return min((m.priority for m in memories), key=lambda p: PRIORITY_RANK.get(p, 2))
+
+
 def condense_window(
     memories: Sequence[Memory], partition: str, tier: Tier, policy: ReflectPolicy, condenser: Condenser
 ) -> list[Reflection]:
@@ -265,7 +267,7 @@ def condense_window(
     reflections, folded = [], []
     for group in clusters([m.vector for m in ordered], policy.merge_threshold):
         members = [ordered[i] for i in group]
-        priority = min((m.priority for m in members), key=lambda p: PRIORITY_RANK.get(p, 2))
+        priority = _top_priority(members)
         if not policy.kept(tier, priority):
             folded.extend(members)
             continue
@@ -281,8 +283,7 @@ def condense_window(
     if folded:
         topics = ", ".join(tag for tag, _ in Counter(t for m in folded for t in m.tags).most_common(6))
         text = f"{len(folded)} lesser notes of {partition} ({tier}), about: {topics or 'various things'}."
-        priority = min((m.priority for m in folded), key=lambda p: PRIORITY_RANK.get(p, 2))
-        reflections.append(_build(folded, partition, tier, text, "digest", "digest", priority))
+        reflections.append(_build(folded, partition, tier, text, "digest", "digest", _top_priority(folded)))
     return reflections
 
 
@@ -306,16 +307,17 @@ def find_supersessions(
         ]
         if not pool:
             continue
+        cue = bool(_CHANGE_CUE.search(reflection.summary))
+        restated = bool(_RESTATED.search(reflection.summary))
         similarity = cosine_matrix([reflection.vector, *(r.vector for r in pool)])[0, 1:]
         ranked = sorted(zip(similarity, pool, strict=True), key=lambda pair: -pair[0])
         for score, older in ranked[: policy.candidates_per_memory]:
             if score < policy.related_threshold:
                 break
-            cue = bool(_CHANGE_CUE.search(reflection.summary))
             if score >= policy.merge_threshold and not cue:
                 continue  # a near-duplicate restates the older memory; it does not replace it
             rules = "Hard rules" in (section_for(older.tags), section_for(reflection.tags))
-            if rules and _RESTATED.search(reflection.summary):
+            if rules and restated:
                 continue  # "again", "like I said": the user repeating a rule reinforces it
             judged = condenser.replaces(older.summary, reflection.summary)
             # Users restate rules in other words all the time (friction counts exactly that), so replacing a
@@ -343,7 +345,6 @@ class WindowResult:
     memories: int
     reflections: list[Reflection]
     supersessions: list[Supersession]
-    window_hash: str
     reused: bool = False
 
 
@@ -376,12 +377,12 @@ def reflect_windows(
         previous = stored.get((project, partition), [])
         if previous and all(r.window_hash == digest for r in previous):
             history.extend(previous)
-            results.append(WindowResult(partition, project, tier, len(memories), [], [], digest, reused=True))
+            results.append(WindowResult(partition, project, tier, len(memories), [], [], reused=True))
             continue
         reflections = condense_window(memories, partition, tier, policy, condenser)
         for reflection in reflections:
             reflection.window_hash = digest
         supersessions = find_supersessions(reflections, history, policy, condenser)
         history.extend(reflections)
-        results.append(WindowResult(partition, project, tier, len(memories), reflections, supersessions, digest))
+        results.append(WindowResult(partition, project, tier, len(memories), reflections, supersessions))
     return results

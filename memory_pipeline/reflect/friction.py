@@ -20,7 +20,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from memory_pipeline.recall.observations import observation_id
@@ -171,17 +171,18 @@ def tool_events(messages: Sequence[dict[str, Any]]) -> tuple[list[Event], list[E
         if tool == "bash":
             bash_misuse = next((c for c in _BASH_MISUSE if MISUSE[c][0].search(command)), "")
             if bash_misuse:
-                misuses.append(_with(base, category=bash_misuse, text=command))
+                misuses.append(replace(base, category=bash_misuse, text=command))
         if not message.get("is_error"):
             continue
         content = message.get("content") or ""
         category = next((c for c, (p, _) in MISUSE.items() if c not in _BASH_MISUSE and p.search(content)), "")
         if category:
-            misuses.append(_with(base, category=category, text=command, error=error_line(content)))
+            misuses.append(replace(base, category=category, text=command, error=error_line(content)))
             continue
-        later = next(
+        # The workaround: the next successful call of the same tool in the same turn, with another command.
+        workaround = next(
             (
-                other
+                str(other_args.get("command") or "")
                 for other, other_tool, other_args in results[position + 1 :]
                 if other["session_id"] == message["session_id"]
                 and other.get("turn_id") == message.get("turn_id")
@@ -189,13 +190,10 @@ def tool_events(messages: Sequence[dict[str, Any]]) -> tuple[list[Event], list[E
                 and not other.get("is_error")
                 and str(other_args.get("command") or "") != command
             ),
-            None,
+            "",
         )
-        workaround = ""
-        if later is not None:
-            workaround = str(next(a for m, _, a in results if m is later).get("command") or "")
         failures.append(
-            _with(
+            replace(
                 base,
                 text=f"{tool}: {command} -> {normalise_error(content)}",
                 error=error_line(content),
@@ -203,10 +201,6 @@ def tool_events(messages: Sequence[dict[str, Any]]) -> tuple[list[Event], list[E
             )
         )
     return failures, misuses
-
-
-def _with(event: Event, **changes: str) -> Event:
-    return Event(**{**event.__dict__, **changes})
 
 
 def _sessions(events: Sequence[Event]) -> list[str]:

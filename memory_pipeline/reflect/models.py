@@ -42,7 +42,6 @@ class Memory(BaseModel):
     partition: str
     established_at: datetime
     vector: list[float]
-    superseded_by: str | None = None
 
 
 class Reflection(BaseModel):

@@ -61,11 +61,11 @@ def rule_line(summary: str, section: str) -> str:
     return quoted[1].strip() if section == "Hard rules" and quoted else summary
 
 
-def from_reflections(reflections: Sequence[Reflection], min_sessions: int = 1) -> list[Candidate]:
+def from_reflections(reflections: Sequence[Reflection]) -> list[Candidate]:
     """High-priority, still-valid reflections as candidates: rules, decisions, root causes."""
     candidates = []
     for r in reflections:
-        if r.active and r.priority == "high" and r.kind != "digest" and len(r.session_ids) >= min_sessions:
+        if r.active and r.priority == "high" and r.kind != "digest":
             section = section_for(r.tags)
             candidates.append(Candidate(section, rule_line(r.summary, section), r.session_ids, r.source_ids, r.vector))
     return candidates
@@ -132,7 +132,6 @@ def stage(
     before = review_path.read_text() if review_path.exists() else ""
     staged = {p.id: p for p in parse_review(before)}
     report = StageReport()
-    changed: set[str] = set()
     # A proposal whose evidence was replaced is not the same proposal as what replaced it.
     current = {i: e for i, e in registry.items() if not set(e.evidence_ids) & set(superseded)}
     for candidate in candidates:
@@ -151,7 +150,6 @@ def stage(
             registry[entry.id] = current[entry.id] = entry
             staged[entry.id] = Proposal(entry.id, entry.section, "", " ")
             report.new.append(entry.id)
-            changed.add(entry.id)
         elif entry.id not in staged:
             report.already_decided += 1
         else:
@@ -163,7 +161,6 @@ def stage(
             if (sessions, ids, origins, rule) != (entry.sessions, entry.evidence_ids, entry.origins, entry.rule):
                 entry.sessions, entry.evidence_ids, entry.origins, entry.rule = sessions, ids, origins, rule
                 report.updated.append(entry.id)
-                changed.add(entry.id)
         report.ids[candidate.rule] = entry.id
     for pid in staged:
         entry = registry.get(pid)
@@ -173,14 +170,13 @@ def stage(
         if flag != entry.superseded_by:
             entry.superseded_by = flag
             report.flagged.append(pid)
-            changed.add(pid)
         text = f"{entry.rule} {evidence_text(entry.sessions, entry.evidence_ids, entry.superseded_by)}"
         staged[pid] = Proposal(pid, staged[pid].section or entry.section, text, staged[pid].mark)
     after = render_review(project, list(staged.values())) if staged else before
     if after != before:
         review_path.parent.mkdir(parents=True, exist_ok=True)
         review_path.write_text(after)
-    if changed:
+    if report.new or report.updated or report.flagged:
         save_registry(project_dir, registry)
     return report
 

@@ -184,6 +184,11 @@ def vector_field(dims: int) -> str:
     return f"vector_{dims}"
 
 
+def vector_mapping(dims: int) -> dict[str, Any]:
+    """The mapping of `vector_field(dims)`: indexed for kNN, cosine similarity."""
+    return {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"}
+
+
 class ToolCallDoc(TypedDict):
     id: str
     name: str

@@ -21,6 +21,7 @@ from memory_pipeline.stores.indices import (
     RECALL_INDICES,
     SUMMARY_INDEX,
     vector_field,
+    vector_mapping,
 )
 
 _SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
@@ -35,7 +36,7 @@ def ensure_vectors(client: Elasticsearch, dims: int) -> None:
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
     properties = {
         **EMBED_FIELDS,
-        vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
+        vector_field(dims): vector_mapping(dims),
     }
     for index in RECALL_INDICES:
         if client.indices.exists(index=index):

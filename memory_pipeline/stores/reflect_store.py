@@ -20,6 +20,7 @@ from memory_pipeline.stores.indices import (
     REFLECTION_MAPPINGS,
     SUMMARY_INDEX,
     vector_field,
+    vector_mapping,
 )
 
 _SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
@@ -29,7 +30,7 @@ def ensure_reflections(client: Elasticsearch, dims: int) -> None:
     ensure_index(client, REFLECTION_INDEX, REFLECTION_MAPPINGS, _SETTINGS)
     client.indices.put_mapping(
         index=REFLECTION_INDEX,
-        properties={vector_field(dims): {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"}},
+        properties={vector_field(dims): vector_mapping(dims)},
     )
 
 
@@ -98,15 +99,22 @@ def sync_reflections(
     return {"written": counts.written, "deleted": counts.deleted, "unchanged": counts.unchanged, "superseded": marked}
 
 
+def reflection_sources(client: Elasticsearch, reflection_ids: Iterable[str]) -> dict[str, list[str]]:
+    """The memory ids each of these reflections came from (reflections that no longer exist are left out)."""
+    if not client.indices.exists(index=REFLECTION_INDEX):
+        return {}
+    query = {"ids": {"values": sorted(reflection_ids)}}
+    hits = stored_sources(client, REFLECTION_INDEX, query, fields=["source_ids"])
+    return {rid: source.get("source_ids", []) for rid, source in hits.items()}
+
+
 def mark_superseded(client: Elasticsearch, supersessions: Sequence[Supersession]) -> int:
     if not supersessions:
         return 0
     marks = {s.old_id: s.new_id for s in supersessions}
-    sources = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": sorted(marks)}}, fields=["source_ids"])
+    sources = reflection_sources(client, marks)
     bulk_apply(client, REFLECTION_INDEX, [(old, {"superseded_by": new}) for old, new in marks.items()], partial=True)
-    memory_marks = [
-        (memory_id, {"superseded_by": marks[old]}) for old, src in sources.items() for memory_id in src["source_ids"]
-    ]
+    memory_marks = [(memory_id, {"superseded_by": marks[old]}) for old, ids in sources.items() for memory_id in ids]
     bulk_apply(client, SUMMARY_INDEX, memory_marks, partial=True)
     client.indices.refresh(index=[REFLECTION_INDEX, SUMMARY_INDEX])
     return len(marks)
@@ -173,11 +181,3 @@ def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:
     query = {"bool": {"filter": [{"term": {"project": project}}, {"exists": {"field": "superseded_by"}}]}}
     hits = stored_sources(client, SUMMARY_INDEX, query, fields=["superseded_by"])
     return {doc_id: source["superseded_by"] for doc_id, source in hits.items()}
-
-
-def reflection_sources(client: Elasticsearch, reflection_id: str) -> set[str]:
-    """The memory ids a reflection came from (empty if it no longer exists)."""
-    if not client.indices.exists(index=REFLECTION_INDEX):
-        return set()
-    hits = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": [reflection_id]}}, fields=["source_ids"])
-    return {memory_id for source in hits.values() for memory_id in source.get("source_ids", [])}
