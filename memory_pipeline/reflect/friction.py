@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -207,6 +207,20 @@ def _sessions(events: Sequence[Event]) -> list[str]:
     return sorted({e.session_id for e in events})
 
 
+def _similar(
+    events: Sequence[Event], embed: Embed, threshold: float, min_sessions: int
+) -> Iterator[tuple[list[Event], list[list[float]]]]:
+    """Groups of events whose texts are similar (single linkage), from at least `min_sessions` sessions, with
+    their vectors."""
+    if not events:
+        return
+    vectors = embed([e.text for e in events])
+    for group in clusters(vectors, threshold, linkage="single"):
+        members = [events[i] for i in group]
+        if len(_sessions(members)) >= min_sessions:
+            yield members, [vectors[i] for i in group]
+
+
 def find_friction(
     messages: Sequence[dict[str, Any]],
     memories: Sequence[dict[str, Any]],
@@ -217,49 +231,38 @@ def find_friction(
     failure_threshold: float = 0.85,
 ) -> list[Finding]:
     findings: list[Finding] = []
-    statements = rule_statements(messages, memories)
-    if statements:
-        vectors = embed([e.text for e in statements])
-        for group in clusters(vectors, rule_threshold, linkage="single"):
-            members = [statements[i] for i in group]
-            if len(_sessions(members)) < min_sessions:
-                continue
-            best = members[medoid([vectors[i] for i in group])]
-            findings.append(
-                Finding(
-                    "repeated-rule",
-                    best.text.lower()[:60],
-                    best.text.rstrip("."),
-                    _sessions(members),
-                    [e.evidence_id for e in members],
-                    examples=sorted({e.text for e in members})[:4],
-                )
+    for members, vectors in _similar(rule_statements(messages, memories), embed, rule_threshold, min_sessions):
+        best = members[medoid(vectors)]
+        findings.append(
+            Finding(
+                "repeated-rule",
+                best.text.lower()[:60],
+                best.text.rstrip("."),
+                _sessions(members),
+                [e.evidence_id for e in members],
+                examples=sorted({e.text for e in members})[:4],
             )
+        )
     failures, misuses = tool_events(messages)
-    if failures:
-        vectors = embed([e.text for e in failures])
-        for group in clusters(vectors, failure_threshold, linkage="single"):
-            members = [failures[i] for i in group]
-            if len(_sessions(members)) < min_sessions:
-                continue
-            command = Counter(e.command for e in members).most_common(1)[0][0]
-            error = Counter(e.error for e in members).most_common(1)[0][0]
-            fixes = Counter(e.workaround for e in members if e.workaround)
-            fix, agreeing = fixes.most_common(1)[0] if fixes else ("", 0)
-            if fix and agreeing >= min_sessions:
-                rule = f"`{command}` fails here with `{error}`; run `{fix}` instead"
-            else:
-                rule = f"`{command}` fails here with `{error}`; fix that cause before running it again"
-            findings.append(
-                Finding(
-                    "recurring-failure",
-                    normalise_error(error)[:60],
-                    rule,
-                    _sessions(members),
-                    [e.evidence_id for e in members],
-                    examples=sorted({e.command for e in members})[:4],
-                )
+    for members, _ in _similar(failures, embed, failure_threshold, min_sessions):
+        command = Counter(e.command for e in members).most_common(1)[0][0]
+        error = Counter(e.error for e in members).most_common(1)[0][0]
+        fixes = Counter(e.workaround for e in members if e.workaround)
+        fix, agreeing = fixes.most_common(1)[0] if fixes else ("", 0)
+        if fix and agreeing >= min_sessions:
+            rule = f"`{command}` fails here with `{error}`; run `{fix}` instead"
+        else:
+            rule = f"`{command}` fails here with `{error}`; fix that cause before running it again"
+        findings.append(
+            Finding(
+                "recurring-failure",
+                normalise_error(error)[:60],
+                rule,
+                _sessions(members),
+                [e.evidence_id for e in members],
+                examples=sorted({e.command for e in members})[:4],
             )
+        )
     for category in MISUSE:
         members = [e for e in misuses if e.category == category]
         if len(_sessions(members)) < min_sessions:
