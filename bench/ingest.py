@@ -31,7 +31,7 @@ from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_MAPPINGS
 from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
 
-FIXTURES = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "pi-sessions"
+FIXTURES = Path(__file__).resolve().parents[1] / "memory_pipeline_tests" / "fixtures" / "pi-sessions"
 WORK = Path(__file__).with_name(".work") / "ingest"
 DAYS = [f"2024-03-{d:02d}" for d in range(1, 11)]
 TARGET_MESSAGES = 100_000

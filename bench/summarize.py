@@ -34,7 +34,7 @@ from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / ".." / "shared" / "fixtures" / "pi-sessions"
+FIXTURES = ROOT / "memory_pipeline_tests" / "fixtures" / "pi-sessions"
 LABELS = Path(__file__).with_name("labels") / "summarize_turns.json"
 MAX_OUTPUT_TOKENS = 512
 

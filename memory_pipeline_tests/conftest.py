@@ -10,7 +10,8 @@ import pytest
 from memory_pipeline.settings import Settings, load_settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED_SESSIONS = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "pi-sessions"
+# Real pi session files (provenance in their SOURCES.md), copied into the repo so a clone tests on its own.
+SESSION_FIXTURES = FIXTURES / "pi-sessions"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

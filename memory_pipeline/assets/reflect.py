@@ -29,7 +29,7 @@ from memory_pipeline.reflect.maturity import maturity, promoted_ids, proposal_da
 from memory_pipeline.reflect.models import Memory, Reflection
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, from_reflections, load_registry, stage
 from memory_pipeline.reflect.review import apply_review
-from memory_pipeline.reflect.workspace import project_dir, write_daily_log
+from memory_pipeline.reflect.workspace import ensure_project_dir, write_daily_log
 from memory_pipeline.resources import (
     EmbeddingsResource,
     LlamaResource,
@@ -249,7 +249,7 @@ def review_proposals(
         replaced = {project: superseded_memories(client, project) for project in by_project}
     new, updated, flagged, decided, promoted = [], [], [], 0, []
     for project, items in sorted(by_project.items()):
-        folder = project_dir(workspace.root, project)
+        folder = ensure_project_dir(workspace.root, project)
         for day in sorted({r.partition for r in items}):
             report = stage(
                 folder,
@@ -363,7 +363,7 @@ def friction_report(
                 Candidate(FRICTION_SECTIONS[f.kind], f.proposal, f.sessions, f.evidence_ids, v, origin="friction")
                 for f, v in zip(findings, vectors, strict=True)
             ]
-            folder = project_dir(workspace.root, project)
+            folder = ensure_project_dir(workspace.root, project)
             replaced = superseded_memories(client, project)
             report = stage(folder, project, candidates, week, reflect_policy.proposal_same_threshold, replaced)
             path = folder / "friction" / f"{week}.md"

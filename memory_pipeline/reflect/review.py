@@ -122,7 +122,7 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
 
 def apply_all(workspace: Path, today: str, project: str | None = None) -> dict[str, ApplyReport]:
     """`apply_review` for one project's folder, or for every folder of the workspace with a REVIEW.md."""
-    from memory_pipeline.reflect.workspace import project_dir
+    from memory_pipeline.reflect.workspace import project_dir, project_of
 
     folders = [project_dir(workspace, project)] if project else sorted(p.parent for p in workspace.glob("*/REVIEW.md"))
-    return {folder.name: apply_review(folder, project or folder.name, today) for folder in folders}
+    return {folder.name: apply_review(folder, project_of(folder), today) for folder in folders}

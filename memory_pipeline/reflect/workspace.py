@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
+
+from memory_pipeline.names import safe_name, slug
 
 PRIORITY_TITLES = {
     "high": "High: rules, preferences, decisions",
@@ -18,10 +19,35 @@ PRIORITY_TITLES = {
 }
 
 
+PROJECT_MARKER = ".project"
+
+
 def project_dir(workspace: Path, project: str) -> Path:
-    """A readable, filesystem-safe folder name for a project path (`/home/a/shop` -> `home-a-shop`)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", project.strip("/")).strip("-") or "no-project"
-    return workspace / slug
+    """The project's folder: a readable slug of its path plus a hash of the exact path
+    (`/home/a/shop` -> `home-a-shop-1f0c…`), so `..` stays inside the workspace and `/work/a-b` and
+    `/work/a/b` never share a folder. The folder holds a `.project` file with the exact path; a folder
+    made by an older version under the bare slug is moved here the first time it is asked for."""
+    folder = workspace / safe_name(project.strip("/") or "no-project")
+    legacy = workspace / (slug(project.strip("/"), limit=255) or "no-project")
+    if not folder.exists() and legacy.is_dir() and not (legacy / PROJECT_MARKER).exists():
+        legacy.rename(folder)
+    if folder.is_dir() and not (folder / PROJECT_MARKER).exists():
+        (folder / PROJECT_MARKER).write_text(project + "\n")
+    return folder
+
+
+def project_of(folder: Path) -> str:
+    """The exact project path a workspace folder belongs to (its folder name for hand-made folders)."""
+    marker = folder / PROJECT_MARKER
+    return marker.read_text().rstrip("\n") if marker.exists() else folder.name
+
+
+def ensure_project_dir(workspace: Path, project: str) -> Path:
+    folder = project_dir(workspace, project)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / PROJECT_MARKER).exists():
+        (folder / PROJECT_MARKER).write_text(project + "\n")
+    return folder
 
 
 def daily_log_path(workspace: Path, project: str, day: str) -> Path:
@@ -52,6 +78,7 @@ def render_daily_log(project: str, day: str, ideas: Iterable[dict]) -> str:
 
 def write_daily_log(workspace: Path, project: str, day: str, ideas: Iterable[dict]) -> tuple[Path, bool]:
     """Write the day's log (keeping an `## Archived by review` section already there); True if it changed."""
+    ensure_project_dir(workspace, project)
     path = daily_log_path(workspace, project, day)
     text = render_daily_log(project, day, ideas)
     if path.exists():

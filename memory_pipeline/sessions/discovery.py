@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_pipeline.names import safe_id
 from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
 
 
@@ -33,9 +34,7 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
     problems: list[Problem] = []
     if not root.exists():
         return found, [Problem(str(root), None, "missing directory", "the sessions directory does not exist")]
-    for path in sorted(root.rglob("*.jsonl")):
-        if not path.is_file():
-            continue
+    for path in _session_paths(root, problems):
         relative = str(path.relative_to(root))
         try:
             stat = path.stat()
@@ -48,7 +47,7 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
             FoundFile(
                 path=path,
                 relative_path=relative,
-                session_id=header.id,
+                session_id=safe_id(header.id),
                 started_at_iso=started.isoformat(),
                 partition=started.date().isoformat(),
                 project=header.cwd,
@@ -57,6 +56,41 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
             )
         )
     return _one_file_per_session(found, problems)
+
+
+def _session_paths(root: Path, problems: list[Problem]) -> list[Path]:
+    """Every `*.jsonl` below `root`, following linked folders once each; links that lead nowhere or in a
+    circle, and names that are not regular files, are problems, never silent."""
+    paths: list[Path] = []
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def on_error(exc: OSError) -> None:
+        where = Path(exc.filename).relative_to(root) if exc.filename else root
+        problems.append(Problem(str(where), None, "unreadable folder", exc.strerror or str(exc)))
+
+    for folder, dirs, files in os.walk(root, followlinks=True, onerror=on_error):
+        here = Path(folder)
+        try:
+            stat = here.stat()
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) in seen_dirs:
+            problems.append(Problem(str(here.relative_to(root)), None, "symlink loop", "folder already scanned"))
+            dirs[:] = []
+            continue
+        seen_dirs.add((stat.st_dev, stat.st_ino))
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".jsonl"):
+                continue
+            path = here / name
+            if path.is_file():
+                paths.append(path)
+            elif path.is_symlink():
+                problems.append(Problem(str(path.relative_to(root)), None, "broken or looping symlink", "skipped"))
+            else:
+                problems.append(Problem(str(path.relative_to(root)), None, "not a regular file", "skipped"))
+    return sorted(paths)
 
 
 def _one_file_per_session(found: list[FoundFile], problems: list[Problem]) -> tuple[list[FoundFile], list[Problem]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from memory_pipeline.names import safe_id
 from memory_pipeline.sessions.models import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -164,12 +165,12 @@ def session_messages(
     for parsed in session.entries:
         entry = parsed.entry
         if isinstance(entry, LabelEntry):
-            labels[entry.targetId] = entry.label
+            labels[safe_id(entry.targetId)] = entry.label
         elif isinstance(entry, SessionInfoEntry):
             session_name = entry.name or None
-        elif isinstance(entry, ContextEditEntry) and entry.targetId in _ancestors(parsed.id, parent_of):
+        elif isinstance(entry, ContextEditEntry) and safe_id(entry.targetId) in _ancestors(parsed.id, parent_of):
             # Branch-relative: an edit changes what the model saw on its own branch only.
-            edits[entry.targetId] = entry.replacement is None
+            edits[safe_id(entry.targetId)] = entry.replacement is None
 
     fields_of: dict[str, dict[str, Any]] = {}
     nodes: list[Node] = []
@@ -219,9 +220,9 @@ def session_messages(
         message_ms = fields.get("message_timestamp")
         rows.append(
             {
-                "doc_id": f"{header.id}_{place.turn_id}_{place.message_index}" if place else None,
+                "doc_id": f"{session.session_id}_{place.turn_id}_{place.message_index}" if place else None,
                 "partition": partition,
-                "session_id": header.id,
+                "session_id": session.session_id,
                 "session_file": name,
                 "project": header.cwd,
                 "session_name": session_name,

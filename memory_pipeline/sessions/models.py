@@ -3,7 +3,7 @@
 Every line of a session file is validated into one of these. Unknown keys are
 ignored (pi adds fields often), unknown entry types and content blocks become
 `UnknownEntry`/`UnknownBlock` instead of errors, and the shapes pi itself treats
-as optional are optional here. The format is in ../shared/docs/pi-session-format.md.
+as optional are optional here. The format is in docs/pi-session-format.md.
 """
 
 from __future__ import annotations

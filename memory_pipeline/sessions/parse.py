@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from memory_pipeline.names import safe_id
 from memory_pipeline.sessions.models import (
     ENTRY,
     HEADER,
@@ -62,6 +63,11 @@ class ParsedSession:
     problems: list[Problem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     active_path: list[str] = field(default_factory=list)  # root -> leaf
+
+    @property
+    def session_id(self) -> str:
+        """The header's id, or a safe stand-in when it could not serve as part of a document id."""
+        return safe_id(self.header.id)
 
     @property
     def format_version(self) -> int:
@@ -187,6 +193,8 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
         raw_entries.append((number, entry))
     if header is None:
         raise ValueError(f"{name}: no session header")
+    if safe_id(header.id) != header.id:
+        problems.append(Problem(name, 1, "unsafe session id", f"{len(header.id)} characters; used as {safe_id(header.id)}"))
     session = ParsedSession(path=path, header=header, entries=[], problems=problems, skipped=skipped)
     session.entries = _with_ids(session, raw_entries, name)
     session.active_path = _active_path(session, name)
@@ -224,9 +232,14 @@ def _with_ids(session: ParsedSession, raw: list[tuple[int, Entry]], name: str) -
                 Problem(name, line, "duplicate entry id", f"{entry_id} again at line {last_line_of[entry_id]}; renamed")
             )
             entry_id = f"{entry_id}#L{line}"
+        if safe_id(entry_id) != entry_id:
+            session.problems.append(
+                Problem(name, line, "unsafe entry id", f"{len(entry_id)} characters; used as {safe_id(entry_id)}")
+            )
         if isinstance(entry, MessageEntry) and entry.message.role == "hookMessage":
             entry = entry.model_copy(update={"message": entry.message.model_copy(update={"role": "custom"})})
-        entries.append(ParsedEntry(line, entry_id, entry.parentId, entry))
+        parent = safe_id(entry.parentId) if entry.parentId else None
+        entries.append(ParsedEntry(line, safe_id(entry_id), parent, entry))
     known = {e.id for e in entries}
     repaired = []
     for e in entries:
@@ -241,7 +254,38 @@ def _with_ids(session: ParsedSession, raw: list[tuple[int, Entry]], name: str) -
             )
             e = ParsedEntry(e.line, e.id, None, e.entry)
         repaired.append(e)
-    return repaired
+    return _break_cycles(repaired, session, name)
+
+
+def _break_cycles(entries: list[ParsedEntry], session: ParsedSession, name: str) -> list[ParsedEntry]:
+    """Entries whose parents point round in a circle have no root, so none of them would be on any path:
+    the one that comes first in the file becomes a root (like a dangling parent), and nothing is lost."""
+    parent_of = {e.id: e.parent_id for e in entries}
+    line_of = {e.id: e.line for e in entries}
+    state: dict[str, int] = {}  # 1: on the chain being walked, 2: done
+    roots: set[str] = set()
+    for start in entries:
+        chain: list[str] = []
+        node: str | None = start.id
+        while node is not None and node not in state:
+            state[node] = 1
+            chain.append(node)
+            node = parent_of.get(node)
+        if node is not None and state[node] == 1:
+            cycle = chain[chain.index(node) :]
+            first = min(cycle, key=line_of.__getitem__)
+            roots.add(first)
+            session.problems.append(
+                Problem(
+                    name,
+                    line_of[first],
+                    "parent cycle",
+                    f"{len(cycle)} entries point at each other through parentId; {first} treated as a root",
+                )
+            )
+        for walked in chain:
+            state[walked] = 2
+    return [ParsedEntry(e.line, e.id, None, e.entry) if e.id in roots else e for e in entries]
 
 
 def _active_path(session: ParsedSession, name: str) -> list[str]:
@@ -256,6 +300,7 @@ def _active_path(session: ParsedSession, name: str) -> list[str]:
         seen.add(node)
         path.append(node)
         node = parent_of.get(node)
-    if node is not None:
-        session.problems.append(Problem(name, None, "parent cycle", f"at entry {node}; path cut there"))
+    if node is not None:  # _break_cycles leaves none; kept so a future change cannot loop forever
+        line = next((e.line for e in session.entries if e.id == node), None)
+        session.problems.append(Problem(name, line, "parent cycle", f"at entry {node}; path cut there"))
     return list(reversed(path))

@@ -14,7 +14,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
 # Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.
@@ -23,7 +23,7 @@ RECALL_ASSETS = [*INGEST_ASSETS, recall.turn_observations, recall.embeddings, re
 
 def copy_fixture(name: str, target: Path, session_id: str, day: str) -> Path:
     """A real fixture under a new session id and start day (only its header line changes)."""
-    lines = (SHARED_SESSIONS / name).read_bytes().split(b"\n")
+    lines = (SESSION_FIXTURES / name).read_bytes().split(b"\n")
     header = json.loads(lines[0])
     header["id"] = session_id
     header["timestamp"] = f"{day}T09:00:00.000Z"

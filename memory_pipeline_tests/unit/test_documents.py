@@ -14,11 +14,11 @@ from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.indices import RAW_DOC_FIELDS, RAW_MAPPINGS, RAW_MESSAGE_DOC
 from memory_pipeline.stores.raw_store import checksum, message_documents
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
 
 def test_every_document_of_every_fixture_validates_and_matches_the_mapping(tmp_path: Path) -> None:
-    messages, _ = load_messages(catalog(scan_sessions(SHARED_SESSIONS)[0], {}), tmp_path, Redactor())
+    messages, _ = load_messages(catalog(scan_sessions(SESSION_FIXTURES)[0], {}), tmp_path, Redactor())
     documents = list(message_documents(messages))
     assert len(documents) == messages.filter(pl.col("doc_id").is_not_null()).height > 900
     mapped = set(RAW_MAPPINGS["properties"])
@@ -38,7 +38,7 @@ def test_document_fields_are_frame_columns() -> None:
 
 
 def test_the_same_rows_give_the_same_hashes(tmp_path: Path) -> None:
-    files = catalog(scan_sessions(SHARED_SESSIONS)[0], {})
+    files = catalog(scan_sessions(SESSION_FIXTURES)[0], {})
     first = [d[3] for d in message_documents(load_messages(files, tmp_path / "a", Redactor())[0])]
     second = [d[3] for d in message_documents(load_messages(files, tmp_path / "b", Redactor())[0])]
     assert first == second

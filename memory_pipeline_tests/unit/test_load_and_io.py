@@ -17,7 +17,7 @@ from memory_pipeline.sessions import load
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, load_messages
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def sessions(tmp_path: Path) -> Path:
     root = tmp_path / "sessions"
     root.mkdir()
     for name in ("telegram-bot-errors.v3.jsonl", "handwritten-cass-v1.jsonl"):
-        (root / name).write_bytes((SHARED_SESSIONS / name).read_bytes())
+        (root / name).write_bytes((SESSION_FIXTURES / name).read_bytes())
     return root
 
 
@@ -92,7 +92,7 @@ def test_parse_cache_serves_the_second_load(sessions: Path, tmp_path: Path) -> N
 
 
 def test_parallel_parse_gives_the_same_frame(tmp_path: Path) -> None:
-    files = catalog(scan_sessions(SHARED_SESSIONS)[0], {})
+    files = catalog(scan_sessions(SESSION_FIXTURES)[0], {})
     sequential, _ = load_messages(files, tmp_path / "one", Redactor(), workers=1)
     parallel, report = load_messages(files, tmp_path / "two", Redactor(), workers=2, parallel_min_bytes=0)
     assert report.parsed_files == files.height and report.problems

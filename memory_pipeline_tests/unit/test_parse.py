@@ -13,7 +13,7 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session, read_header
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
 # Counted by hand from the files (and, for the 0.73.1 file, stated in SOURCES.md):
 # entries (non-header), active path length, branch points, message rows, turns on the active path.
@@ -36,8 +36,8 @@ def _frame(path: Path) -> pl.DataFrame:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_fixture_counts(name: str) -> None:
     entries, path_len, branch_points, rows, turns = EXPECTED[name]
-    session = parse_session(SHARED_SESSIONS / name)
-    frame = _frame(SHARED_SESSIONS / name)
+    session = parse_session(SESSION_FIXTURES / name)
+    frame = _frame(SESSION_FIXTURES / name)
     assert (len(session.entries), len(session.active_path), session.branch_points) == (entries, path_len, branch_points)
     assert frame.height == rows
     assert group_turns(frame).height == turns
@@ -47,11 +47,11 @@ def test_fixture_counts(name: str) -> None:
 
 
 def test_every_fixture_is_covered() -> None:
-    assert {p.name for p in SHARED_SESSIONS.glob("*.jsonl")} == set(EXPECTED)
+    assert {p.name for p in SESSION_FIXTURES.glob("*.jsonl")} == set(EXPECTED)
 
 
 def test_active_path_and_branches_of_the_0731_file() -> None:
-    frame = _frame(SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl")
+    frame = _frame(SESSION_FIXTURES / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl")
     active = frame.filter(pl.col("on_active_path")).sort("line")
     assert active["entry_id"].to_list() == [
         "d7fd86f8",
@@ -84,7 +84,7 @@ def test_active_path_and_branches_of_the_0731_file() -> None:
 
 
 def test_system_messages_are_metadata_and_context_edits_are_flagged() -> None:
-    frame = _frame(SHARED_SESSIONS / "generated-pi-1.6.0-system-usage-context-edit.v3.jsonl")
+    frame = _frame(SESSION_FIXTURES / "generated-pi-1.6.0-system-usage-context-edit.v3.jsonl")
     system = frame.filter(pl.col("role") == "system")
     assert system.height == 2 and system["is_metadata"].all() and system["doc_id"].null_count() == 2
     assert "You are an expert coding assistant" in system["content"][0]
@@ -96,7 +96,7 @@ def test_system_messages_are_metadata_and_context_edits_are_flagged() -> None:
 
 
 def test_v1_ids_are_deterministic() -> None:
-    path = SHARED_SESSIONS / "pi-mono-large-session.v1.jsonl"
+    path = SESSION_FIXTURES / "pi-mono-large-session.v1.jsonl"
     first, second = parse_session(path), parse_session(path)
     assert [e.id for e in first.entries] == [e.id for e in second.entries]
     assert first.entries[0].id == "L000002" and first.entries[1].parent_id == "L000002"
@@ -264,7 +264,7 @@ def test_empty_directory(tmp_path: Path) -> None:
 
 
 def test_forked_files_share_entry_ids_but_not_document_ids(tmp_path: Path) -> None:
-    source = SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"
+    source = SESSION_FIXTURES / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"
     lines = source.read_text().split("\n")
     fork = json.loads(lines[0]) | {"id": "forked-session", "parentSession": str(source)}
     (tmp_path / "fork.jsonl").write_text("\n".join([json.dumps(fork), *lines[1:]]))

@@ -12,7 +12,7 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
 
 def test_rrf_rewards_agreement_and_breaks_ties_by_recency() -> None:
@@ -36,7 +36,7 @@ def test_filters_become_elasticsearch_clauses() -> None:
 def test_observations_say_what_was_asked_run_touched_and_how_it_ended() -> None:
     frame = to_frame(
         session_messages(
-            parse_session(SHARED_SESSIONS / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"), Redactor(), "p"
+            parse_session(SESSION_FIXTURES / "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"), Redactor(), "p"
         )[0]
     )
     observations = observe_turns(group_turns(frame), frame)

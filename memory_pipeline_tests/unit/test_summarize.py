@@ -19,7 +19,7 @@ from memory_pipeline.summarize.extract import TurnJob, summarise_turn, summarise
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_ideas, sentence_count
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn
-from memory_pipeline_tests.conftest import SHARED_SESSIONS
+from memory_pipeline_tests.conftest import SESSION_FIXTURES
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 GOOD = [
@@ -32,7 +32,7 @@ GOOD = [
 
 
 def _jobs(name: str) -> dict:
-    frame = to_frame(session_messages(parse_session(SHARED_SESSIONS / name), Redactor(), "p")[0])
+    frame = to_frame(session_messages(parse_session(SESSION_FIXTURES / name), Redactor(), "p")[0])
     return turn_jobs(group_turns(frame), frame)
 
 
@@ -172,12 +172,12 @@ def test_concurrency_keeps_job_order() -> None:
 
 
 def test_turn_jobs_cover_every_active_turn() -> None:
-    frame = to_frame(session_messages(parse_session(SHARED_SESSIONS / "handwritten-cass-v1.jsonl"), Redactor(), "p")[0])
+    frame = to_frame(session_messages(parse_session(SESSION_FIXTURES / "handwritten-cass-v1.jsonl"), Redactor(), "p")[0])
     turns = group_turns(frame)
     jobs = turn_jobs(turns, frame)
     assert set(jobs) == set(zip(turns["session_id"], turns["turn_id"], strict=True))
     assert all(job.messages[0].role == "user" for job in jobs.values())
-    assert isinstance(turns, pl.DataFrame) and Path(SHARED_SESSIONS).exists()
+    assert isinstance(turns, pl.DataFrame) and Path(SESSION_FIXTURES).exists()
 
 
 def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
