@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 import polars as pl
-from dagster import DagsterInstance, materialize
+from dagster import materialize
 
 from bench.results_file import table, write_section
 from memory_pipeline.assets import ingest
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> None:
         result = materialize(
             [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index],
             resources=build_resources(settings),
-            instance=DagsterInstance.ephemeral(),
+            instance=instance_with_days(DAYS),
             tags={"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]},
         )
         seconds = time.perf_counter() - start

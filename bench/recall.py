@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 import httpx
-from dagster import DagsterInstance, materialize
+from dagster import materialize
 
 from bench.results_file import table, write_section
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.evaluate import load_queries, recall_at
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> None:
             RECALL_ASSETS,
             resources=build_resources(settings),
             partition_key=DAY,
-            instance=DagsterInstance.ephemeral(),
+            instance=instance_with_days([DAY]),
         )
         assert result.success
         with EmbeddingsClient(settings.embeddings_url) as embedder:

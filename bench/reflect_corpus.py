@@ -16,6 +16,7 @@ from typing import Any
 from dagster import DagsterInstance, materialize
 
 from memory_pipeline.assets import reflect
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.proposals import load_registry
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.resources import ReflectPolicyResource, build_resources
@@ -67,7 +68,7 @@ def prepare(settings: Settings, days: list[str]) -> None:
     from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS
 
     result = materialize(
-        RECALL_ASSETS, resources=build_resources(settings), instance=DagsterInstance.ephemeral(), tags=_range(days)
+        RECALL_ASSETS, resources=build_resources(settings), instance=instance_with_days(days), tags=_range(days)
     )
     assert result.success
 
@@ -93,7 +94,7 @@ def run_reflect(
     result = materialize(
         assets,
         resources=resources,
-        instance=DagsterInstance.ephemeral(),
+        instance=instance_with_days(days),
         tags=_range(days),
         run_config=config,
     )

@@ -1,48 +1,121 @@
-"""Backfilling session days from the command line (the UI's "materialize missing", as one run)."""
+"""Backfilling session days from the command line (the UI's "materialize missing", as few runs as possible).
+
+A day is done when every asset of `memory_job` is materialised for it and the
+latest run that covered it succeeded with every check passing. A day whose run
+failed half way, or whose checks failed, is picked up again.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Set
-from datetime import date
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dagster import DagsterInstance, ExecuteInProcessResult
+from dagster import (
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    ExecuteInProcessResult,
+    RunsFilter,
+)
+from dagster._core.storage.partition_status_cache import AssetPartitionStatus
 
-from memory_pipeline.partitions import session_days
+from memory_pipeline.partitions import ordered_days, register_days, session_days
 from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.parse import Problem
+
+JOB = "memory_job"
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-def days_to_backfill(sessions_dir: Path, done: Set[str], start: str | None = None, end: str | None = None) -> list[str]:
-    """Days with session files, within the partitions and [start, end], not in `done`."""
-    found, _ = scan_sessions(sessions_dir)
-    valid = set(session_days.get_partition_keys())
-    days = {f.partition for f in found if f.partition in valid}
-    return sorted(d for d in days - set(done) if (start is None or d >= start) and (end is None or d <= end))
+@dataclass
+class Plan:
+    days: list[str]  # days with sessions, within [start, end]
+    todo: list[str]  # of those, the ones to run
+    added: list[str]  # days that became partitions now
+    problems: list[Problem] = field(default_factory=list)
 
 
-def day_ranges(days: list[str], max_gap_days: int = 7) -> list[tuple[str, str]]:
-    """Contiguous-enough stretches of days, each one run: a single run beats one per day, but a
-    range over a quiet year would spend its time on empty days."""
+def plan_backfill(
+    instance: DagsterInstance, sessions_dir: Path, everything: bool, start: str | None = None, end: str | None = None
+) -> Plan:
+    """Every day with sessions becomes a partition; the ones not done (or all, with `everything`) are to run."""
+    found, problems = scan_sessions(sessions_dir)
+    days = sorted(
+        {f.partition for f in found if (start is None or f.partition >= start) and (end is None or f.partition <= end)}
+    )
+    added = register_days(instance, days)
+    todo = days if everything else [d for d in days if d not in finished_days(instance, days)]
+    return Plan(days, todo, added, problems)
+
+
+def job_asset_keys() -> list[AssetKey]:
+    from memory_pipeline.definitions import defs
+
+    graph = defs.resolve_job_def(JOB).asset_layer.asset_graph
+    return sorted(k for k in graph.get_all_asset_keys() if graph.get(k).is_materializable)
+
+
+def finished_days(instance: DagsterInstance, days: Sequence[str]) -> set[str]:
+    """The days every asset of the job has materialised and whose latest run passed (status and checks)."""
+    if not days:
+        return set()
+    complete = set(days)
+    for key in job_asset_keys():
+        status = instance.get_status_by_partition(key, list(days), session_days) or {}
+        complete &= {d for d, s in status.items() if s == AssetPartitionStatus.MATERIALIZED}
+    return complete & _days_whose_latest_run_passed(instance, complete)
+
+
+def _days_whose_latest_run_passed(instance: DagsterInstance, days: set[str]) -> set[str]:
+    order = ordered_days(instance)
+    undecided, passed = set(days), set()
+    for run in instance.get_runs(filters=RunsFilter(job_name=JOB)):  # newest first
+        if not undecided:
+            break
+        covered = _run_days(run.tags, order) & undecided
+        if not covered:
+            continue
+        undecided -= covered
+        if run.status == DagsterRunStatus.SUCCESS and _checks_passed(instance, run.run_id):
+            passed |= covered
+    return passed
+
+
+def _run_days(tags: dict[str, str], order: list[str]) -> set[str]:
+    if "dagster/partition" in tags:
+        return {tags["dagster/partition"]}
+    if RANGE_START in tags and RANGE_END in tags and tags[RANGE_START] in order and tags[RANGE_END] in order:
+        return set(order[order.index(tags[RANGE_START]) : order.index(tags[RANGE_END]) + 1])
+    return set()
+
+
+def _checks_passed(instance: DagsterInstance, run_id: str) -> bool:
+    records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION).records
+    return all(r.event_log_entry.dagster_event.event_specific_data.passed for r in records)
+
+
+def day_ranges(days: list[str], order: list[str]) -> list[tuple[str, str]]:
+    """Runs for `days`: stretches of neighbouring partitions (in Dagster's order, which a range follows),
+    so every run covers only days that are to run."""
+    wanted = set(days)
     ranges: list[tuple[str, str]] = []
-    for day in sorted(days):
-        if ranges and (date.fromisoformat(day) - date.fromisoformat(ranges[-1][1])).days <= max_gap_days:
-            ranges[-1] = (ranges[-1][0], day)
-        else:
-            ranges.append((day, day))
+    previous_wanted = False
+    for day in order:
+        if day in wanted:
+            ranges.append((ranges.pop()[0], day) if previous_wanted else (day, day))
+        previous_wanted = day in wanted
     return ranges
 
 
 def run_backfill(instance: DagsterInstance, first: str, last: str) -> ExecuteInProcessResult:
-    """One run of the ingest job over [first, last] (the assets' single-run backfill policy)."""
+    """One run of the job over the partitions [first, last] (the assets' single-run backfill policy)."""
     from memory_pipeline.definitions import defs
 
-    job = defs.resolve_job_def("memory_job")
+    job = defs.resolve_job_def(JOB)
     return job.execute_in_process(
         instance=instance,
         raise_on_error=False,
-        tags={
-            "dagster/asset_partition_range_start": first,
-            "dagster/asset_partition_range_end": last,
-            "memory_pipeline/backfill": "cli",
-        },
+        tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
     )

@@ -6,6 +6,8 @@ returns a failing result with the evidence rather than raising.
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 import polars as pl
 from dagster import AssetCheckResult, MetadataValue
 from elasticsearch import Elasticsearch
@@ -42,6 +44,23 @@ def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
     )
 
 
+def every_message_placed(messages: pl.DataFrame) -> AssetCheckResult:
+    """No message is dropped without a word: every conversation message parsed has a document id (a
+    place in a turn); what was skipped before that is listed in raw_messages' problems, by file and line."""
+    unplaced = messages.filter(pl.col("doc_id").is_null() & ~pl.col("is_metadata"))
+    return AssetCheckResult(
+        check_name="every_message_placed",
+        passed=unplaced.is_empty(),
+        metadata={
+            "messages": messages.height,
+            "metadata_rows": int(messages["is_metadata"].sum()),
+            "unplaced": MetadataValue.json(
+                [f"{r['session_file']}:{r['line']}" for r in unplaced.head(20).iter_rows(named=True)]
+            ),
+        },
+    )
+
+
 def index_equals_messages(client: Elasticsearch, messages: pl.DataFrame, partitions: list[str]) -> AssetCheckResult:
     """Per session, the documents in memory-raw for these days equal the parsed messages in number."""
     expected = dict(messages.filter(pl.col("doc_id").is_not_null()).group_by("session_id").len().iter_rows())
@@ -63,14 +82,19 @@ def index_equals_messages(client: Elasticsearch, messages: pl.DataFrame, partiti
 
 
 def files_represented(
-    client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame, partitions: list[str]
+    client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame, partitions: list[str], unread: Set[str]
 ) -> AssetCheckResult:
-    """Every session file found is in the manifest with its fingerprint, and its messages are indexed."""
+    """Every session file found is in the manifest with its fingerprint and its messages are indexed,
+    or is listed as unread this time (vanished or unreadable since the scan: retried next run)."""
     manifest = read_manifest(client, partitions)
     counts = indexed_counts(client, partitions)
     with_messages = set(messages.filter(pl.col("doc_id").is_not_null())["session_id"].to_list())
     missing = []
+    unread_files = []
     for row in files.iter_rows(named=True):
+        if row["session_id"] in unread:
+            unread_files.append(row["session_file"])
+            continue
         recorded = manifest.get(row["session_id"])
         if recorded is None or recorded[1].fingerprint != row["fingerprint"]:
             missing.append(f"{row['session_file']}: not recorded with its current fingerprint")
@@ -79,7 +103,11 @@ def files_represented(
     return AssetCheckResult(
         check_name="every_file_represented",
         passed=not missing,
-        metadata={"files": files.height, "missing": MetadataValue.json(missing[:20])},
+        metadata={
+            "files": files.height,
+            "missing": MetadataValue.json(missing[:20]),
+            "unread_listed": MetadataValue.json(unread_files[:50]),
+        },
     )
 
 
@@ -93,7 +121,8 @@ def rerun_changes_nothing(
     stale_files = [
         row["session_file"]
         for row in files.iter_rows(named=True)
-        if row["session_id"] not in manifest or manifest[row["session_id"]][1].fingerprint != row["fingerprint"]
+        if row["session_id"] not in report.unread_sessions
+        and (row["session_id"] not in manifest or manifest[row["session_id"]][1].fingerprint != row["fingerprint"])
     ]
     expected = report.expected
     stored = session_checksums(client, {"terms": {"session_id": report.changed}}) if report.changed else {}

@@ -166,25 +166,30 @@ def _dagster_home(settings: Settings) -> Path:
 
 
 @main.command()
-@click.option("--all", "everything", is_flag=True, help="Every day with sessions, not only the missing ones.")
+@click.option("--all", "everything", is_flag=True, help="Every day with sessions, not only the ones not done.")
 @click.option("--start", help="First day (YYYY-MM-DD) to consider.")
 @click.option("--end", help="Last day (YYYY-MM-DD) to consider.")
 def backfill(everything: bool, start: str | None, end: str | None) -> None:
-    """Ingest every day that has sessions but no materialisation yet (one run per stretch of days)."""
-    from dagster import AssetKey, DagsterInstance
+    """Run every day that has sessions and is not done yet (never run, failed, half done or with a failed
+    check), as one run per stretch of days."""
+    from dagster import DagsterInstance
 
-    from memory_pipeline.backfill import day_ranges, days_to_backfill, run_backfill
+    from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
+    from memory_pipeline.partitions import ordered_days
 
     settings = _settings()
     _dagster_home(settings)
     with DagsterInstance.get() as instance:
-        done = set() if everything else instance.get_materialized_partitions(AssetKey("memory_raw_index"))
-        days = days_to_backfill(settings.sessions_dir, done, start, end)
-        if not days:
-            click.echo(f"nothing to backfill under {settings.sessions_dir}")
+        plan = plan_backfill(instance, settings.sessions_dir, everything, start, end)
+        for problem in plan.problems:
+            click.echo(f"skipped {problem}", err=True)
+        if not plan.todo:
+            click.echo(
+                f"nothing to backfill under {settings.sessions_dir}: {len(plan.days)} day(s) with sessions, all done"
+            )
             return
-        ranges = day_ranges(days)
-        click.echo(f"backfilling {len(days)} day(s) in {len(ranges)} run(s)", err=True)
+        ranges = day_ranges(plan.todo, ordered_days(instance))
+        click.echo(f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)", err=True)
         failed = 0
         for first, last in ranges:
             result = run_backfill(instance, first, last)

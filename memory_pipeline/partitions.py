@@ -1,14 +1,21 @@
-"""Daily partitions by session date: the day (UTC) the session started."""
+"""Partitions: the days that have sessions, and ISO weeks for the friction report.
+
+Session days are dynamic partitions: a day exists once a session started on it
+(UTC) has been found, by the sensor, the daily schedule or `memory-pipeline
+backfill`. So a history from 2019 or a clock set to year 9999 is ingested like
+any other day, and "missing" in the UI means a day with sessions not processed
+yet, never one of a thousand empty days.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from dagster import BackfillPolicy, DailyPartitionsDefinition, WeeklyPartitionsDefinition
+from dagster import BackfillPolicy, DagsterInstance, DynamicPartitionsDefinition, WeeklyPartitionsDefinition
 
-# pi's oldest sessions (early 2024 in the wild) fit; end_offset=1 includes today, which the sensor
-# ingests while it is still going on.
-session_days = DailyPartitionsDefinition(start_date="2024-01-01", end_offset=1, timezone="UTC")
+SESSION_DAYS = "session_days"
+session_days = DynamicPartitionsDefinition(name=SESSION_DAYS)
 
 # Friction is a weekly look back: ISO weeks (Monday to Sunday), the current one included.
 session_weeks = WeeklyPartitionsDefinition(start_date="2024-01-01", day_offset=1, end_offset=1, timezone="UTC")
@@ -17,3 +24,30 @@ session_weeks = WeeklyPartitionsDefinition(start_date="2024-01-01", day_offset=1
 def daily_assets(group: str) -> dict[str, Any]:
     """What every pipeline asset shares: the session days, one run per backfilled range, its stage group."""
     return {"partitions_def": session_days, "backfill_policy": BackfillPolicy.single_run(), "group_name": group}
+
+
+def new_days(instance: DagsterInstance, days: Iterable[str]) -> list[str]:
+    """The days not yet partitions, sorted (added in order, the UI lists them by date)."""
+    known = set(instance.get_dynamic_partitions(SESSION_DAYS))
+    return sorted(set(days) - known)
+
+
+def register_days(instance: DagsterInstance, days: Iterable[str]) -> list[str]:
+    """Make every day in `days` a partition; the ones that were new."""
+    added = new_days(instance, days)
+    if added:
+        instance.add_dynamic_partitions(SESSION_DAYS, added)
+    return added
+
+
+def ordered_days(instance: DagsterInstance) -> list[str]:
+    """The partitions in Dagster's order (insertion), the order a partition range runs in."""
+    return list(instance.get_dynamic_partitions(SESSION_DAYS))
+
+
+def instance_with_days(days: Iterable[str], instance: DagsterInstance | None = None) -> DagsterInstance:
+    """An instance (a new ephemeral one unless given) on which `days` are partitions, for in-process runs
+    (tests, benchmarks) that materialise them."""
+    instance = instance or DagsterInstance.ephemeral()
+    register_days(instance, days)
+    return instance

@@ -4,7 +4,8 @@ The cursor maps each file to (size, mtime, day) as last requested. A tick only
 stats files; it reads a header only for a file it has not seen in this state.
 A file modified within the debounce window is left for a later tick (pi may
 still be writing it), and run keys name the exact file states, so a repeated
-tick requests nothing twice.
+tick requests nothing twice. A day seen for the first time becomes a partition
+in the same tick.
 """
 
 import hashlib
@@ -12,15 +13,22 @@ import json
 import time
 from collections import defaultdict
 
-from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
 from memory_pipeline.jobs import memory_job
-from memory_pipeline.partitions import session_days
+from memory_pipeline.partitions import new_days, session_days
 from memory_pipeline.resources import SessionsResource
-from memory_pipeline.sessions.parse import parse_timestamp, read_header
+from memory_pipeline.sessions.discovery import session_paths
+from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
 
 
-@sensor(job=memory_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)
+@sensor(
+    job=memory_job,
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Watches SESSIONS_DIR: a new, changed or deleted session file requests a run of its day "
+    "(30 s after its last write), and a new day becomes a partition.",
+)
 def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource):
     """Requests ingest runs for session days with new, changed or deleted files."""
     root = sessions.root
@@ -28,8 +36,8 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
     after: dict[str, list] = {}
     touched: dict[str, list[str]] = defaultdict(list)
     now_ns = time.time_ns()
-    valid_days = set(session_days.get_partition_keys())
-    for path in sorted(root.rglob("*.jsonl")) if root.exists() else []:
+    problems: list[Problem] = []
+    for path in session_paths(root, problems) if root.exists() else []:
         relative = str(path.relative_to(root))
         try:
             stat = path.stat()
@@ -54,19 +62,22 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
         touched[day].append(f"{relative}:{stat.st_size}:{stat.st_mtime_ns}")
         if previous and previous[2] and previous[2] != day:
             touched[previous[2]].append(f"{relative}:moved")
+    for problem in problems:
+        context.log.warning(str(problem))
     for relative, previous in before.items():
         if relative not in after and previous[2]:
             touched[previous[2]].append(f"{relative}:deleted")
     context.update_cursor(json.dumps(after, sort_keys=True))
     requests = []
     for day, states in sorted(touched.items()):
-        if day not in valid_days:
-            context.log.warning(f"sessions dated {day} are outside the partitions {session_days.start:%Y-%m-%d}..today")
-            continue
         run_key = f"{day}:{hashlib.sha1(chr(10).join(sorted(states)).encode()).hexdigest()[:16]}"
         requests.append(
             RunRequest(run_key=run_key, partition_key=day, tags={"memory_pipeline/files": str(len(states))})
         )
     if not requests:
         return SkipReason(f"no new or changed session files under {root}")
-    return requests
+    added = new_days(context.instance, touched)
+    return SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[session_days.build_add_request(added)] if added else [],
+    )

@@ -22,11 +22,17 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview, problems_markdown
-from memory_pipeline.checks import files_represented, index_equals_messages, rerun_changes_nothing, turn_integrity
+from memory_pipeline.checks import (
+    every_message_placed,
+    files_represented,
+    index_equals_messages,
+    rerun_changes_nothing,
+    turn_integrity,
+)
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
-from memory_pipeline.sessions.load import catalog, load_messages
+from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
 from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.stores.raw_store import read_manifest, sync_partitions
 
@@ -152,19 +158,32 @@ _CHECKS = [
     AssetCheckSpec(
         "rerun_changes_nothing", asset="memory_raw_index", description="Running again now would write nothing."
     ),
+    AssetCheckSpec(
+        "every_message_placed",
+        asset="memory_raw_index",
+        description="Every conversation message parsed has a place in a turn: none dropped without being listed.",
+    ),
 ]
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=[turns])
 def memory_raw_index(
-    context: AssetExecutionContext, raw_messages: pl.DataFrame, session_files: pl.DataFrame, es: ElasticsearchResource
+    context: AssetExecutionContext,
+    raw_messages: pl.DataFrame,
+    session_files: pl.DataFrame,
+    sessions: SessionsResource,
+    es: ElasticsearchResource,
 ) -> MaterializeResult:
     """`memory-raw`: one document per message (id `{session_id}_{turn_id}_{message_index}`), kept equal to
     the session files: new and changed messages are written, vanished ones deleted, unchanged files cost
-    no write at all. Checked after every materialisation."""
+    no write at all. A file that could not be read this time changes nothing (its documents and manifest
+    entry stay, so the next run reads it). Checked after every materialisation."""
     keys = context.partition_keys
+    unread = unread_sessions(session_files, Path(sessions.cache_dir), sessions.redactor())
+    for session_id in sorted(unread):
+        context.log.warning(f"{session_id}: not read this run; its documents stay as they were and it is retried")
     with es.get_client() as client:
-        report = sync_partitions(client, raw_messages, session_files, keys)
+        report = sync_partitions(client, raw_messages, session_files, keys, unread)
         context.log.info(
             f"memory-raw: {report.written} written, {report.deleted} deleted, "
             f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
@@ -173,8 +192,9 @@ def memory_raw_index(
         checks = [
             turn_integrity(raw_messages),
             index_equals_messages(client, raw_messages, keys),
-            files_represented(client, session_files, raw_messages, keys),
+            files_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
+            every_message_placed(raw_messages),
         ]
     documents = int(raw_messages["doc_id"].is_not_null().sum())
     return MaterializeResult(
@@ -187,6 +207,7 @@ def memory_raw_index(
             "changed_sessions": report.changed_sessions,
             "unchanged_sessions": report.unchanged_sessions,
             "gone_sessions": report.gone_sessions,
+            "unread_sessions": MetadataValue.json(report.unread_sessions[:50]),
             "index_seconds": round(report.seconds, 3),
             "docs_per_second": round(report.written / report.seconds, 1) if report.seconds and report.written else 0,
         },

@@ -8,8 +8,10 @@ from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 from dagster import (
+    AllPartitionMapping,
     AssetCheckResult,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
     Config,
     Failure,
@@ -333,7 +335,13 @@ def rule_maturity(
     )
 
 
-@asset(partitions_def=session_weeks, group_name=FRICTION, deps=["es_dense_vector"], kinds={"markdown"})
+# A week reads whatever days are indexed (session days are dynamic: no day-to-week mapping exists).
+@asset(
+    partitions_def=session_weeks,
+    group_name=FRICTION,
+    deps=[AssetDep("es_dense_vector", partition_mapping=AllPartitionMapping())],
+    kinds={"markdown"},
+)
 def friction_report(
     context: AssetExecutionContext,
     es: ElasticsearchResource,

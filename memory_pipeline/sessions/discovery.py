@@ -34,7 +34,7 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
     problems: list[Problem] = []
     if not root.exists():
         return found, [Problem(str(root), None, "missing directory", "the sessions directory does not exist")]
-    for path in _session_paths(root, problems):
+    for path in session_paths(root, problems):
         relative = str(path.relative_to(root))
         try:
             stat = path.stat()
@@ -58,7 +58,7 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
     return _one_file_per_session(found, problems)
 
 
-def _session_paths(root: Path, problems: list[Problem]) -> list[Path]:
+def session_paths(root: Path, problems: list[Problem]) -> list[Path]:
     """Every `*.jsonl` below `root`, following linked folders once each; links that lead nowhere or in a
     circle, and names that are not regular files, are problems, never silent."""
     paths: list[Path] = []

@@ -62,7 +62,10 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
             and before.session_file == item.relative_path
             and (before.size, before.mtime_ns) == (item.size, item.mtime_ns)
         )
-        digest = before.fingerprint if same_stat and before else fingerprint(item.path)
+        try:
+            digest = before.fingerprint if same_stat and before else fingerprint(item.path)
+        except OSError:
+            digest = None  # gone or unreadable since the scan: raw_messages reports it, nothing records it
         changed = (
             before is None
             or before.fingerprint != digest
@@ -114,20 +117,7 @@ def load_messages(
     Changed files are parsed in a process pool (one worker per core) when there is enough of them."""
     report = LoadReport()
     cache_dir.mkdir(parents=True, exist_ok=True)
-    redaction_key = _redaction_key(redactor)
-    jobs: list[_ParseJob] = []
-    for row in files.iter_rows(named=True):
-        stem = cache_dir / f"{row['session_id']}-{row['fingerprint'][:16]}-{PARSER_VERSION}-{redaction_key}"
-        jobs.append(
-            _ParseJob(
-                Path(row["path"]),
-                row["session_file"],
-                row["partition"],
-                row["size"],
-                str(stem),
-                redactor.rules[len(DEFAULT_RULES) :],
-            )
-        )
+    jobs = _parse_jobs(files, cache_dir, redactor)
     # The whole set unchanged (a re-run): one combined file instead of hundreds of small ones.
     combined = cache_dir / f"set-{hashlib.sha1(chr(10).join(sorted(j.stem for j in jobs)).encode()).hexdigest()}"
     if jobs and combined.with_suffix(".json").exists():
@@ -136,6 +126,12 @@ def load_messages(
         _add_notes(report, notes)
         return pl.read_parquet(combined.with_suffix(".parquet")), report
     to_parse = [job for job in jobs if not job.cached]
+    for job in to_parse:
+        if job.fingerprint is None:
+            report.problems.append(
+                Problem(job.display, None, "unreadable session", "vanished or unreadable since the scan")
+            )
+    to_parse = [job for job in to_parse if job.fingerprint is not None]
     begin = time.perf_counter()
     workers = workers or min(os.cpu_count() or 1, len(to_parse))
     if workers > 1 and sum(job.size for job in to_parse) >= parallel_min_bytes:
@@ -146,10 +142,10 @@ def load_messages(
     report.parse_seconds = time.perf_counter() - begin
     report.parsed_files = len(to_parse) - sum(1 for f in failures if f)
     report.bytes_parsed = sum(job.size for job, failed in zip(to_parse, failures, strict=True) if not failed)
-    report.cached_files = len(jobs) - len(to_parse)
+    report.cached_files = sum(1 for job in jobs if job.cached) - report.parsed_files
+    report.failed_files = len(jobs) - report.cached_files - report.parsed_files
     for job, failure in zip(to_parse, failures, strict=True):
         if failure:
-            report.failed_files += 1
             report.problems.append(Problem(job.display, None, "unreadable session", failure))
     readable = [job for job in jobs if job.cached]  # the unreadable ones were reported above
     for job in readable:
@@ -171,6 +167,32 @@ def load_messages(
     return messages, report
 
 
+def _parse_jobs(files: pl.DataFrame, cache_dir: Path, redactor: Redactor) -> list[_ParseJob]:
+    redaction_key = _redaction_key(redactor)
+    return [
+        _ParseJob(
+            Path(row["path"]),
+            row["session_file"],
+            row["partition"],
+            row["size"],
+            str(
+                cache_dir
+                / f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
+            ),
+            redactor.rules[len(DEFAULT_RULES) :],
+            row["session_id"],
+            row["fingerprint"],
+        )
+        for row in files.iter_rows(named=True)
+    ]
+
+
+def unread_sessions(files: pl.DataFrame, cache_dir: Path, redactor: Redactor) -> set[str]:
+    """The sessions of `files` that `load_messages` could not read (no cache entry for their content):
+    their recorded state must not change, nor their documents be removed, until a run reads them."""
+    return {job.session_id for job in _parse_jobs(files, cache_dir, redactor) if not job.cached}
+
+
 def _add_notes(report: LoadReport, notes: dict) -> None:
     report.skipped.update(notes["skipped"])
     report.redactions.update(notes["redactions"])
@@ -185,6 +207,8 @@ class _ParseJob:
     size: int
     stem: str
     extra_rules: tuple[Rule, ...]
+    session_id: str
+    fingerprint: str | None
 
     @property
     def frame_path(self) -> Path:
@@ -196,7 +220,7 @@ class _ParseJob:
 
     @property
     def cached(self) -> bool:
-        return self.frame_path.exists() and self.notes_path.exists()
+        return self.fingerprint is not None and self.frame_path.exists() and self.notes_path.exists()
 
 
 def _parse_to_cache(job: _ParseJob) -> str | None:

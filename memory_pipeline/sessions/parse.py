@@ -194,7 +194,9 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
     if header is None:
         raise ValueError(f"{name}: no session header")
     if safe_id(header.id) != header.id:
-        problems.append(Problem(name, 1, "unsafe session id", f"{len(header.id)} characters; used as {safe_id(header.id)}"))
+        problems.append(
+            Problem(name, 1, "unsafe session id", f"{len(header.id)} characters; used as {safe_id(header.id)}")
+        )
     session = ParsedSession(path=path, header=header, entries=[], problems=problems, skipped=skipped)
     session.entries = _with_ids(session, raw_entries, name)
     session.active_path = _active_path(session, name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,13 +97,21 @@ class SyncPlan:
         return len(self.upserts) + len(self.deletes) + len(self.manifest) + len(self.manifest_deletes)
 
 
-def plan_sync(client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame, partitions: list[str]) -> SyncPlan:
-    """What to write so the index equals the files of `partitions`."""
+def plan_sync(
+    client: Elasticsearch,
+    messages: pl.DataFrame,
+    files: pl.DataFrame,
+    partitions: list[str],
+    unread: Set[str] = frozenset(),
+) -> SyncPlan:
+    """What to write so the index equals the files of `partitions`. Files found but not read this time
+    (`unread`: vanished or unreadable since the scan) keep their documents and their manifest entry, so
+    the next run still sees them as changed."""
     recorded = read_manifest(client, partitions)
     present = set(files["session_id"].to_list())
     plan = SyncPlan()
     plan.gone_sessions = sorted(set(recorded) - present)
-    changed = files.filter(pl.col("changed"))
+    changed = files.filter(pl.col("changed") & ~pl.col("session_id").is_in(list(unread)))
     plan.changed_sessions = changed["session_id"].to_list()
     comparing = plan.changed_sessions + plan.gone_sessions
     if comparing:
@@ -153,15 +161,20 @@ class SyncReport:
     unchanged_sessions: int
     gone_sessions: int
     seconds: float
+    unread_sessions: list[str] = field(default_factory=list)
 
 
 def sync_partitions(
-    client: Elasticsearch, messages: pl.DataFrame, files: pl.DataFrame, partitions: list[str]
+    client: Elasticsearch,
+    messages: pl.DataFrame,
+    files: pl.DataFrame,
+    partitions: list[str],
+    unread: Set[str] = frozenset(),
 ) -> SyncReport:
-    """Make `memory-raw` (and its manifest) equal the files of `partitions`."""
+    """Make `memory-raw` (and its manifest) equal the files of `partitions` that could be read."""
     begin = time.perf_counter()
     ensure_raw_indices(client)
-    plan = plan_sync(client, messages, files, partitions)
+    plan = plan_sync(client, messages, files, partitions, unread)
     written, deleted = bulk_apply(client, RAW_INDEX, plan.upserts, plan.deletes)
     # The manifest last: a run that fails before here re-reads those files next time.
     manifest_written, manifest_deleted = bulk_apply(client, RAW_FILES_INDEX, plan.manifest, plan.manifest_deletes)
@@ -175,7 +188,8 @@ def sync_partitions(
         manifest_writes=manifest_written + manifest_deleted,
         unchanged_documents=plan.unchanged_documents,
         changed_sessions=len(plan.changed_sessions),
-        unchanged_sessions=files.height - len(plan.changed_sessions),
+        unchanged_sessions=files.filter(~pl.col("changed") & ~pl.col("session_id").is_in(list(unread))).height,
+        unread_sessions=sorted(unread),
         gone_sessions=len(plan.gone_sessions),
         seconds=time.perf_counter() - begin,
     )

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, ExecuteInProcessResult, materialize
+from dagster import ExecuteInProcessResult, materialize
 
 from memory_pipeline.assets import ingest, recall
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
@@ -66,11 +67,18 @@ def run_ingest(
         INGEST_ASSETS,
         resources=build_resources(settings),
         partition_key=partition,
-        instance=DagsterInstance.ephemeral(),
+        instance=instance_with_days(_days(partition, tags)),
         tags=tags,
         raise_on_error=True,
     )
     return Run(result.success, *run_metadata(result))
+
+
+def _days(partition: str | None, tags: dict[str, str] | None) -> list[str]:
+    """The days a run covers: its partition, or its range's first and last day (tests use short ranges)."""
+    tags = tags or {}
+    ends = [tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")]
+    return [d for d in [partition, *ends] if d]
 
 
 def run_metadata(result: ExecuteInProcessResult) -> tuple[dict, dict, dict]:

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 import polars as pl
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import materialize
 
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import Filters, MemorySearch
 from memory_pipeline.search.briefing import briefing, estimate_tokens
@@ -25,7 +26,7 @@ SESSION = "recall-pi-mono"
 
 def _run(settings: Settings) -> tuple[dict, dict]:
     result = materialize(
-        RECALL_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=DagsterInstance.ephemeral()
+        RECALL_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
     )
     assert result.success
     metadata, checks, _ = run_metadata(result)

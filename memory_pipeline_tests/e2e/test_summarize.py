@@ -6,9 +6,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import materialize
 
 from memory_pipeline.assets import reflect, summarize
+from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import LlamaResource, build_resources
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
@@ -29,7 +30,7 @@ def _run(settings: Settings, run_config: dict | None = None, resources: dict | N
         ASSETS,
         resources={**build_resources(settings), **(resources or {})},
         partition_key=DAY,
-        instance=DagsterInstance.ephemeral(),
+        instance=instance_with_days([DAY]),
         run_config=run_config,
         raise_on_error=False,
     )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dagster import AssetKey, Definitions
+from dagster import AssetKey, DefaultScheduleStatus, Definitions
 
 from memory_pipeline.definitions import defs
+from memory_pipeline.partitions import session_days
 
 
 def test_definitions_are_loadable() -> None:
@@ -16,11 +17,22 @@ def test_ingest_assets_checks_sensor_schedule_and_job() -> None:
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
     assert keys >= {"session_files", "raw_messages", "turns", "memory_raw_index"}
     checks = {c.name for c in graph.asset_check_keys if c.asset_key == AssetKey("memory_raw_index")}
-    assert checks == {"turn_integrity", "index_equals_messages", "every_file_represented", "rerun_changes_nothing"}
+    assert checks == {
+        "turn_integrity",
+        "index_equals_messages",
+        "every_file_represented",
+        "rerun_changes_nothing",
+        "every_message_placed",
+    }
     assert defs.resolve_sensor_def("session_files_sensor").job_name == "memory_job"
     assert defs.resolve_schedule_def("daily_ingest_schedule").cron_schedule == "30 0 * * *"
     for key in ("session_files", "raw_messages", "turns", "memory_raw_index"):
-        assert graph.get(AssetKey(key)).partitions_def is not None
+        assert graph.get(AssetKey(key)).partitions_def == session_days  # dynamic: days that have sessions
+    for name in ("session_files_sensor",):
+        assert defs.resolve_sensor_def(name).description
+    for name in ("daily_ingest_schedule", "weekly_friction_schedule"):
+        schedule = defs.resolve_schedule_def(name)
+        assert schedule.description and schedule.default_status == DefaultScheduleStatus.RUNNING
 
 
 def test_reflect_assets_checks_weekly_friction_job_and_schedule() -> None:

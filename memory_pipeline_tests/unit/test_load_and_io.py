@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from dagster import AssetKey, PartitionKeyRange, build_input_context, build_output_context
+from dagster import AssetKey, DailyPartitionsDefinition, PartitionKeyRange, build_input_context, build_output_context
 
-from memory_pipeline.backfill import day_ranges, days_to_backfill
+from memory_pipeline.backfill import day_ranges, plan_backfill
 from memory_pipeline.io_managers import PolarsParquetIOManager
-from memory_pipeline.partitions import session_days
+from memory_pipeline.partitions import instance_with_days, ordered_days
 from memory_pipeline.sessions import load
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, load_messages
@@ -99,6 +99,10 @@ def test_parallel_parse_gives_the_same_frame(tmp_path: Path) -> None:
     assert parallel.equals(sequential)
 
 
+# The IO manager only sees partition keys; a daily definition gives a range without an instance.
+session_days = DailyPartitionsDefinition(start_date="2024-06-01")
+
+
 def test_io_manager_splits_a_range_by_day_and_joins_it_back(tmp_path: Path) -> None:
     manager = PolarsParquetIOManager(base_dir=str(tmp_path))
     frame = pl.DataFrame({"partition": ["2024-06-01", "2024-06-03", "2024-06-03"], "x": [1, 2, 3]})
@@ -127,11 +131,24 @@ def test_io_manager_splits_a_range_by_day_and_joins_it_back(tmp_path: Path) -> N
     assert empty.is_empty() and empty.schema == frame.schema
 
 
-def test_backfill_plans_missing_days_in_stretches(sessions: Path) -> None:
-    assert days_to_backfill(sessions, set()) == ["2024-01-15", "2026-03-18"]
-    assert days_to_backfill(sessions, {"2024-01-15"}) == ["2026-03-18"]
-    assert days_to_backfill(sessions, set(), start="2025-01-01") == ["2026-03-18"]
-    assert day_ranges(["2024-01-01", "2024-01-03", "2024-01-20", "2024-01-21"]) == [
-        ("2024-01-01", "2024-01-03"),
-        ("2024-01-20", "2024-01-21"),
+def test_backfill_makes_every_session_day_a_partition_however_old_or_far_ahead(sessions: Path) -> None:
+    for name, day in (("old.jsonl", "2019-03-02"), ("ahead.jsonl", "9999-12-31")):
+        header = {"type": "session", "version": 3, "id": name, "timestamp": f"{day}T10:00:00Z", "cwd": "/w"}
+        (sessions / name).write_text(json.dumps(header) + "\n")
+    instance = instance_with_days([])
+    plan = plan_backfill(instance, sessions, everything=False)
+    assert plan.days == plan.todo == plan.added == ["2019-03-02", "2024-01-15", "2026-03-18", "9999-12-31"]
+    assert ordered_days(instance) == plan.days
+    again = plan_backfill(instance, sessions, everything=False, start="2025-01-01")
+    assert again.days == again.todo == ["2026-03-18", "9999-12-31"] and again.added == []
+
+
+def test_backfill_runs_cover_only_wanted_days_in_partition_order() -> None:
+    # A history found later than newer days: partitions are in insertion order, ranges follow it.
+    order = ["2026-01-01", "2026-01-02", "2019-05-01", "2019-05-02", "2019-05-09"]
+    assert day_ranges(["2026-01-02", "2019-05-01", "2019-05-09"], order) == [
+        ("2026-01-02", "2019-05-01"),
+        ("2019-05-09", "2019-05-09"),
     ]
+    assert day_ranges(order, order) == [("2026-01-01", "2019-05-09")]
+    assert day_ranges([], order) == []

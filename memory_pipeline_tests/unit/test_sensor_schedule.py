@@ -8,7 +8,16 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import DagsterInstance, RunRequest, SkipReason, build_schedule_context, build_sensor_context
+import pytest
+from dagster import (
+    DagsterInstance,
+    RunRequest,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+    instance_for_test,
+)
 
 from memory_pipeline.resources import SessionsResource
 from memory_pipeline.schedules import daily_ingest_schedule
@@ -42,6 +51,13 @@ def _tick(root: Path, cursor: str | None) -> tuple[list[RunRequest] | SkipReason
         cursor=cursor, resources={"sessions": resource}, instance=DagsterInstance.ephemeral()
     )
     result = session_files_sensor(context)
+    if isinstance(result, SensorResult):
+        # New days become partitions in the same tick as their runs.
+        added = {k for r in result.dynamic_partitions_requests for k in r.partition_keys}
+        assert added >= {r.partition_key for r in result.run_requests} - set(
+            context.instance.get_dynamic_partitions("session_days")
+        )
+        return list(result.run_requests), context.cursor
     return result, context.cursor
 
 
@@ -107,7 +123,33 @@ def test_empty_or_missing_directory_skips(tmp_path: Path) -> None:
     assert isinstance(result, SkipReason)
 
 
-def test_daily_schedule_targets_the_latest_complete_day() -> None:
-    context = build_schedule_context(scheduled_execution_time=datetime(2026, 3, 1, 0, 30, tzinfo=UTC))
-    request = daily_ingest_schedule(context)
-    assert request.partition_key == "2026-02-28" and request.run_key == "daily:2026-02-28"
+def test_daily_schedule_targets_the_latest_complete_day_when_it_has_sessions(tmp_path: Path) -> None:
+    resource = SessionsResource(sessions_dir=str(tmp_path), cache_dir=str(tmp_path / ".cache"))
+    with instance_for_test() as instance:  # a schedule context needs an instance with a ref
+        context = build_schedule_context(
+            scheduled_execution_time=datetime(2026, 3, 1, 0, 30, tzinfo=UTC),
+            resources={"sessions": resource},
+            instance=instance,
+        )
+        assert isinstance(daily_ingest_schedule(context), SkipReason)
+        _session(tmp_path / "a.jsonl", "a", "2026-02-28")
+        request = daily_ingest_schedule(context)
+        assert request.partition_key == "2026-02-28" and request.run_key == "daily:2026-02-28"
+        assert instance.get_dynamic_partitions("session_days") == ["2026-02-28"]
+
+
+def test_sessions_from_any_year_get_a_partition(tmp_path: Path) -> None:
+    _session(tmp_path / "old.jsonl", "old", "2019-03-02")
+    _session(tmp_path / "ahead.jsonl", "ahead", "9999-12-31")
+    result, _ = _tick(tmp_path, None)
+    assert [r.partition_key for r in result] == ["2019-03-02", "9999-12-31"]
+
+
+def test_symlink_loops_are_logged_not_followed_forever(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    _session(tmp_path / "real" / "a.jsonl", "a", "2026-01-05")
+    (tmp_path / "real" / "loop").symlink_to(tmp_path)
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "missing.jsonl")
+    result, _ = _tick(tmp_path, None)
+    assert [r.partition_key for r in result] == ["2026-01-05"]
+    logged = capfd.readouterr().err
+    assert "symlink loop" in logged and "dangling.jsonl: broken or looping symlink" in logged

@@ -172,7 +172,9 @@ def test_concurrency_keeps_job_order() -> None:
 
 
 def test_turn_jobs_cover_every_active_turn() -> None:
-    frame = to_frame(session_messages(parse_session(SESSION_FIXTURES / "handwritten-cass-v1.jsonl"), Redactor(), "p")[0])
+    frame = to_frame(
+        session_messages(parse_session(SESSION_FIXTURES / "handwritten-cass-v1.jsonl"), Redactor(), "p")[0]
+    )
     turns = group_turns(frame)
     jobs = turn_jobs(turns, frame)
     assert set(jobs) == set(zip(turns["session_id"], turns["turn_id"], strict=True))
