@@ -202,9 +202,9 @@ def backfill(everything: bool, start: str | None, end: str | None) -> None:
 def _search():  # noqa: ANN202 - a context manager of (MemorySearch)
     from contextlib import contextmanager
 
+    from memory_pipeline.resources import build_resources
     from memory_pipeline.search import MemorySearch
     from memory_pipeline.stores.elasticsearch import make_client
-    from memory_pipeline.stores.embeddings import EmbeddingsClient
 
     settings = _settings()
 
@@ -212,13 +212,7 @@ def _search():  # noqa: ANN202 - a context manager of (MemorySearch)
     def opened():  # noqa: ANN202
         with (
             make_client(settings) as es,
-            EmbeddingsClient(
-                settings.embeddings_url,
-                model=settings.embed_model,
-                dims=settings.embed_dims,
-                doc_prefix=settings.embed_doc_prefix,
-                query_prefix=settings.embed_query_prefix,
-            ) as embedder,
+            build_resources(settings)["embedder"].get_client() as embedder,
         ):
             yield MemorySearch(es, embedder)
 

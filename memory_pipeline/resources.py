@@ -23,6 +23,7 @@ class LlamaResource(ConfigurableResource):
     url: str
     model: str | None = Field(None, description="Model id; None = the first one the server lists.")
     timeout_seconds: float = 300.0
+    journal_dir: str = Field(description="Each turn's outcome, kept as it completes (a crash loses no finished turn).")
 
     def get_client(self) -> ChatClient:
         return ChatClient(self.url, model=self.model, timeout=self.timeout_seconds)
@@ -36,6 +37,7 @@ class EmbeddingsResource(ConfigurableResource):
     dims: int | None = Field(None, description="Matryoshka truncation; None = the model's full size.")
     doc_prefix: str | None = None
     query_prefix: str | None = None
+    max_input_tokens: int | None = Field(None, description="Tokens one input may hold; None = the server's context.")
     timeout_seconds: float = 120.0
 
     def get_client(self) -> EmbeddingsClient:
@@ -45,6 +47,7 @@ class EmbeddingsResource(ConfigurableResource):
             dims=self.dims,
             doc_prefix=self.doc_prefix,
             query_prefix=self.query_prefix,
+            max_input_tokens=self.max_input_tokens,
             timeout=self.timeout_seconds,
         )
 
@@ -123,13 +126,18 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             ),
             request_timeout=60,
         ),
-        "llm": LlamaResource(url=settings.chat_url, model=settings.llama_model),
+        "llm": LlamaResource(
+            url=settings.chat_url,
+            model=settings.llama_model,
+            journal_dir=str(settings.memory_pipeline_state_dir / "llm-journal"),
+        ),
         "embedder": EmbeddingsResource(
             url=settings.embeddings_url,
             model=settings.embed_model,
             dims=settings.embed_dims,
             doc_prefix=settings.embed_doc_prefix,
             query_prefix=settings.embed_query_prefix,
+            max_input_tokens=settings.embed_max_tokens,
         ),
         "sessions": SessionsResource(
             sessions_dir=str(settings.sessions_dir),

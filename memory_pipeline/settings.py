@@ -62,6 +62,9 @@ class Settings(BaseSettings):
         None, description='Prefix for stored texts (jina: "Document: "); unset = by model.'
     )
     embed_query_prefix: str | None = Field(None, description='Prefix for queries (jina: "Query: "); unset = by model.')
+    embed_max_tokens: int | None = Field(
+        None, ge=16, description="Tokens one input may hold; unset = the server's context (llama-server), else 512."
+    )
 
     sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
     redact_extra_patterns: list[str] = Field(

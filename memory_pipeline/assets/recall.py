@@ -36,7 +36,9 @@ _VECTOR_SCHEMA = {
     "partition": pl.String,
     "embed_hash": pl.String,
     "model": pl.String,
-    "vector": pl.List(pl.Float32),
+    "vector": pl.List(pl.Float32),  # null when the server refused the text (see `error`)
+    "error": pl.String,
+    "truncated": pl.Boolean,
 }
 
 
@@ -56,7 +58,9 @@ def embeddings(
     es: ElasticsearchResource,
 ) -> Output[pl.DataFrame]:
     """Vectors from `/v1/embeddings` for the memories (summaries and observations) whose text, model,
-    dimension or prefix changed since they were embedded; unchanged texts are never embedded twice."""
+    dimension or prefix changed since they were embedded; unchanged texts are never embedded twice.
+    Each text is cut to the model's context in its tokens; a text the server refuses is listed with its
+    id (and tried again next run), the others go on."""
     keys = context.partition_keys
     with embedder.get_client() as client, es.get_client() as es_client:
         model, prefix = client.model_id(), client.prefix("document")
@@ -65,8 +69,9 @@ def embeddings(
             item["embed_hash"] = embed_hash(item["text"], model, client.dims, prefix)
         todo = [item for item in items if item["embed_hash"] != item["stored_hash"]]
         begin = time.perf_counter()
-        vectors = client.embed([item["text"] for item in todo], batch_size=32) if todo else []
+        results = client.embed_each([item["text"] for item in todo], batch_size=32) if todo else []
         seconds = time.perf_counter() - begin
+        max_tokens = client.max_input_tokens()
     frame = pl.DataFrame(
         [
             {
@@ -75,21 +80,33 @@ def embeddings(
                 "partition": i["partition"],
                 "embed_hash": i["embed_hash"],
                 "model": model,
-                "vector": v,
+                "vector": r.vector,
+                "error": r.error,
+                "truncated": r.truncated,
             }
-            for i, v in zip(todo, vectors, strict=True)
+            for i, r in zip(todo, results, strict=True)
         ],
         schema=_VECTOR_SCHEMA,
     )
-    context.log.info(f"embedded {len(todo)} of {len(items)} memories with {model} in {seconds:.1f}s")
+    refused = frame.filter(pl.col("vector").is_null())
+    for row in refused.iter_rows(named=True):
+        context.log.warning(f"{row['index']}/{row['doc_id']}: not embedded: {row['error']}")
+    context.log.info(f"embedded {len(todo) - refused.height} of {len(items)} memories with {model} in {seconds:.1f}s")
+    dims = [len(r.vector) for r in results if r.vector is not None]
     return Output(
         frame,
         metadata={
             "memories": len(items),
-            "embedded": len(todo),
+            "embedded": len(todo) - refused.height,
+            "refused": refused.height,
+            "refused_items": MetadataValue.json(
+                [f"{r['index']}/{r['doc_id']}: {r['error']}" for r in refused.head(100).iter_rows(named=True)]
+            ),
+            "truncated_to_fit": int(frame["truncated"].sum()),
+            "max_input_tokens": max_tokens,
             "reused": len(items) - len(todo),
             "model": model,
-            "dims": len(vectors[0]) if vectors else 0,
+            "dims": dims[0] if dims else 0,
             "seconds": round(seconds, 2),
             "texts_per_second": round(len(todo) / seconds, 1) if todo and seconds else 0,
         },
@@ -100,7 +117,8 @@ _CHECKS = [
     AssetCheckSpec(
         "every_memory_has_a_vector",
         asset="es_dense_vector",
-        description="Every summary and observation has a vector of the model's dimension.",
+        description="Every summary and observation has a vector of the model's dimension, or is listed as "
+        "refused by the server.",
     ),
     AssetCheckSpec(
         "knn_finds_itself",
@@ -121,14 +139,22 @@ def es_dense_vector(
     """The vectors as indexed `dense_vector` fields (cosine, `vector_<dims>`) on `memory-summary` and
     `memory-observations`, ready for kNN and hybrid search; the mapping's size comes from the model."""
     keys = context.partition_keys
+    embedded = embeddings.filter(pl.col("vector").is_not_null())
+    refused = embeddings.filter(pl.col("vector").is_null())
     with embedder.get_client() as client, es.get_client() as es_client:
-        dims = embeddings["vector"].list.len()[0] if embeddings.height else client.dimensions()
+        dims = embedded["vector"].list.len()[0] if embedded.height else client.dimensions()
         ensure_vectors(es_client, dims)
         observed = write_observations(es_client, turn_observations, keys)
-        written = write_vectors(es_client, embeddings, dims)
+        written = write_vectors(es_client, embedded, dims)
         es_client.indices.refresh(index="memory-*")
         coverage = vector_coverage(es_client, keys, dims)
-        missing = {index: total - covered for index, (total, covered) in coverage.items() if total != covered}
+        # What the server refused is listed (and retried next run); anything else without a vector is a loss.
+        listed = dict(refused.group_by("index").len().iter_rows())
+        missing = {
+            index: total - covered - listed.get(index, 0)
+            for index, (total, covered) in coverage.items()
+            if total - covered > listed.get(index, 0)  # a refused text may still hold its older vector
+        }
         found, tried = self_retrieval(es_client, client, keys, dims, sample=5)
     return MaterializeResult(
         metadata={
@@ -142,7 +168,13 @@ def es_dense_vector(
             AssetCheckResult(
                 check_name="every_memory_has_a_vector",
                 passed=not missing,
-                metadata={"without_vector": MetadataValue.json(missing), "dims": dims},
+                metadata={
+                    "without_vector_unlisted": MetadataValue.json(missing),
+                    "refused_listed": MetadataValue.json(
+                        [f"{r['index']}/{r['doc_id']}" for r in refused.head(50).iter_rows(named=True)]
+                    ),
+                    "dims": dims,
+                },
             ),
             AssetCheckResult(
                 check_name="knn_finds_itself", passed=found == tried, metadata={"found_first": found, "tried": tried}

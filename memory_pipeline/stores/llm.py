@@ -61,15 +61,6 @@ class JsonAnswer(BaseModel):
 
 
 class ChatClient(OpenAICompatibleClient):
-    def context_size(self) -> int | None:
-        """The per-slot context the server was started with (llama-server's /props), if it says."""
-        try:
-            props = self.request("GET", "/props")
-        except ServerError:
-            return None
-        n_ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
-        return int(n_ctx) if n_ctx else None
-
     def complete_json(
         self,
         messages: list[dict[str, str]],

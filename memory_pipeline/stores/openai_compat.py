@@ -1,8 +1,15 @@
 """What the chat and embedding clients share: an OpenAI-compatible llama-server over httpx.
 
 Transient failures (connection errors, timeouts, 5xx, 429) are retried with
-exponential backoff; anything else is an error at once. After the last retry the
-error names the URL, so a run never fails with a bare "connection refused".
+exponential backoff; after the last retry `ServerError` names the URL, so a run
+never fails with a bare "connection refused". A request the server refuses
+(another 4xx: an input over the context, a rejected text) is `RejectedRequest`
+at once: the failure of that one item, never of the run.
+
+Every text is measured in the server's own tokens before it is sent: llama-server
+counts them (`/tokenize`) and says its context (`/props`); for any other server
+the UTF-8 length in bytes is the bound (no tokenizer makes a token of less than
+a byte), so what is sent always fits.
 """
 
 from __future__ import annotations
@@ -15,6 +22,14 @@ import httpx
 
 class ServerError(RuntimeError):
     """The server could not be reached or answered with an error, after retries."""
+
+
+class RejectedRequest(ServerError):
+    """The server answered and refused this request (4xx other than 429): an item's failure, not the run's."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class OpenAICompatibleClient:
@@ -33,6 +48,8 @@ class OpenAICompatibleClient:
         self._retries = retries
         self._backoff = backoff
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        self._can_tokenize: bool | None = None  # learnt on the first count
+        self._props: dict[str, Any] | None = None
 
     def close(self) -> None:
         self._http.close()
@@ -56,7 +73,7 @@ class OpenAICompatibleClient:
                     return response.json()
                 last = f"HTTP {response.status_code}: {response.text[:300]}"
                 if response.status_code < 500 and response.status_code != 429:
-                    raise ServerError(f"{self.base_url}{path} answered {last}")
+                    raise RejectedRequest(f"{self.base_url}{path} answered {last}", response.status_code)
             if attempt < self._retries:
                 time.sleep(self._backoff * 2**attempt)
         raise ServerError(f"{self.base_url}{path} failed after {self._retries + 1} attempts: {last}")
@@ -80,10 +97,51 @@ class OpenAICompatibleClient:
             raise ServerError(f"{self.base_url}/v1/models lists no model")
         return str(models[0]["id"])
 
+    def props(self) -> dict[str, Any]:
+        """llama-server's `/props` (empty for servers without it), asked once per client."""
+        if self._props is None:
+            try:
+                self._props = self.request("GET", "/props")
+            except RejectedRequest:
+                self._props = {}
+        return self._props
+
     def server_version(self) -> str:
         """llama-server's build, when the server is one (other servers: 'unknown')."""
         try:
-            props = self.request("GET", "/props")
+            return str(self.props().get("build_info") or "unknown")
         except ServerError:
             return "unknown"
-        return str(props.get("build_info") or "unknown")
+
+    def context_size(self) -> int | None:
+        """Tokens one request may hold: llama-server's per-slot context (`/props`), None when not said."""
+        n_ctx = (self.props().get("default_generation_settings") or {}).get("n_ctx")
+        return int(n_ctx) if n_ctx else None
+
+    def count_tokens(self, text: str, *, add_special: bool = False) -> int:
+        """`text` in the server's tokens (`add_special`: with the BOS/CLS/SEP the server adds to an input);
+        without a tokenizer endpoint, its UTF-8 length in bytes (plus 2), an upper bound for any tokenizer."""
+        if self._can_tokenize is not False:
+            try:
+                answer = self.request("POST", "/tokenize", json={"content": text, "add_special": add_special})
+                self._can_tokenize = True
+                return len(answer.get("tokens") or [])
+            except RejectedRequest:
+                self._can_tokenize = False
+        return len(text.encode()) + (2 if add_special else 0)
+
+    def fit(self, text: str, limit: int, *, add_special: bool = False) -> tuple[str, bool]:
+        """`text`, cut at the end to at most `limit` tokens; and whether it was cut. Short texts cost no
+        request: a text of no more bytes than `limit` (less the specials) fits any tokenizer."""
+        if len(text.encode()) + (2 if add_special else 0) <= limit:
+            return text, False
+        count = self.count_tokens(text, add_special=add_special)
+        if count <= limit:
+            return text, False
+        if self._can_tokenize is False:
+            budget = max(limit - (2 if add_special else 0), 0)
+            return text.encode()[:budget].decode(errors="ignore"), True
+        while count > limit and text:
+            text = text[: max(int(len(text) * limit / count * 0.95), 0)]
+            count = self.count_tokens(text, add_special=add_special)
+        return text, True

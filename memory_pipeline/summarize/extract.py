@@ -3,8 +3,13 @@
 - Invalid output (not JSON, cut off by the token limit, not a valid list of
   ideas) gets one retry; after that the turn is `failed` with the reason, and
   the run goes on.
+- A request the server refuses (HTTP 400: over its context, an input it
+  rejects) is retried once with half the prompt budget, then that turn is
+  `failed` with the reason: one turn never fails a day.
 - Transport failures are retried by the client with backoff; if the server
-  stays unreachable the error (naming the URL) ends the run.
+  stays unreachable the error (naming the URL) ends the run. Turns finished by
+  then were handed to `on_done` (the journal) and are not read again.
+- Every prompt is measured with the server's tokenizer (`count_tokens`).
 - Turns go out one at a time by default (a local server has one slot); with
   `concurrency` > 1 a server started with several slots is kept busy.
 """
@@ -18,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
+from memory_pipeline.stores.openai_compat import RejectedRequest
 from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, Idea, InvalidIdeas, parse_ideas
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages
 
@@ -50,10 +56,13 @@ class TurnOutcome:
 
 def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
-    messages = build_messages(job.messages, context_tokens, max_output_tokens, project=job.project)
     begin = time.perf_counter()
+    budget = context_tokens
     for attempt in range(1, ATTEMPTS + 1):
         outcome.attempts = attempt
+        messages = build_messages(
+            job.messages, budget, max_output_tokens, project=job.project, count_tokens=client.count_tokens
+        )
         try:
             answer = client.complete_json(
                 messages,
@@ -70,6 +79,10 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
             ideas = parse_ideas(answer.data)
         except (InvalidAnswer, InvalidIdeas) as exc:
             outcome.reason = f"attempt {attempt}: {exc}"
+            continue
+        except RejectedRequest as exc:
+            outcome.reason = f"attempt {attempt}: rejected: {exc}"
+            budget = max_output_tokens + (budget - max_output_tokens) // 2
             continue
         outcome.ideas, outcome.reason = ideas, None
         outcome.status = "summarised" if ideas else "empty"

@@ -8,8 +8,9 @@ from datetime import datetime
 import polars as pl
 
 from memory_pipeline.stores.summary_store import LedgerDoc, SummaryDoc, summary_doc_id
-from memory_pipeline.summarize.extract import TurnJob, TurnOutcome
+from memory_pipeline.summarize.extract import TurnJob
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
+from memory_pipeline.summarize.journal import JournalEntry
 from memory_pipeline.summarize.prompt import TurnMessage
 
 _IDEA = pl.Struct({"summary": pl.String, "tags": pl.List(pl.String), "priority": pl.String})
@@ -56,75 +57,84 @@ def turn_jobs(turns: pl.DataFrame, messages: pl.DataFrame) -> dict[tuple[str, st
     }
 
 
+def _fresh(entry: LedgerDoc | JournalEntry | None, content_hash: str, model: str) -> bool:
+    return (
+        entry is not None
+        and entry.status in DONE
+        and entry.content_hash == content_hash
+        and entry.prompt_version == PROMPT_VERSION
+        and entry.model == model
+    )
+
+
 def needs_llm(
-    turns: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc], model: str, rebuild: bool
+    turns: pl.DataFrame,
+    ledger: dict[tuple[str, str], LedgerDoc],
+    journal: dict[tuple[str, str], JournalEntry],
+    model: str,
+    rebuild: bool,
 ) -> list[tuple[str, str]]:
-    """Turns to (re)read: new, changed content, other prompt version or model, failed before, or all on rebuild."""
+    """Turns to (re)read: new, changed content, other prompt version or model, failed before, or all on
+    rebuild. A turn finished by a run that then crashed is in the journal, and is not read again."""
     wanted = []
     for session_id, turn_id, content_hash in turns.select("session_id", "turn_id", "content_hash").iter_rows():
-        entry = ledger.get((session_id, turn_id))
-        fresh = (
-            entry is not None
-            and entry.status in DONE
-            and entry.content_hash == content_hash
-            and entry.prompt_version == PROMPT_VERSION
-            and entry.model == model
-        )
-        if rebuild or not fresh:
-            wanted.append((session_id, turn_id))
+        key = (session_id, turn_id)
+        if rebuild or not (
+            _fresh(journal.get(key), content_hash, model) or _fresh(ledger.get(key), content_hash, model)
+        ):
+            wanted.append(key)
     return wanted
+
+
+def reusable(
+    turns: pl.DataFrame, journal: dict[tuple[str, str], JournalEntry], wanted: list[tuple[str, str]], model: str
+) -> dict[tuple[str, str], JournalEntry]:
+    """The journal's outcomes that stand for turns not read now: they cost no LLM call in this run."""
+    skip = set(wanted)
+    free = {"llm_calls": 0, "seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "generation_seconds": 0.0}
+    return {
+        key: journal[key].model_copy(update=free)
+        for key, content_hash in zip(
+            zip(turns["session_id"], turns["turn_id"], strict=True), turns["content_hash"], strict=True
+        )
+        if key not in skip and _fresh(journal.get(key), content_hash, model)
+    }
 
 
 def outcome_rows(
     turns: pl.DataFrame,
-    outcomes: Iterable[TurnOutcome],
+    done: dict[tuple[str, str], JournalEntry],
     ledger: dict[tuple[str, str], LedgerDoc],
     stored: Iterable[SummaryDoc],
     model: str,
 ) -> pl.DataFrame:
-    """One row per turn of `turns`: what the LLM said now, or what it said before for unchanged turns."""
-    fresh = {(o.session_id, o.turn_id): o for o in outcomes}
+    """One row per turn of `turns`: what the LLM said in this run or a crashed one (`done`), what it said
+    before for unchanged turns (the ledger), or, for a turn with nothing to read, a failure saying so."""
     previous: dict[tuple[str, str], list[dict]] = {}
     for doc in stored:
         previous.setdefault((doc.session_id, doc.turn_id), []).append(
             {"summary": doc.summary, "tags": doc.tags, "priority": doc.priority}
         )
+    nothing = {"llm_calls": 0, "seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "generation_seconds": 0.0}
     rows = []
     for turn in turns.iter_rows(named=True):
         key = (turn["session_id"], turn["turn_id"])
-        established = _iso(turn["started_at"] or turn["session_started_at"])
         base = {
             "partition": turn["partition"],
             "session_id": key[0],
             "turn_id": key[1],
             "project": turn["project"],
-            "established_at": established,
+            "established_at": _iso(turn["started_at"] or turn["session_started_at"]),
             "content_hash": turn["content_hash"],
         }
-        if key in fresh:
-            outcome = fresh[key]
-            rows.append(
-                base
-                | {
-                    "prompt_version": PROMPT_VERSION,
-                    "model": model,
-                    "status": outcome.status,
-                    "reason": outcome.reason,
-                    "ideas": [
-                        {"summary": i.summary, "tags": i.tags, "priority": i.priority.value} for i in outcome.ideas
-                    ],
-                    "summarized_at": outcome.summarized_at,
-                    "llm_calls": outcome.attempts,
-                    "seconds": outcome.seconds,
-                    "prompt_tokens": outcome.prompt_tokens,
-                    "completion_tokens": outcome.completion_tokens,
-                    "generation_seconds": outcome.generation_seconds,
-                }
-            )
+        if key in done:
+            entry = done[key].model_dump(include=set(OUTCOME_SCHEMA) - set(base))
+            rows.append(base | entry | {"ideas": sorted(entry["ideas"], key=lambda i: i["summary"])})
         elif key in ledger:
             entry = ledger[key]
             rows.append(
                 base
+                | nothing
                 | {
                     "prompt_version": entry.prompt_version,
                     "model": entry.model,
@@ -132,11 +142,19 @@ def outcome_rows(
                     "reason": entry.reason,
                     "ideas": sorted(previous.get(key, []), key=lambda i: i["summary"]),
                     "summarized_at": entry.summarized_at,
-                    "llm_calls": 0,
-                    "seconds": 0.0,
-                    "prompt_tokens": 0,
-                    "completion_tokens": 0,
-                    "generation_seconds": 0.0,
+                }
+            )
+        else:
+            rows.append(
+                base
+                | nothing
+                | {
+                    "prompt_version": PROMPT_VERSION,
+                    "model": model,
+                    "status": "failed",
+                    "reason": "no conversation messages to read in this turn",
+                    "ideas": [],
+                    "summarized_at": "",
                 }
             )
     return pl.DataFrame(rows, schema=OUTCOME_SCHEMA) if rows else pl.DataFrame(schema=OUTCOME_SCHEMA)

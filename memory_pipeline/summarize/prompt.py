@@ -8,7 +8,7 @@ extractor never re-learns its own output.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +16,12 @@ from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
 
 # custom_message types that are our own injected context, not something the user said.
 OWN_CUSTOM_TYPES = frozenset({"memory-briefing", "memory_pipeline.briefing"})
-CHARS_PER_TOKEN = 3.0  # conservative for code and logs; the server's tokenizer decides the real count
+# The first guess of the transcript's size; the server's tokenizer then decides (CJK: 1-2 tokens a character).
+CHARS_PER_TOKEN = 3.0
+# The chat template's own tokens around the two messages (ChatML: about 10), with room to spare.
+TEMPLATE_TOKENS = 64
 TOOL_OUTPUT_CHARS = 1200
+TokenCounter = Callable[[str], int]
 TRIM_MARKER = "[… {n:,} characters trimmed …]"
 
 SYSTEM_PROMPT = f"""You read one turn of a coding-agent session and extract what a future session \
@@ -108,11 +112,29 @@ def render_turn(messages: Sequence[TurnMessage], budget_chars: int) -> str:
 
 
 def build_messages(
-    messages: Sequence[TurnMessage], context_tokens: int, max_output_tokens: int, project: str | None = None
+    messages: Sequence[TurnMessage],
+    context_tokens: int,
+    max_output_tokens: int,
+    project: str | None = None,
+    count_tokens: TokenCounter | None = None,
 ) -> list[dict[str, str]]:
-    """Chat messages for one turn, sized to the server's context window."""
-    overhead = len(SYSTEM_PROMPT) / CHARS_PER_TOKEN + 64
-    budget_chars = int(max(context_tokens - max_output_tokens - overhead, 256) * CHARS_PER_TOKEN)
+    """Chat messages for one turn that fit the server's context with room for the answer.
+
+    `count_tokens` is the server's tokenizer (or a safe bound); the transcript is shrunk until the whole
+    prompt counts within `context_tokens - max_output_tokens`. Without a counter, UTF-8 bytes are used."""
+    count = count_tokens or (lambda text: len(text.encode()))
+    budget = max(context_tokens - max_output_tokens - TEMPLATE_TOKENS, 64)
+    budget_chars = max(int((budget - len(SYSTEM_PROMPT) / CHARS_PER_TOKEN) * CHARS_PER_TOKEN), 256)
+    while True:
+        chat = _chat(messages, budget_chars, project)
+        used = count(chat[0]["content"]) + count(chat[1]["content"])
+        if used <= budget or budget_chars <= 64:
+            return chat
+        # Shrink in proportion to the overshoot (a CJK or code-dense turn), a little more to converge.
+        budget_chars = int(budget_chars * budget / used * 0.9)
+
+
+def _chat(messages: Sequence[TurnMessage], budget_chars: int, project: str | None) -> list[dict[str, str]]:
     where = f" in the project {project}" if project else ""
     transcript = render_turn(messages, budget_chars)
     return [

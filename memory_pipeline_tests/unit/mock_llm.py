@@ -22,6 +22,18 @@ def completion(content: str, finish: str = "stop") -> httpx.Response:
     )
 
 
+def plain_server(handler: Callable[[httpx.Request], httpx.Response]) -> httpx.MockTransport:
+    """A server like most OpenAI-compatible ones: no llama-server `/props` or `/tokenize` (404), so the
+    clients fall back to byte counts; everything else goes to `handler`."""
+
+    def route(request: httpx.Request) -> httpx.Response:
+        if request.url.path in ("/props", "/tokenize"):
+            return httpx.Response(404, json={"error": "not found"})
+        return handler(request)
+
+    return httpx.MockTransport(route)
+
+
 def chat_client(answers: list[httpx.Response] | Callable[[dict], httpx.Response], calls: list[dict]) -> ChatClient:
     """A client whose server answers `answers` in turn (the last one repeats), or `answers(request body)`."""
 
@@ -32,4 +44,4 @@ def chat_client(answers: list[httpx.Response] | Callable[[dict], httpx.Response]
             return answers(body)
         return answers[min(len(calls) - 1, len(answers) - 1)]
 
-    return ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
+    return ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=plain_server(handler))

@@ -10,6 +10,7 @@ import pytest
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient, TruncatedAnswer
 from memory_pipeline.stores.openai_compat import ServerError
+from memory_pipeline_tests.unit.mock_llm import plain_server
 
 URL = "http://llm.test:8080"
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -25,7 +26,7 @@ def _completion(content: str, finish_reason: str = "stop") -> dict:
 
 
 def _chat(handler, retries: int = 2) -> ChatClient:
-    return ChatClient(URL, model="m", retries=retries, backoff=0, transport=httpx.MockTransport(handler))
+    return ChatClient(URL, model="m", retries=retries, backoff=0, transport=plain_server(handler))
 
 
 def test_json_answer_is_parsed_with_usage_and_timings() -> None:
@@ -90,12 +91,12 @@ def test_model_id_comes_from_the_server_when_not_configured() -> None:
         assert request.url.path == "/v1/models"
         return httpx.Response(200, json={"data": [{"id": "served-model"}]})
 
-    client = ChatClient(URL, transport=httpx.MockTransport(handler))
+    client = ChatClient(URL, transport=plain_server(handler))
     assert client.model_id() == "served-model"
 
 
 def _embedder(handler) -> EmbeddingsClient:
-    return EmbeddingsClient(URL, model="e", retries=0, transport=httpx.MockTransport(handler))
+    return EmbeddingsClient(URL, model="e", retries=0, transport=plain_server(handler))
 
 
 def test_embeddings_are_batched_and_reordered_by_index() -> None:
@@ -124,13 +125,13 @@ def test_matryoshka_truncation_renormalises_and_prefixes_follow_the_model() -> N
         )
 
     client = EmbeddingsClient(
-        URL, model="jina-embeddings-v5-text-small", dims=2, retries=0, transport=httpx.MockTransport(handler)
+        URL, model="jina-embeddings-v5-text-small", dims=2, retries=0, transport=plain_server(handler)
     )
     [vector] = client.embed(["stripe webhook"], purpose="query")
     assert vector == pytest.approx([0.6, 0.8])
     client.embed(["a memory"])
     assert seen == ["Query: stripe webhook", "Document: a memory"]
-    plain = EmbeddingsClient(URL, model="all-MiniLM-L6-v2", retries=0, transport=httpx.MockTransport(handler))
+    plain = EmbeddingsClient(URL, model="all-MiniLM-L6-v2", retries=0, transport=plain_server(handler))
     plain.embed(["x"], purpose="query")
     assert seen[-1] == "x"
 
@@ -141,3 +142,44 @@ def test_embeddings_with_a_missing_vector_are_refused() -> None:
 
     with pytest.raises(ServerError, match="1 vectors for 2 texts"):
         _embedder(handler).embed(["a", "b"])
+
+
+def test_a_refused_text_fails_alone_and_its_batch_goes_on() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        texts = json.loads(request.content)["input"]
+        if any("bad" in t for t in texts):
+            return httpx.Response(400, json={"error": {"message": "input is rejected"}})
+        return httpx.Response(200, json={"data": [{"index": i, "embedding": [1.0, 0.0]} for i in range(len(texts))]})
+
+    results = _embedder(handler).embed_each(["good", "bad one", "fine"], batch_size=3)
+    assert [r.vector is not None for r in results] == [True, False, True]
+    assert "HTTP 400" in results[1].error and "input is rejected" in results[1].error
+    with pytest.raises(ServerError, match="1 of 3 texts refused"):
+        _embedder(handler).embed(["good", "bad one", "fine"])
+
+
+def test_texts_are_cut_to_the_servers_context_in_its_tokens() -> None:
+    """A llama-server that says its context (/props) and counts tokens (/tokenize): 1 token per character,
+    plus CLS and SEP, as MiniLM does for Chinese."""
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else {}
+        if request.url.path == "/props":
+            return httpx.Response(200, json={"default_generation_settings": {"n_ctx": 64}})
+        if request.url.path == "/tokenize":
+            return httpx.Response(200, json={"tokens": [0] * (len(body["content"]) + 2 * body["add_special"])})
+        sent.extend(body["input"])
+        return httpx.Response(200, json={"data": [{"index": i, "embedding": [1.0]} for i in range(len(body["input"]))]})
+
+    client = EmbeddingsClient(URL, model="e", retries=0, transport=httpx.MockTransport(handler))
+    results = client.embed_each(["短" * 10, "长" * 300])
+    assert [r.truncated for r in results] == [False, True]
+    assert len(sent[0]) == 10 and len(sent[1]) + 2 <= 64 and sent[1] == "长" * len(sent[1])
+
+
+def test_without_a_tokenizer_the_bound_is_bytes() -> None:
+    client = _embedder(lambda r: httpx.Response(200, json={"data": [{"index": 0, "embedding": [1.0]}]}))
+    text, cut = client.fit("漢字" * 100, 50, add_special=True)
+    assert cut and len(text.encode()) <= 48 and text == "漢字" * 8
+    assert client.max_input_tokens() == 512  # no /props: a size every embedding model takes

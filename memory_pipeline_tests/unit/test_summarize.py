@@ -15,7 +15,7 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.stores.llm import ChatClient
 from memory_pipeline.stores.openai_compat import ServerError
-from memory_pipeline.summarize.extract import TurnJob, summarise_turn, summarise_turns
+from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turn, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_ideas, sentence_count
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn
@@ -29,6 +29,7 @@ GOOD = [
         "priority": "high",
     }
 ]
+GOOD_ANSWER = json.dumps(GOOD)
 
 
 def _jobs(name: str) -> dict:
@@ -158,7 +159,7 @@ def test_unreachable_server_fails_the_run_naming_the_url() -> None:
         raise httpx.ConnectError("refused")
 
     client = ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
-    with pytest.raises(ServerError, match=r"http://llm\.test:8080/v1/chat/completions failed after 2 attempts"):
+    with pytest.raises(ServerError, match=r"http://llm\.test:8080/\S+ failed after 2 attempts"):
         summarise_turns(client, [JOB], context_tokens=4096, max_output_tokens=256)
 
 
@@ -213,9 +214,97 @@ def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
         ("s", "failed"): entry("failed", "h3", status="failed"),
         ("s", "other-model"): entry("other-model", "h5", model="bigger"),
     }
-    assert needs_llm(turns, ledger, "m", rebuild=False) == [
+    assert needs_llm(turns, ledger, {}, "m", rebuild=False) == [
         ("s", t) for t in ("changed", "failed", "new", "other-model")
     ]
-    assert len(needs_llm(turns, ledger, "m", rebuild=True)) == 5
+    assert len(needs_llm(turns, ledger, {}, "m", rebuild=True)) == 5
     empty_before = {("s", "same"): entry("same", "h1", status="empty")}
-    assert ("s", "same") not in needs_llm(turns, empty_before, "m", rebuild=False)
+    assert ("s", "same") not in needs_llm(turns, empty_before, {}, "m", rebuild=False)
+
+
+def _turn_job(text: str, session: str = "s", turn: str = "t") -> TurnJob:
+    return TurnJob(session, turn, "/p", [TurnMessage(role="user", content=text)])
+
+
+def test_prompt_fits_the_context_in_the_servers_tokens_for_cjk() -> None:
+    # A tokenizer that spends two tokens on every CJK character (as small models do), one per 4 other chars.
+    def count(text: str) -> int:
+        cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+        return 2 * cjk + (len(text) - cjk) // 4 + 1
+
+    turn = [TurnMessage(role="user", content="请检查这个错误并修复它。" * 2000)]
+    messages = build_messages(turn, context_tokens=2048, max_output_tokens=512, count_tokens=count)
+    used = sum(count(m["content"]) for m in messages)
+    assert used <= 2048 - 512 and "请检查这个错误" in messages[1]["content"]
+    # The old guess of 3 characters a token would have sent about 3x too many tokens.
+    naive = build_messages(turn, 2048, 512, count_tokens=lambda text: len(text) // 3)
+    assert sum(count(m["content"]) for m in naive) > 2048
+
+
+def test_a_turn_the_server_refuses_is_that_turns_failure_and_the_rest_goes_on() -> None:
+    calls: list[dict] = []
+
+    def answer(body: dict) -> httpx.Response:
+        if "poison" in body["messages"][1]["content"]:
+            return httpx.Response(400, json={"error": {"message": "request exceeds the available context size"}})
+        return completion(
+            '[{"summary": "The user fixed the build.", "tags": ["build", "fix", "ci"], "priority": "medium"}]'
+        )
+
+    client = chat_client(answer, calls)
+    done: list[TurnOutcome] = []
+    outcomes = summarise_turns(
+        client,
+        [_turn_job("fix the build", turn="a"), _turn_job("poison", turn="b"), _turn_job("fix it", turn="c")],
+        context_tokens=4096,
+        max_output_tokens=256,
+        on_done=done.append,
+    )
+    assert [o.status for o in outcomes] == ["summarised", "failed", "summarised"]
+    assert "rejected" in outcomes[1].reason and "HTTP 400" in outcomes[1].reason and outcomes[1].attempts == 2
+    assert [o.turn_id for o in done] == ["a", "b", "c"]
+
+
+def test_journal_keeps_finished_turns_across_a_crash(tmp_path: Path) -> None:
+    from memory_pipeline.summarize.frames import needs_llm, outcome_rows, reusable
+    from memory_pipeline.summarize.ideas import PROMPT_VERSION
+    from memory_pipeline.summarize.journal import JournalEntry, TurnJournal
+
+    turns = pl.DataFrame(
+        {
+            "partition": ["2024-06-01"] * 3,
+            "session_id": ["s"] * 3,
+            "turn_id": ["a", "b", "c"],
+            "project": ["/p"] * 3,
+            "started_at": [None] * 3,
+            "session_started_at": [None] * 3,
+            "content_hash": ["h1", "h2", "h3"],
+        },
+        schema_overrides={"started_at": pl.Datetime("ms", "UTC"), "session_started_at": pl.Datetime("ms", "UTC")},
+    )
+    journal = TurnJournal(tmp_path)
+    calls: list[dict] = []
+    client = chat_client([completion(GOOD_ANSWER)], calls)
+
+    def record(outcome: TurnOutcome) -> None:
+        journal.record(
+            JournalEntry.of(outcome, "2024-06-01", "h1" if outcome.turn_id == "a" else "h2", PROMPT_VERSION, "m")
+        )
+        if outcome.turn_id == "b":
+            raise ConnectionError("the chat server died here")
+
+    with pytest.raises(ConnectionError):
+        summarise_turns(
+            client, [_turn_job("x", turn=t) for t in "abc"], context_tokens=4096, max_output_tokens=256, on_done=record
+        )
+    with next(tmp_path.glob("*.jsonl")).open("a") as torn:
+        torn.write('{"partition": "2024-06-01", "session_')  # a crash mid-write
+    journaled = journal.read(["2024-06-01"])
+    wanted = needs_llm(turns, {}, journaled, "m", rebuild=False)
+    assert wanted == [("s", "c")]  # a and b were finished: only c goes to the LLM again
+    done = reusable(turns, journaled, wanted, "m")
+    rows = outcome_rows(turns, done, {}, [], "m")
+    assert rows["status"].to_list() == ["summarised", "summarised", "failed"]
+    assert rows["llm_calls"].to_list() == [0, 0, 0] and "no conversation" in rows["reason"][2]
+    journal.compact("2024-06-01", done.values())
+    assert set(journal.read(["2024-06-01"])) == {("s", "a"), ("s", "b")}
