@@ -3,6 +3,12 @@
 What was asked, which tools ran, which files were touched, how it ended. They
 make search useful before any summary exists, and let a memory be cited back
 to the turn it came from.
+
+The text is budgeted in tokens, not characters (a Chinese sentence costs about
+as many tokens as it has characters, English a quarter): the request gets the
+largest share, after its chat-bot envelope is peeled off, so it holds the
+user's words. The embedding client still cuts whatever is left over to the
+model's context, measured by the server.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import json
 from datetime import datetime
 
 import polars as pl
+
+from memory_pipeline.sessions.envelope import strip_envelope
 
 OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "doc_id": pl.String,
@@ -46,9 +54,40 @@ def _files(tool_calls: list[dict]) -> list[str]:
     return files
 
 
-def _clip(text: str, limit: int) -> str:
+# Shares of an observation, in estimated tokens: the whole stays well inside a 512-token embedding model.
+ASKED_TOKENS = 160
+OUTCOME_TOKENS = 120
+FILES_SHOWN = 8
+# What a turn's first message is, when it is not the user asking (then it is not repeated as the outcome).
+_OPENERS = {"user": "Asked", "bashExecution": "Ran", "custom": "Context", "branchSummary": "Branch summary"}
+
+
+def estimate_tokens(text: str) -> float:
+    """An upper estimate for common tokenizers: 2 per CJK/kana/hangul character (1-2 in BPE and WordPiece),
+    1 per other non-ASCII character, 1 per 3 ASCII characters (about 4 in English prose, less in code)."""
+    total = 0.0
+    for ch in text:
+        code = ord(ch)
+        if code < 128:
+            total += 1 / 3
+        elif 0x2E80 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF:
+            total += 2
+        else:
+            total += 1
+    return total
+
+
+def clip_tokens(text: str, budget: float) -> str:
+    """`text` with whitespace folded, cut to about `budget` tokens, with "…" when cut."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if estimate_tokens(text) <= budget:
+        return text
+    used, end = 0.0, 0
+    for end, ch in enumerate(text):  # noqa: B007 - `end` is the cut
+        used += estimate_tokens(ch)
+        if used > budget - 1:
+            break
+    return text[:end].rstrip() + "…"
 
 
 def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
@@ -62,20 +101,27 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         messages_of = by_turn.get((turn["session_id"], turn["turn_id"]), [])
         calls = [c for m in messages_of for c in (m["tool_calls"] or [])]
         files = list(dict.fromkeys(_files(calls)))
-        replies = [m for m in messages_of if m["role"] == "assistant" and (m["content"] or m["error_message"])]
+        opener = _OPENERS.get(turn["start_role"])
+        # A turn that opens with the assistant (after a compaction, say) has no request: its first message is
+        # part of the outcome, and is not shown twice.
+        replies = [
+            m
+            for m in messages_of[1 if opener else 0 :]
+            if m["role"] == "assistant" and (m["content"] or m["error_message"])
+        ]
         last = replies[-1] if replies else None
         outcome = (
-            f"error: {last['error_message']}"
+            f"error: {clip_tokens(last['error_message'], OUTCOME_TOKENS)}"
             if last and last["error_message"]
-            else _clip(last["content"], 240)
+            else clip_tokens(last["content"], OUTCOME_TOKENS)
             if last
             else "no reply"
         )
-        parts = [f"Asked: {_clip(turn['prompt'] or '', 300)}"]
+        parts = [f"{opener}: {clip_tokens(strip_envelope(turn['prompt'] or ''), ASKED_TOKENS)}"] if opener else []
         if turn["tool_names"]:
             parts.append(f"Tools: {', '.join(turn['tool_names'])}.")
         if files:
-            parts.append(f"Files: {', '.join(files[:8])}.")
+            parts.append(f"Files: {clip_tokens(', '.join(files[:FILES_SHOWN]), 60)}.")
         parts.append(f"Outcome: {outcome}")
         started = turn["started_at"] or turn["session_started_at"]
         rows.append(

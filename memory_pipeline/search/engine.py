@@ -162,7 +162,11 @@ class MemorySearch:
                 return []
             center = self.get([best[0].id])
         row = center[0]
+        if filters.project and row.project != filters.project:
+            return []  # the anchor is another project's: nothing of it may show
+        # The anchor's project, and every filter asked for, hold on both sides.
         scope = [{"term": {"project": row.project}}] if row.project else []
+        scope += [c for c in filters.clauses() if "term" not in c or "project" not in c["term"]]
         indices = self._existing(filters.indices())
 
         def side(op: str, order: str) -> list[Row]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
 
 # custom_message types that are our own injected context, not something the user said.
@@ -96,7 +97,7 @@ def _body(message: TurnMessage, tool_limit: int) -> str:
 def render_turn(messages: Sequence[TurnMessage], budget_chars: int) -> str:
     """The turn as labelled text within `budget_chars`; the user's words are placed first and cut last."""
     kept = [m for m in messages if not (m.role == "custom" and m.custom_type in OWN_CUSTOM_TYPES)]
-    said = "\n\n".join(m.content.strip() for m in kept if m.role == "user" and m.content.strip())
+    said = "\n\n".join(strip_envelope(m.content).strip() for m in kept if m.role == "user" and m.content.strip())
     header = f"WHAT THE USER SAID:\n{said}\n\n" if said else ""
     tool_limit = TOOL_OUTPUT_CHARS
     while True:
