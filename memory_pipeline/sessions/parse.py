@@ -31,6 +31,7 @@ from memory_pipeline.sessions.models import (
 # write (a binary dumped into a tool result) must not take the process's memory.
 MAX_LINE_BYTES = 64 * 2**20
 HEADER_PROBE_BYTES = 1 * 2**20
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def parse_timestamp(value: str | float | None) -> datetime:
 def read_header(path: Path) -> SessionHeader:
     """The session header (first line) alone; raises ValueError saying why the file is not a session."""
     with path.open("rb") as handle:
-        first = handle.readline(HEADER_PROBE_BYTES)
+        first = handle.readline(HEADER_PROBE_BYTES).removeprefix(BOM)
     if not first.strip():
         raise ValueError("empty file" if path.stat().st_size == 0 else "first line is blank")
     if b"\x00" in first:
@@ -137,7 +138,7 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
     raw_entries: list[tuple[int, Entry]] = []
     header: SessionHeader | None = None
     with path.open("rb") as handle:
-        data = handle.read()
+        data = handle.read().removeprefix(BOM)  # editors on Windows write one; pi never does
     if not data:
         raise ValueError(f"{name}: empty file")
     lines = data.split(b"\n")
