@@ -1,4 +1,4 @@
-"""`python -m bench [runtime|ingest|summarize|recall|reflect ...] [--cold] [--no-slots]`: run benchmarks.
+"""`python -m bench [runtime|ingest|summarize|recall|reflect|rough ...] [--cold] [--no-slots]`: run benchmarks.
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, recall, reflect, runtime, summarize
+from bench import ingest, recall, reflect, rough, runtime, summarize
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -15,6 +15,7 @@ BENCHMARKS = {
     "summarize": summarize.main,
     "recall": recall.main,
     "reflect": reflect.main,
+    "rough": rough.main,
 }
 
 

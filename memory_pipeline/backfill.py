@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     AssetKey,
     DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
+    Definitions,
     ExecuteInProcessResult,
     RunsFilter,
 )
@@ -109,13 +111,22 @@ def day_ranges(days: list[str], order: list[str]) -> list[tuple[str, str]]:
     return ranges
 
 
-def run_backfill(instance: DagsterInstance, first: str, last: str) -> ExecuteInProcessResult:
-    """One run of the job over the partitions [first, last] (the assets' single-run backfill policy)."""
-    from memory_pipeline.definitions import defs
+def run_backfill(
+    instance: DagsterInstance,
+    first: str,
+    last: str,
+    definitions: Definitions | None = None,
+    run_config: dict[str, Any] | None = None,
+) -> ExecuteInProcessResult:
+    """One run of the job over the partitions [first, last] (the assets' single-run backfill policy), with
+    the code location's definitions unless others are given."""
+    if definitions is None:
+        from memory_pipeline.definitions import defs as definitions
 
-    job = defs.resolve_job_def(JOB)
+    job = definitions.resolve_job_def(JOB)
     return job.execute_in_process(
         instance=instance,
         raise_on_error=False,
+        run_config=run_config,
         tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
     )

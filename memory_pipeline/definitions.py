@@ -9,15 +9,19 @@ from memory_pipeline.jobs import friction_job, memory_job, review_apply_job
 from memory_pipeline.resources import build_resources
 from memory_pipeline.schedules import daily_ingest_schedule, weekly_friction_schedule
 from memory_pipeline.sensors import session_files_sensor
-from memory_pipeline.settings import load_settings
+from memory_pipeline.settings import Settings, load_settings
+
+
+def build_definitions(settings: Settings) -> Definitions:
+    """Everything the UI shows, with resources for these settings (tests and benchmarks bring their own)."""
+    return Definitions(
+        assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
+        jobs=[memory_job, friction_job, review_apply_job],
+        sensors=[session_files_sensor],
+        schedules=[daily_ingest_schedule, weekly_friction_schedule],
+        resources=build_resources(settings),
+    )
+
 
 # Invalid configuration stops the code location from loading, with a message naming the variable.
-settings = load_settings()
-
-defs = Definitions(
-    assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
-    jobs=[memory_job, friction_job, review_apply_job],
-    sensors=[session_files_sensor],
-    schedules=[daily_ingest_schedule, weekly_friction_schedule],
-    resources=build_resources(settings),
-)
+defs = build_definitions(load_settings())

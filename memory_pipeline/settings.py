@@ -170,3 +170,20 @@ def load_settings(**overrides: object) -> Settings:
                 else error["msg"].removeprefix("Value error, ")
             )
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+
+
+def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Settings:
+    """Settings for a run that keeps its sessions, state and memory workspace in `folder` (tests,
+    benchmarks), talking to `base`'s servers and sharing its download cache."""
+    return load_settings(
+        **{
+            "sessions_dir": folder / "sessions",
+            "memory_pipeline_state_dir": folder / "state",
+            "memory_workspace": folder / "memory",
+            "memory_pipeline_cache_dir": base.memory_pipeline_cache_dir,
+            "local_es_port": base.local_es_port,
+            "local_llama_port": base.local_llama_port,
+            "local_embed_port": base.local_embed_port,
+            **overrides,
+        }
+    )

@@ -27,7 +27,8 @@ def _cell(value: object, width: int) -> str | int | float | bool | None:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def problems_markdown(problems: Iterable[Problem], limit: int = 50) -> MetadataValue:
+def problems_markdown(problems: Iterable[Problem], limit: int = 500) -> MetadataValue:
+    """Every problem by file and line (a real history has dozens; past `limit`, the run's log has the rest)."""
     listed = list(problems)
     lines = [f"- `{p.file}{':' + str(p.line) if p.line else ''}` **{p.kind}**: {p.detail}" for p in listed[:limit]]
     if len(listed) > limit:

@@ -5,6 +5,7 @@ friction report."""
 import time
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
+from datetime import time as clock_time
 
 import polars as pl
 from dagster import (
@@ -293,9 +294,10 @@ def rule_maturity(
     """The level of every rule promoted into a MEMORY.md (candidate, established, proven), from independent
     session evidence that decays with a half-life; a rule whose evidence a later decision superseded is
     demoted and flagged. Written on the rule's line; nothing else of MEMORY.md changes."""
-    as_of = datetime.combine(
-        date.fromisoformat(max(context.partition_keys)) + timedelta(days=1), datetime.min.time(), UTC
-    )
+    # Evidence counted to the end of the run's latest day, never past now (a session clock set to year 9999
+    # would decay every rule to nothing, and overflow the date besides).
+    latest = date.fromisoformat(max(context.partition_keys))
+    as_of = min(datetime.combine(latest, clock_time.max, UTC), datetime.now(UTC))
     policy = reflect_policy.maturity_policy()
     levels_by_name: dict[str, int] = defaultdict(int)
     changed = []

@@ -72,7 +72,7 @@ class ReflectPolicy:
         covered = [
             (date.fromisoformat(start) + timedelta(days=i)).isoformat()
             for start in starts
-            for i in range(self.window_days)
+            for i in range(min(self.window_days, (date.max - date.fromisoformat(start)).days + 1))
         ]
         return starts, covered
 

@@ -22,7 +22,7 @@ from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.briefing import briefing
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
@@ -38,15 +38,7 @@ WEEKS = ["2024-07-01", "2024-07-08", "2024-07-15", "2024-07-22"]
 def world(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """The first two weeks reflected, two proposals decided by a human, then the last two weeks reflected."""
     tmp = tmp_path_factory.mktemp("reflect")
-    settings = load_settings(
-        sessions_dir=corpus.CORPUS / "sessions",
-        memory_pipeline_state_dir=tmp / "state",
-        memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
-        memory_workspace=tmp / "memory",
-        local_es_port=local_runtime.local_es_port,
-        local_llama_port=local_runtime.local_llama_port,
-        local_embed_port=local_runtime.local_embed_port,
-    )
+    settings = isolated_settings(local_runtime, tmp, sessions_dir=corpus.CORPUS / "sessions")
     corpus.prepare(settings, DAYS)
     first = corpus.run_reflect(settings, FIRST, AS_OF)
     folder = project_dir(settings.memory_workspace, TRUTH["project"])

@@ -15,24 +15,7 @@ from memory_pipeline.local.models import CHAT_MODEL, ModelIntegrityError
 from memory_pipeline.local.process import ProcessRecord, RuntimeProblem, read_record
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import Settings, load_settings
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _private_runtime(tmp_path: Path, shared: Settings, cache: Path | None = None) -> LocalRuntime:
-    """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default."""
-    settings = load_settings(
-        memory_pipeline_state_dir=tmp_path / "state",
-        memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
-        local_es_port=_free_port(),
-        local_llama_port=_free_port(),
-        local_embed_port=_free_port(),
-    )
-    return LocalRuntime(settings, progress=lambda m: None)
+from memory_pipeline_tests.e2e.servers import free_port, private_runtime
 
 
 def test_second_up_starts_nothing_new(local_runtime: Settings) -> None:
@@ -61,7 +44,7 @@ def test_cli_status_prints_a_table(local_runtime: Settings) -> None:
 
 
 def test_up_down_cycle_stops_only_what_it_started(local_runtime: Settings, tmp_path: Path) -> None:
-    runtime = _private_runtime(tmp_path, local_runtime)
+    runtime = private_runtime(tmp_path, local_runtime)
     first = runtime.up(["embed"])
     assert [s.state for s in first] == ["started"]
     pid = first[0].pid
@@ -75,7 +58,7 @@ def test_up_down_cycle_stops_only_what_it_started(local_runtime: Settings, tmp_p
 
 
 def test_stale_pid_file_is_replaced(local_runtime: Settings, tmp_path: Path) -> None:
-    runtime = _private_runtime(tmp_path, local_runtime)
+    runtime = private_runtime(tmp_path, local_runtime)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         # A PID file whose PID now belongs to someone else.
@@ -104,7 +87,7 @@ def test_stale_pid_file_is_replaced(local_runtime: Settings, tmp_path: Path) -> 
 
 
 def test_port_taken_by_someone_else_is_a_clear_error(local_runtime: Settings, tmp_path: Path) -> None:
-    runtime = _private_runtime(tmp_path, local_runtime)
+    runtime = private_runtime(tmp_path, local_runtime)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", runtime.settings.local_embed_port))
         squatter.listen()
@@ -127,7 +110,7 @@ def test_corrupted_model_is_refused(local_runtime: Settings, tmp_path: Path) -> 
         byte = handle.read(1)
         handle.seek(-1, 1)
         handle.write(bytes([byte[0] ^ 0xFF]))
-    runtime = _private_runtime(tmp_path, local_runtime, cache=cache)
+    runtime = private_runtime(tmp_path, local_runtime, cache=cache)
     with pytest.raises(ModelIntegrityError, match="refusing to serve it"):
         runtime.up(["chat"])
     assert read_record(runtime.run_dir, "chat") is None
@@ -140,9 +123,9 @@ def test_configured_urls_start_nothing_local(local_runtime: Settings, tmp_path: 
         es_url=f"http://localhost:{local_runtime.local_es_port}",
         llama_url=f"http://localhost:{local_runtime.local_llama_port}",
         embed_url=f"http://localhost:{local_runtime.local_embed_port}",
-        local_es_port=_free_port(),
-        local_llama_port=_free_port(),
-        local_embed_port=_free_port(),
+        local_es_port=free_port(),
+        local_llama_port=free_port(),
+        local_embed_port=free_port(),
     )
     rows = LocalRuntime(settings, progress=lambda m: None).up()
     assert [(r.mode, r.state) for r in rows] == [("external", "external")] * 3
@@ -158,7 +141,7 @@ def test_elasticsearch_documents_survive_a_restart(local_runtime: Settings) -> N
 
     # Under the state folder, not pytest's private tmp: as root, ES runs as a user that must reach it.
     where = local_runtime.memory_pipeline_state_dir / "tests" / uuid.uuid4().hex[:8]
-    runtime = _private_runtime(where, local_runtime)
+    runtime = private_runtime(where, local_runtime)
     try:
         runtime.up(["elasticsearch"])
         with make_client(runtime.settings) as client:
@@ -183,7 +166,7 @@ def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: S
 
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
-    runtime = _private_runtime(private, local_runtime)
+    runtime = private_runtime(private, local_runtime)
     messages: list[str] = []
     runtime.progress = messages.append
     root = ElasticsearchService(runtime.settings).data_root(messages.append)

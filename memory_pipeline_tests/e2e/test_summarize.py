@@ -96,7 +96,10 @@ def test_rebuild_reads_every_turn_again(partition: Settings) -> None:
 
 def test_unreachable_llm_fails_the_run_and_names_the_url(partition: Settings) -> None:
     dead = "http://127.0.0.1:9"
-    result, _, _ = _run(partition, resources={"llm": LlamaResource(url=dead, model="m", timeout_seconds=2)})
+    llm = build_resources(partition)["llm"]
+    result, _, _ = _run(
+        partition, resources={"llm": LlamaResource(**{**llm.model_dump(), "url": dead, "timeout_seconds": 2})}
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
     assert failure.step_key == "llm_ideas" and dead in str(failure.event_specific_data.error)

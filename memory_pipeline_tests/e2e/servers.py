@@ -1,0 +1,50 @@
+"""Private copies of the local servers, for tests that stop, kill or reconfigure them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memory_pipeline.local.runtime import LocalRuntime
+from memory_pipeline.settings import ServiceName, Settings, load_settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def private_runtime(tmp_path: Path, shared: Settings, cache: Path | None = None) -> LocalRuntime:
+    """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default."""
+    settings = load_settings(
+        memory_pipeline_state_dir=tmp_path / "state",
+        memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
+        local_es_port=free_port(),
+        local_llama_port=free_port(),
+        local_embed_port=free_port(),
+    )
+    return LocalRuntime(settings, progress=lambda m: None)
+
+
+def kill(runtime: LocalRuntime, name: ServiceName) -> int:
+    """SIGKILL one server of `runtime` (no shutdown, as a crash or the OOM killer would); its pid."""
+    pid = next(s.pid for s in runtime.status() if s.name == name)
+    assert pid, f"{name} is not running"
+    os.killpg(os.getpgid(pid), signal.SIGKILL)
+    return pid
+
+
+@contextmanager
+def private_server(tmp_path: Path, shared: Settings, name: ServiceName) -> Iterator[LocalRuntime]:
+    """One server of a private runtime, up for the block and stopped after it, whatever happened."""
+    runtime = private_runtime(tmp_path / name, shared)
+    runtime.up([name])
+    try:
+        yield runtime
+    finally:
+        runtime.down()

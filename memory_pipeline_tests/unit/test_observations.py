@@ -1,0 +1,81 @@
+"""Turn observations keep the user's words: chat-bot envelopes peeled off, budgets in tokens, no echo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from memory_pipeline.recall.observations import ASKED_TOKENS, estimate_tokens, observe_turns
+from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.envelope import strip_envelope
+from memory_pipeline.sessions.load import catalog, load_messages
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.turns import group_turns
+
+ROUGH = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "rough" / "sessions"
+
+OPENCLAW = (
+    'Conversation info (untrusted metadata):\n```json\n{\n  "message_id": "1234",\n  "sender_id": "99"\n}\n```\n\n'
+    'Sender (untrusted metadata):\n```json\n{"label": "Alice (99)", "name": "Alice"}\n```\n\n'
+    "Please switch the cache to redis."
+)
+
+
+@pytest.mark.parametrize(
+    ("wrapped", "words"),
+    [
+        (OPENCLAW, "Please switch the cache to redis."),
+        ("[Telegram Alice (@alice) id:12345 +5m 2026-01-31 10:00 UTC] fix the login bug", "fix the login bug"),
+        ("System: [2026-01-31 10:00:00 UTC] Exec finished\n\n[Slack #dev Bob] deploy it", "deploy it"),
+        ('{"chat_id": 5}\nSender: bob\nTimestamp: 10:00\n\nhello there', "hello there"),
+        ("ship it\n[message_id: 777]", "ship it"),
+    ],
+)
+def test_envelopes_are_peeled_to_the_users_words(wrapped: str, words: str) -> None:
+    assert strip_envelope(wrapped).strip() == words
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "[User sent a photo] the price label overlaps the chart",
+        "Error: cannot find module x\nwhy does this happen?",
+        '```json\n{"a": 1}\n```',  # nothing but a block: kept as it is
+        "Sender: this is how our email template starts, please fix its greeting",
+    ],
+)
+def test_ordinary_messages_are_left_alone(plain: str) -> None:
+    kept = strip_envelope(plain)
+    assert kept == plain or plain.endswith(kept) and len(kept) > 20
+
+
+@pytest.fixture(scope="module")
+def observations(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    files = catalog(scan_sessions(ROUGH)[0], {})
+    messages, _ = load_messages(files, tmp_path_factory.mktemp("cache"), Redactor())
+    return observe_turns(group_turns(messages), messages)
+
+
+def _of(frame: pl.DataFrame, session: str) -> list[str]:
+    return frame.filter(pl.col("session_id") == session).sort("established_at")["summary"].to_list()
+
+
+def test_a_chat_bot_turn_reads_as_what_the_user_asked(observations: pl.DataFrame) -> None:
+    first, second = _of(observations, "rough-bot")
+    assert first.startswith("Asked: The nightly backup cron is failing") and "message_id" not in first
+    assert second.startswith("Asked: keep 14 days of backups, not 30") and "88240" not in second
+
+
+def test_a_turn_opened_by_the_assistant_is_not_echoed(observations: pl.DataFrame) -> None:
+    resumed = _of(observations, "rough-assistant-first")[0]
+    assert not resumed.startswith("Asked:") and resumed.count("migration to Postgres 16") == 1
+
+
+def test_cjk_observations_fit_a_512_token_model(observations: pl.DataFrame) -> None:
+    texts = _of(observations, "rough-cjk")
+    assert len(texts) == 5 and all(estimate_tokens(t) < 450 for t in texts)
+    assert texts[0].startswith("Asked: 请把缓存从 memcached 换成 redis")  # the request survives the cut
+    asked = texts[0].split(" Outcome: ")[0]
+    assert ASKED_TOKENS - 10 < estimate_tokens(asked) < ASKED_TOKENS + 10
