@@ -61,10 +61,13 @@ def every_message_placed(messages: pl.DataFrame) -> AssetCheckResult:
     )
 
 
-def index_equals_messages(client: Elasticsearch, messages: pl.DataFrame, partitions: list[str]) -> AssetCheckResult:
-    """Per session, the documents in memory-raw for these days equal the parsed messages in number."""
+def index_equals_messages(
+    client: Elasticsearch, messages: pl.DataFrame, partitions: list[str], unread: Set[str] = frozenset()
+) -> AssetCheckResult:
+    """Per session, the documents in memory-raw for these days equal the parsed messages in number (the
+    sessions not read this run keep what they had, and are listed instead)."""
     expected = dict(messages.filter(pl.col("doc_id").is_not_null()).group_by("session_id").len().iter_rows())
-    actual = indexed_counts(client, partitions)
+    actual = {s: n for s, n in indexed_counts(client, partitions).items() if s not in unread}
     differing = {
         s: {"expected": expected.get(s, 0), "indexed": actual.get(s, 0)}
         for s in set(expected) | set(actual)
@@ -77,6 +80,7 @@ def index_equals_messages(client: Elasticsearch, messages: pl.DataFrame, partiti
             "expected_documents": sum(expected.values()),
             "indexed_documents": sum(actual.values()),
             "differing_sessions": MetadataValue.json(dict(list(differing.items())[:20])),
+            "unread_listed": MetadataValue.json(sorted(unread)[:50]),
         },
     )
 
@@ -199,5 +203,24 @@ def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
             "skipped_empty": counts.get("empty", 0),
             "failed": counts.get("failed", 0),
             "failures": MetadataValue.json(failures[:20]),
+        },
+    )
+
+
+def llm_answers_usable(outcomes: pl.DataFrame) -> AssetCheckResult:
+    """The LLM's work counts for something: a run where every turn it was asked about failed (a model that
+    answers prose, a server that refuses every prompt) is not an empty success. The failed turns are
+    listed, the rest of the job still runs, and the day is not done until a run reads its turns."""
+    attempted = outcomes.filter(pl.col("llm_calls") > 0)
+    failed = attempted.filter(pl.col("status") == "failed")
+    return AssetCheckResult(
+        check_name="llm_answers_usable",
+        passed=attempted.is_empty() or failed.height < attempted.height,
+        metadata={
+            "attempted": attempted.height,
+            "failed": failed.height,
+            "first_failures": MetadataValue.json(
+                [f"{r['session_id']}/{r['turn_id']}: {r['reason']}" for r in failed.head(5).iter_rows(named=True)]
+            ),
         },
     )

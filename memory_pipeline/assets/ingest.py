@@ -191,7 +191,7 @@ def memory_raw_index(
         )
         checks = [
             turn_integrity(raw_messages),
-            index_equals_messages(client, raw_messages, keys),
+            index_equals_messages(client, raw_messages, keys, unread),
             files_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
             every_message_placed(raw_messages),

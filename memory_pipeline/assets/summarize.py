@@ -24,6 +24,7 @@ from pydantic import Field
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.checks import (
     attempts_add_up,
+    llm_answers_usable,
     no_duplicate_summaries,
     source_refs_exist,
     summaries_are_well_formed,
@@ -167,6 +168,11 @@ _CHECKS = [
         asset="memory_summary_index",
         description="Turns attempted = summarised + skipped empty + failed.",
     ),
+    AssetCheckSpec(
+        "llm_answers_usable",
+        asset="memory_summary_index",
+        description="Not every turn the LLM was asked about failed (no empty success); failures are listed.",
+    ),
 ]
 
 
@@ -186,6 +192,7 @@ def memory_summary_index(
             no_duplicate_summaries(client, documents, keys),
             summaries_are_well_formed(client, keys),
             attempts_add_up(llm_ideas),
+            llm_answers_usable(llm_ideas),
         ]
     return MaterializeResult(
         metadata={

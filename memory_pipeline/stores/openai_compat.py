@@ -124,10 +124,13 @@ class OpenAICompatibleClient:
         if self._can_tokenize is not False:
             try:
                 answer = self.request("POST", "/tokenize", json={"content": text, "add_special": add_special})
-                self._can_tokenize = True
-                return len(answer.get("tokens") or [])
             except RejectedRequest:
                 self._can_tokenize = False
+            else:
+                if isinstance(answer.get("tokens"), list):
+                    self._can_tokenize = True
+                    return len(answer["tokens"])
+                self._can_tokenize = False  # answered, but not as llama-server does: count bytes
         return len(text.encode()) + (2 if add_special else 0)
 
     def fit(self, text: str, limit: int, *, add_special: bool = False) -> tuple[str, bool]:

@@ -240,3 +240,28 @@ def test_folder_taken_away_mid_run_is_read_when_it_is_back(
     result, metadata, checks, _ = _run(settings, INGEST_ASSETS, day)
     assert result.success and metadata["memory_raw_index"]["written"] == 1
     assert _indexed(settings, list(expected)) == expected | {"fault-dir-b0": expected["fault-dir-b0"] + 1}
+
+
+def test_a_day_whose_run_failed_is_backfilled_again(local_runtime: Settings, tmp_path: Path) -> None:
+    from dagster import instance_for_test
+
+    from memory_pipeline.backfill import plan_backfill, run_backfill
+    from memory_pipeline.definitions import build_definitions
+
+    day = "2024-08-05"
+    healthy = isolated_settings(local_runtime, tmp_path)
+    reset_days(healthy, [day])
+    copy_fixture("handwritten-kuato.v3.jsonl", healthy.sessions_dir / "a.jsonl", "fault-backfill", day)
+    config = {"ops": {"llm_ideas": {"config": {"context_tokens": 2048, "max_output_tokens": 384}}}}
+    with instance_for_test() as instance:
+        assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == [day]
+        dead_llm = isolated_settings(local_runtime, tmp_path, llama_url="http://127.0.0.1:9")
+        failed = run_backfill(instance, day, day, build_definitions(dead_llm), config)
+        assert not failed.success
+        # memory_raw_index was materialised, the rest was not: the day is not done.
+        assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == [day]
+        again = run_backfill(instance, day, day, build_definitions(healthy), config)
+        assert again.success
+        # Done now, unless a check failed (the small model may fail the one turn twice): then it stays to do.
+        checks_passed = all(c.passed for c in again.get_asset_check_evaluations())
+        assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == ([] if checks_passed else [day])

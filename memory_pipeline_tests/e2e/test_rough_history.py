@@ -5,7 +5,10 @@ and a second pass that has nothing to do and writes nothing."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -126,3 +129,25 @@ def test_projects_stay_apart_in_search_and_in_the_workspace(rough) -> None:  # n
         assert path.exists() and path.resolve().is_relative_to((root / "memory").resolve())
         assert project_of(path.parent.parent) == project
     assert not (root / "daily").exists() and not (root / "REVIEW.md").exists()
+
+
+def test_the_backfill_command_exits_0_and_then_has_nothing_to_do(rough) -> None:  # noqa: ANN001
+    settings, root, _, _, _ = rough
+    env = {
+        **os.environ,
+        "SESSIONS_DIR": str(settings.sessions_dir),
+        "MEMORY_PIPELINE_STATE_DIR": str(settings.memory_pipeline_state_dir),
+        "MEMORY_WORKSPACE": str(settings.memory_workspace),
+        "MEMORY_PIPELINE_CACHE_DIR": str(settings.memory_pipeline_cache_dir),
+        "LOCAL_ES_PORT": str(settings.local_es_port),
+        "LOCAL_LLAMA_PORT": str(settings.local_llama_port),
+        "LOCAL_EMBED_PORT": str(settings.local_embed_port),
+        "DAGSTER_HOME": str(root / "dagster-home"),
+    }
+    command = [sys.executable, "-m", "memory_pipeline", "backfill"]
+    everything = subprocess.run([*command, "--all"], env=env, capture_output=True, text=True, timeout=900)
+    assert everything.returncode == 0, everything.stderr[-2000:]
+    assert "backfilling 3 of 3 day(s) in 1 run(s)" in everything.stderr and "success" in everything.stdout
+    assert "not a session file" in everything.stderr  # what the scan skipped is said, by file and line
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "nothing to backfill" in again.stdout and "3 day(s) with sessions" in again.stdout

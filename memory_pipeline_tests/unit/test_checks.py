@@ -1,0 +1,40 @@
+"""The checks that need no server: nothing dropped without being listed, no empty LLM success."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from memory_pipeline.checks import every_message_placed, llm_answers_usable
+from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, to_frame
+
+
+def _messages(*rows: dict) -> pl.DataFrame:
+    base = {name: None for name in MESSAGE_SCHEMA} | {"tool_calls": [], "image_mime_types": [], "labels": []}
+    return to_frame([base | {"is_metadata": False, "session_file": "a.jsonl"} | row for row in rows])
+
+
+def test_a_message_without_a_place_fails_and_is_named_by_file_and_line() -> None:
+    placed = _messages({"doc_id": "s_t_0", "line": 2}, {"doc_id": None, "line": 3, "is_metadata": True})
+    assert every_message_placed(placed).passed
+    dropped = _messages({"doc_id": "s_t_0", "line": 2}, {"doc_id": None, "line": 7})
+    result = every_message_placed(dropped)
+    assert not result.passed and result.metadata["unplaced"].value == ["a.jsonl:7"]
+
+
+def test_llm_answers_usable_fails_only_when_every_attempted_turn_failed() -> None:
+    def outcomes(*statuses: tuple[str, int]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "session_id": ["s"] * len(statuses),
+                "turn_id": [f"t{i}" for i in range(len(statuses))],
+                "status": [s for s, _ in statuses],
+                "llm_calls": [c for _, c in statuses],
+                "reason": ["not JSON" if s == "failed" else None for s, _ in statuses],
+            }
+        )
+
+    assert llm_answers_usable(outcomes(("failed", 2), ("summarised", 1))).passed
+    assert llm_answers_usable(outcomes(("failed", 0), ("summarised", 0))).passed  # nothing asked this run
+    every = llm_answers_usable(outcomes(("failed", 2), ("failed", 2)))
+    assert not every.passed and every.metadata["failed"].value == 2
+    assert every.metadata["first_failures"].value == ["s/t0: not JSON", "s/t1: not JSON"]
