@@ -78,6 +78,7 @@ def llm_ideas(
         journaled = journal.read(keys)
         wanted = needs_llm(turns, ledger, journaled, model, config.rebuild)
         done = reusable(turns, journaled, wanted, model)
+        from_journal = len(done)
         jobs = turn_jobs(turns, raw_messages)
         todo = [jobs[key] for key in wanted if key in jobs]
         where = {
@@ -86,7 +87,7 @@ def llm_ideas(
         }
         context.log.info(
             f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} (context {context_tokens} "
-            f"tokens, concurrency {config.concurrency}); {len(done)} taken from the journal of an earlier run"
+            f"tokens, concurrency {config.concurrency}); {from_journal} taken from the journal of an earlier run"
         )
         begin = time.perf_counter()
 
@@ -129,7 +130,7 @@ def llm_ideas(
             "skipped_empty": statuses["empty"],
             "failed": len(failures),
             "failures": MetadataValue.json(failures[:100]),
-            "from_journal": sum(1 for k in done if k not in {(o.session_id, o.turn_id) for o in outcomes}),
+            "from_journal": from_journal,
             "reused": turns.height - len(todo),
             "llm_calls": sum(o.attempts for o in outcomes),
             "ideas": int(frame["ideas"].list.len().sum()),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import numpy as np
 
 from memory_pipeline.settings import Settings
@@ -42,3 +43,20 @@ def test_converted_model_agrees_with_the_independent_reference(local_runtime: Se
     assert served.shape == expected.shape == (12, 384)
     cosines = (served * expected).sum(1) / np.linalg.norm(served, axis=1) / np.linalg.norm(expected, axis=1)
     assert cosines.min() >= 0.999, cosines
+
+
+def test_a_text_over_the_models_context_is_cut_in_its_tokens_not_refused(local_runtime: Settings) -> None:
+    """MiniLM's context is 512 tokens and it spends one on every Chinese character: 300 characters of
+    Chinese plus English is over it, which once failed a whole day with HTTP 400."""
+    long_cjk = "会话总是被驱逐，请把缓存换成 redis。" * 40
+    with EmbeddingsClient(local_runtime.embeddings_url, model=local_runtime.embed_model) as client:
+        assert client.max_input_tokens() == 512  # from the server's /props
+        assert client.count_tokens(long_cjk, add_special=True) > 512
+    # The raw request, as the pipeline sent it before: refused.
+    raw = httpx.post(
+        f"{local_runtime.embeddings_url.rstrip('/')}/v1/embeddings", json={"input": [long_cjk]}, timeout=30
+    )
+    assert raw.status_code == 400
+    with EmbeddingsClient(local_runtime.embeddings_url, model=local_runtime.embed_model) as client:
+        [short, cut] = client.embed_each(["短文本", long_cjk])
+        assert short.vector and not short.truncated and cut.vector and cut.truncated

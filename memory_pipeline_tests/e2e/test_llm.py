@@ -31,3 +31,19 @@ def test_chat_completion_returns_schema_valid_json(local_runtime: Settings) -> N
     assert verdict.language in ("python", "rust", "go")
     assert answer.usage.completion_tokens > 0
     assert answer.timings is not None and (answer.timings.predicted_per_second or 0) > 0
+
+
+def test_a_cjk_turn_is_sized_by_the_servers_tokens_and_fits(local_runtime: Settings) -> None:
+    """A Chinese turn at 3 characters a token (the old guess) overflows a 2,048-token budget; counted by the
+    server's tokenizer it fits, and the server takes it."""
+    from memory_pipeline.summarize.ideas import IDEAS_SCHEMA
+    from memory_pipeline.summarize.prompt import TurnMessage, build_messages
+
+    turn = [TurnMessage(role="user", content="请检查部署脚本为什么在预发布环境失败，并修复 SSH 密钥路径。" * 150)]
+    with ChatClient(local_runtime.chat_url, model=local_runtime.llama_model) as client:
+        guessed = build_messages(turn, 2048, 256, count_tokens=lambda text: len(text) // 3)
+        assert sum(client.count_tokens(m["content"]) for m in guessed) > 2048 - 256
+        fitted = build_messages(turn, 2048, 256, count_tokens=client.count_tokens)
+        assert sum(client.count_tokens(m["content"]) for m in fitted) <= 2048 - 256 - 64
+        answer = client.complete_json(fitted, IDEAS_SCHEMA, max_tokens=256)
+    assert answer.usage.prompt_tokens <= 2048 - 256
