@@ -27,7 +27,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.settings import load_settings
+from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_MAPPINGS
 from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
@@ -83,11 +83,7 @@ def main(argv: list[str]) -> None:
     documents = [(doc_id, doc) for doc_id, _, doc, _ in message_documents(messages)]
     print(f"corpus: {files} files, {size / 2**20:.0f} MB, {messages.height} messages, parsed in {parse_seconds:.1f}s")
 
-    settings = load_settings(
-        sessions_dir=corpus,
-        memory_pipeline_state_dir=WORK / "state",
-        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
-    )
+    settings = isolated_settings(shared, WORK, sessions_dir=corpus)
     with make_client(settings, request_timeout=120) as client:
         reset(client)
         # Baseline: the same documents, serialised before the clock starts, one _bulk request per 1000.

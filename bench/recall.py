@@ -28,9 +28,9 @@ from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.evaluate import load_queries, recall_at
-from memory_pipeline.settings import load_settings
+from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
-from memory_pipeline.stores.embeddings import EmbeddingsClient, normalise
+from memory_pipeline.stores.embeddings import embeddings_client, normalise
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, PIPELINE_INDICES, vector_field
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +50,7 @@ def main(argv: list[str]) -> None:
     from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture
 
     copy_fixture("pi-mono-large-session.v1.jsonl", WORK / "s" / "a.jsonl", SESSION, DAY)
-    settings = load_settings(
-        sessions_dir=WORK / "s",
-        memory_pipeline_state_dir=WORK / "state",
-        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
-    )
+    settings = isolated_settings(shared, WORK, sessions_dir=WORK / "s")
     with make_client(settings, request_timeout=300) as es:
         delete_days(es, PIPELINE_INDICES, [DAY, *SYNTH_DAYS])
         result = materialize(
@@ -64,7 +60,7 @@ def main(argv: list[str]) -> None:
             instance=instance_with_days([DAY]),
         )
         assert result.success
-        with EmbeddingsClient(settings.embeddings_url) as embedder:
+        with embeddings_client(settings) as embedder:
             search = MemorySearch(es, embedder)
             recalls = {mode: recall_at(search, SESSION, mode=mode) for mode in ("bm25", "knn", "hybrid")}
 
@@ -80,7 +76,8 @@ def main(argv: list[str]) -> None:
             pipeline_rate = len(texts) / (time.perf_counter() - begin)
             model = embedder.model_id()
             begin = time.perf_counter()
-            with httpx.Client(base_url=settings.embeddings_url, timeout=120) as raw:
+            key = {"Authorization": f"Bearer {settings.api_key('embed')}"}
+            with httpx.Client(base_url=settings.embeddings_url, timeout=120, headers=key) as raw:
                 for start in range(0, len(texts), 32):
                     raw.post(
                         "/v1/embeddings", json={"model": model, "input": texts[start : start + 32]}

@@ -17,10 +17,10 @@ from bench import reflect_corpus as corpus
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect as reflect_assets
 from memory_pipeline.reflect.condense import Condenser
-from memory_pipeline.settings import load_settings
+from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX
-from memory_pipeline.stores.llm import ChatClient
+from memory_pipeline.stores.llm import ChatClient, chat_client
 
 WORK = Path(".state/bench-reflect")
 AS_OF = "2024-07-31"  # the corpus's days are then 5 to 30 days old: every age tier is present
@@ -43,16 +43,11 @@ def judge_on_pairs(chat: ChatClient) -> dict[str, int]:
 def main(argv: list[str]) -> None:
     shared = load_settings()
     shutil.rmtree(WORK, ignore_errors=True)
-    settings = load_settings(
-        sessions_dir=corpus.CORPUS / "sessions",
-        memory_pipeline_state_dir=WORK / "state",
-        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
-        memory_workspace=WORK / "memory",
-    )
+    settings = isolated_settings(shared, WORK, sessions_dir=corpus.CORPUS / "sessions")
     truth = corpus.truth()
     days = truth["days"]
     corpus.prepare(settings, days)
-    with ChatClient(settings.chat_url, model=settings.llama_model) as chat:
+    with chat_client(settings) as chat:
         model = chat.model_id()
         judge = judge_on_pairs(chat)
 

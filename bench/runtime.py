@@ -18,8 +18,8 @@ from pathlib import Path
 from bench.results_file import table, write_section
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline.stores.embeddings import EmbeddingsClient
-from memory_pipeline.stores.llm import ChatClient, ChatCompletion
+from memory_pipeline.stores.embeddings import embeddings_client
+from memory_pipeline.stores.llm import ChatCompletion, chat_client
 
 WORK = Path(__file__).with_name(".work")
 COLD = Path(__file__).with_name("runtime_cold.json")
@@ -73,7 +73,7 @@ def _chat_throughput(settings: Settings, runs: int = 3) -> tuple[float, float, i
     """Server-side timings on the fixed turn: the whole prompt evaluated (no prompt cache), then a
     fixed-length free-text answer (EOS ignored), so every run measures the same work."""
     prompt_tps, gen_tps = [], []
-    with ChatClient(settings.chat_url) as client:
+    with chat_client(settings) as client:
         for _ in range(runs):
             answer = ChatCompletion.model_validate(
                 client.request(
@@ -105,7 +105,7 @@ def _chat_throughput(settings: Settings, runs: int = 3) -> tuple[float, float, i
 
 def _embedding_throughput(settings: Settings, n: int = 512) -> float:
     texts = [f"memory {i}: {line}" for i in range(n // 8) for line in FIXED_TURN.splitlines()[:8]]
-    with EmbeddingsClient(settings.embeddings_url) as client:
+    with embeddings_client(settings) as client:
         client.embed(texts[:32])  # warm-up
         begin = time.perf_counter()
         client.embed(texts, batch_size=32)

@@ -28,8 +28,8 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline.settings import load_settings
-from memory_pipeline.stores.llm import ChatClient
+from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
 
@@ -49,8 +49,8 @@ def labelled_jobs() -> tuple[list, list[dict]]:
     return jobs, labels
 
 
-def _run(url: str, jobs: list, concurrency: int) -> tuple[list[TurnOutcome], float, str, int]:
-    with ChatClient(url, timeout=600) as client:
+def _run(settings: Settings, jobs: list, concurrency: int) -> tuple[list[TurnOutcome], float, str, int]:
+    with chat_client(settings, timeout=600) as client:
         model = client.model_id()
         context = client.context_size() or 4096
         begin = time.perf_counter()
@@ -71,7 +71,7 @@ def main(argv: list[str]) -> None:
     jobs, labels = labelled_jobs()
     memorable = [label["memorable"] for label in labels]
     print(f"{len(jobs)} labelled turns ({sum(memorable)} memorable) against {settings.chat_url}", flush=True)
-    sequential, seq_wall, model, context = _run(settings.chat_url, jobs, concurrency=1)
+    sequential, seq_wall, model, context = _run(settings, jobs, concurrency=1)
 
     got_ideas = [bool(o.ideas) for o in sequential]
     hits = sum(1 for m, g in zip(memorable, got_ideas, strict=True) if m and g)
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> None:
         runtime = LocalRuntime(two, progress=lambda m: None)
         runtime.up(["chat"])
         try:
-            parallel, par_wall, _, _ = _run(two.chat_url, jobs, concurrency=2)
+            parallel, par_wall, _, _ = _run(two, jobs, concurrency=2)
         finally:
             runtime.down()
             shutil.rmtree(work, ignore_errors=True)

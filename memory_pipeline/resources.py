@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
 from dagster_elasticsearch import ElasticsearchResource, HostsConfig
 from pydantic import Field
 
@@ -12,7 +14,7 @@ from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.settings import Settings
+from memory_pipeline.settings import ServiceName, Settings, local_api_key
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
 
@@ -24,9 +26,11 @@ class LlamaResource(ConfigurableResource):
     model: str | None = Field(None, description="Model id; None = the first one the server lists.")
     timeout_seconds: float = 300.0
     journal_dir: str = Field(description="Each turn's outcome, kept as it completes (a crash loses no finished turn).")
+    api_key: str | None = Field(None, description="Bearer key of a server of the user's (LLAMA_API_KEY).")
+    api_key_file: str | None = Field(None, description="File holding the local server's key.")
 
     def get_client(self) -> ChatClient:
-        return ChatClient(self.url, model=self.model, timeout=self.timeout_seconds)
+        return ChatClient(self.url, model=self.model, timeout=self.timeout_seconds, api_key=_key(self))
 
 
 class EmbeddingsResource(ConfigurableResource):
@@ -39,6 +43,8 @@ class EmbeddingsResource(ConfigurableResource):
     query_prefix: str | None = None
     max_input_tokens: int | None = Field(None, description="Tokens one input may hold; None = the server's context.")
     timeout_seconds: float = 120.0
+    api_key: str | None = Field(None, description="Bearer key of a server of the user's (EMBED_API_KEY).")
+    api_key_file: str | None = Field(None, description="File holding the local server's key.")
 
     def get_client(self) -> EmbeddingsClient:
         return EmbeddingsClient(
@@ -49,7 +55,13 @@ class EmbeddingsResource(ConfigurableResource):
             query_prefix=self.query_prefix,
             max_input_tokens=self.max_input_tokens,
             timeout=self.timeout_seconds,
+            api_key=_key(self),
         )
+
+
+def _key(resource: LlamaResource | EmbeddingsResource) -> str | None:
+    """The configured key, or the local servers' own, read (or made) when a client is opened."""
+    return resource.api_key or (local_api_key(Path(resource.api_key_file)) if resource.api_key_file else None)
 
 
 class SessionsResource(ConfigurableResource):
@@ -115,6 +127,15 @@ class ReflectPolicyResource(ConfigurableResource):
         return MaturityPolicy(self.half_life_days, self.established_at, self.proven_at)
 
 
+def _auth(settings: Settings, service: ServiceName, variable: str) -> dict[str, Any]:
+    """How a resource authenticates: the local key's file (not the key: resource config shows in the UI),
+    or the user's key as an EnvVar, which Dagster never displays."""
+    if settings.is_local(service):
+        return {"api_key_file": str(settings.api_key_path)}
+    configured = settings.llama_api_key if service == "chat" else settings.embed_api_key
+    return {"api_key": EnvVar(variable)} if configured and os.environ.get(variable) else {"api_key": configured}
+
+
 def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
@@ -130,6 +151,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             url=settings.chat_url,
             model=settings.llama_model,
             journal_dir=str(settings.memory_pipeline_state_dir / "llm-journal"),
+            **_auth(settings, "chat", "LLAMA_API_KEY"),
         ),
         "embedder": EmbeddingsResource(
             url=settings.embeddings_url,
@@ -138,6 +160,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             doc_prefix=settings.embed_doc_prefix,
             query_prefix=settings.embed_query_prefix,
             max_input_tokens=settings.embed_max_tokens,
+            **_auth(settings, "embed", "EMBED_API_KEY"),
         ),
         "sessions": SessionsResource(
             sessions_dir=str(settings.sessions_dir),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
@@ -51,10 +52,12 @@ class Settings(BaseSettings):
 
     llama_url: AnyHttpUrl | None = Field(None, description="Chat server (OpenAI-compatible); unset = local runtime.")
     llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
+    llama_api_key: str | None = Field(None, description="Bearer key for LLAMA_URL, if it wants one.")
     embed_url: AnyHttpUrl | None = Field(
         None, description="Embedding server (OpenAI-compatible); unset = local runtime."
     )
     embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
+    embed_api_key: str | None = Field(None, description="Bearer key for EMBED_URL, if it wants one.")
     embed_dims: int | None = Field(
         None, ge=8, le=8192, description="Matryoshka truncation (re-normalised); unset = the model's full size."
     )
@@ -94,6 +97,10 @@ class Settings(BaseSettings):
     local_threads: int = Field(2, ge=1, le=256)
     local_llama_slots: int = Field(1, ge=1, le=64, description="Parallel slots of the local chat server.")
     local_llama_ctx: int = Field(8192, ge=512, le=131072, description="Context tokens per chat slot.")
+    local_api_key_file: Path | None = Field(
+        None,
+        description="Key the local llama-servers require, made on first use; default <state>/llama-api-key.",
+    )
 
     @field_validator(
         "sessions_dir", "memory_workspace", "memory_pipeline_state_dir", "memory_pipeline_cache_dir", mode="after"
@@ -102,7 +109,7 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().absolute()
 
-    @field_validator("es_api_key", "llama_model", "embed_model", mode="before")
+    @field_validator("es_api_key", "llama_model", "embed_model", "llama_api_key", "embed_api_key", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -147,9 +154,33 @@ class Settings(BaseSettings):
     def embeddings_url(self) -> str:
         return _strip(self.embed_url) or f"http://127.0.0.1:{self.local_embed_port}"
 
+    @cached_property
+    def api_key_path(self) -> Path:
+        """The file the local llama-servers read their key from (`--api-key-file`) and clients send."""
+        return (self.local_api_key_file or self.memory_pipeline_state_dir / "llama-api-key").expanduser().absolute()
+
+    def api_key(self, service: ServiceName) -> str | None:
+        """The bearer key for the chat or embedding server: the configured one for a server of the user's,
+        the local runtime's own (made now if needed) for a local one."""
+        if not self.is_local(service):
+            return self.llama_api_key if service == "chat" else self.embed_api_key
+        return local_api_key(self.api_key_path)
+
     def is_local(self, service: ServiceName) -> bool:
         """Whether the local runtime owns this server (its URL is not configured)."""
         return {"elasticsearch": self.es_url, "chat": self.llama_url, "embed": self.embed_url}[service] is None
+
+
+def local_api_key(path: Path) -> str:
+    """The local servers' key: read from `path`, or made there (random, owner-only) the first time, so no
+    other local process or web page can use the servers (llama-server allows any CORS origin)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(32) + "\n")
+        os.replace(path.with_suffix(".tmp"), path)
+    return path.read_text().split()[0]
 
 
 def _strip(url: AnyHttpUrl | None) -> str | None:
@@ -184,6 +215,7 @@ def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Sett
             "local_es_port": base.local_es_port,
             "local_llama_port": base.local_llama_port,
             "local_embed_port": base.local_embed_port,
+            "local_api_key_file": base.api_key_path,  # the servers are base's: so is their key
             **overrides,
         }
     )

@@ -26,13 +26,14 @@ from memory_pipeline.local.process import (
 )
 from memory_pipeline.local.services import LocalService, all_services
 from memory_pipeline.settings import ServiceName, Settings
+from memory_pipeline.stores.openai_compat import RejectedRequest
 
 
 class ServiceStatus(BaseModel):
     name: ServiceName
     url: str
     mode: str  # "local" or "external"
-    state: str  # running, started, stopped, stale, external, unreachable
+    state: str  # running, started, stopped, stale, external, unreachable, unauthorized
     pid: int | None = None
     rss_mb: float | None = None
     version: str = "-"
@@ -155,6 +156,10 @@ class LocalRuntime:
         try:
             described = service.describe()
             status.version, status.model, status.health = described["version"], described["model"], described["health"]
+        except RejectedRequest as exc:
+            variable = {"chat": "LLAMA_API_KEY", "embed": "EMBED_API_KEY"}.get(service.name, "its key")
+            status.health = f"refused with HTTP {exc.status}: set {variable}"
+            status.state = "unauthorized" if exc.status in (401, 403) else status.state
         except Exception as exc:  # noqa: BLE001 - status reports, it does not fail
             status.health = f"unreachable ({type(exc).__name__})"
             if not local:

@@ -242,7 +242,12 @@ class LlamaService(LocalService):
             self.model.name,
             "--threads",
             str(self.settings.local_threads),
+            # Only the pipeline may use the server: llama-server allows every CORS origin, and any local
+            # process could call it. The key stays in a file (never on a command line `ps` shows).
+            "--api-key-file",
+            str(self.settings.api_key_path),
         ]
+        self.settings.api_key(self.name)  # made before the server reads it
         if self.name == "chat":
             slots = self.settings.local_llama_slots
             argv += ["--ctx-size", str(self.settings.local_llama_ctx * slots), "--parallel", str(slots)]
@@ -265,7 +270,7 @@ class LlamaService(LocalService):
 
     def _client(self) -> ChatClient | EmbeddingsClient:
         cls = ChatClient if self.name == "chat" else EmbeddingsClient
-        return cls(self.url, retries=0, timeout=5)
+        return cls(self.url, retries=0, timeout=5, api_key=self.settings.api_key(self.name))
 
     def is_ready(self) -> bool:
         with self._client() as client:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from memory_pipeline.settings import Settings
 from memory_pipeline.stores.openai_compat import OpenAICompatibleClient, RejectedRequest, ServerError
 
 Purpose = Literal["document", "query"]
@@ -135,3 +136,19 @@ class EmbeddingsClient(OpenAICompatibleClient):
         if len(answer.data) != len(batch):
             raise ServerError(f"{self.base_url}: {len(answer.data)} vectors for {len(batch)} texts")
         return [normalise(item.embedding, self.dims) for item in sorted(answer.data, key=lambda item: item.index)]
+
+
+def embeddings_client(settings: Settings, **overrides: Any) -> EmbeddingsClient:
+    """The embedding server of these settings (URL, model, key, dims, prefixes, input limit)."""
+    return EmbeddingsClient(
+        settings.embeddings_url,
+        **{
+            "model": settings.embed_model,
+            "dims": settings.embed_dims,
+            "doc_prefix": settings.embed_doc_prefix,
+            "query_prefix": settings.embed_query_prefix,
+            "max_input_tokens": settings.embed_max_tokens,
+            "api_key": settings.api_key("embed"),
+            **overrides,
+        },
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from memory_pipeline.settings import Settings
 from memory_pipeline.stores.openai_compat import OpenAICompatibleClient, ServerError
 
 
@@ -90,3 +91,10 @@ class ChatClient(OpenAICompatibleClient):
         return JsonAnswer(
             data=data, model=completion.model or body["model"], usage=completion.usage, timings=completion.timings
         )
+
+
+def chat_client(settings: Settings, **overrides: Any) -> ChatClient:
+    """The chat server of these settings (URL, model, key), as tests, benchmarks and tools open it."""
+    return ChatClient(
+        settings.chat_url, **{"model": settings.llama_model, "api_key": settings.api_key("chat"), **overrides}
+    )

@@ -38,6 +38,7 @@ class OpenAICompatibleClient:
         base_url: str,
         *,
         model: str | None = None,
+        api_key: str | None = None,
         timeout: float = 120.0,
         retries: int = 3,
         backoff: float = 0.5,
@@ -47,7 +48,8 @@ class OpenAICompatibleClient:
         self._configured_model = model
         self._retries = retries
         self._backoff = backoff
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
         self._can_tokenize: bool | None = None  # learnt on the first count
         self._props: dict[str, Any] | None = None
 

@@ -12,7 +12,7 @@ from dagster import ExecuteInProcessResult, materialize
 from memory_pipeline.assets import ingest, recall
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
@@ -22,12 +22,14 @@ INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest
 RECALL_ASSETS = [*INGEST_ASSETS, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
 
 
-def copy_fixture(name: str, target: Path, session_id: str, day: str) -> Path:
-    """A real fixture under a new session id and start day (only its header line changes)."""
+def copy_fixture(name: str, target: Path, session_id: str, day: str, project: str | None = None) -> Path:
+    """A real fixture under a new session id and start day, and project if given (only its header changes)."""
     lines = (SESSION_FIXTURES / name).read_bytes().split(b"\n")
     header = json.loads(lines[0])
     header["id"] = session_id
     header["timestamp"] = f"{day}T09:00:00.000Z"
+    if project is not None:
+        header["cwd"] = project
     lines[0] = json.dumps(header).encode()
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(b"\n".join(lines))
@@ -56,11 +58,11 @@ def run_ingest(
     tags: dict[str, str] | None = None,
     redact_extra_patterns: list[str] | None = None,
 ) -> Run:
-    settings = load_settings(
+    settings = isolated_settings(
+        shared,
+        state_dir.parent,
         sessions_dir=sessions_dir,
         memory_pipeline_state_dir=state_dir,
-        memory_pipeline_cache_dir=shared.memory_pipeline_cache_dir,
-        local_es_port=shared.local_es_port,
         redact_extra_patterns=redact_extra_patterns or [],
     )
     result = materialize(

@@ -36,6 +36,16 @@ from memory_pipeline_tests.e2e.ingest_helpers import (
 from memory_pipeline_tests.e2e.servers import kill, private_server
 
 SUMMARIZE_ASSETS = [*INGEST_ASSETS, summarize.llm_ideas, summarize.memory_summary_index]
+# Fault tests write to the shared Elasticsearch under a project of their own, and clean their days after:
+# other tests search by project and must never see these copies.
+PROJECT = "/fault-tests"
+DAYS = ["2024-08-01", "2024-08-02", "2024-08-03", "2024-08-04", "2024-08-05"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_days(local_runtime: Settings):  # noqa: ANN202
+    yield
+    reset_days(local_runtime, DAYS)
 
 
 def _run(settings: Settings, assets: list, day: str, run_config: dict | None = None):  # noqa: ANN202
@@ -128,12 +138,17 @@ def test_chat_server_killed_mid_llm_ideas_reads_no_finished_turn_again(
     local_runtime: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with private_server(tmp_path, local_runtime, "chat") as runtime:
-        settings = isolated_settings(local_runtime, tmp_path, local_llama_port=runtime.settings.local_llama_port)
+        settings = isolated_settings(
+            local_runtime,
+            tmp_path,
+            local_llama_port=runtime.settings.local_llama_port,
+            local_api_key_file=runtime.settings.api_key_path,  # the private server's own key
+        )
         day = "2024-08-02"
         reset_days(settings, [day])
         copy_fixture("generated-pi-0.73.1-branches-labels-compaction.v3.jsonl",
-                     settings.sessions_dir / "a.jsonl", "fault-chat-a", day)  # fmt: skip
-        copy_fixture("handwritten-cass-v1.jsonl", settings.sessions_dir / "b.jsonl", "fault-chat-b", day)
+                     settings.sessions_dir / "a.jsonl", "fault-chat-a", day, PROJECT)  # fmt: skip
+        copy_fixture("handwritten-cass-v1.jsonl", settings.sessions_dir / "b.jsonl", "fault-chat-b", day, PROJECT)
         config = {"ops": {"llm_ideas": {"config": {"context_tokens": 2048, "max_output_tokens": 384}}}}
         real_record, recorded = TurnJournal.record, []
 
@@ -166,10 +181,15 @@ def test_embedding_server_killed_mid_embeddings_leaves_every_memory_with_a_vecto
     local_runtime: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with private_server(tmp_path, local_runtime, "embed") as runtime:
-        settings = isolated_settings(local_runtime, tmp_path, local_embed_port=runtime.settings.local_embed_port)
+        settings = isolated_settings(
+            local_runtime,
+            tmp_path,
+            local_embed_port=runtime.settings.local_embed_port,
+            local_api_key_file=runtime.settings.api_key_path,  # the private server's own key
+        )
         day = "2024-08-03"
         reset_days(settings, [day])
-        copy_fixture("pi-mono-large-session.v1.jsonl", settings.sessions_dir / "a.jsonl", "fault-embed", day)
+        copy_fixture("pi-mono-large-session.v1.jsonl", settings.sessions_dir / "a.jsonl", "fault-embed", day, PROJECT)
         real_vectors, batches = EmbeddingsClient._vectors, []
 
         def vectors_then_crash(self, model, batch):  # noqa: ANN001, ANN202
@@ -201,9 +221,9 @@ def test_folder_taken_away_mid_run_is_read_when_it_is_back(
     day = "2024-08-04"
     reset_days(settings, [day])
     stay, away = settings.sessions_dir / "--stay--", settings.sessions_dir / "--away--"
-    copy_fixture("handwritten-kuato.v3.jsonl", stay / "a.jsonl", "fault-dir-a", day)
+    copy_fixture("handwritten-kuato.v3.jsonl", stay / "a.jsonl", "fault-dir-a", day, PROJECT)
     for n in range(3):
-        copy_fixture("handwritten-cass-v1.jsonl", away / f"b{n}.jsonl", f"fault-dir-b{n}", day)
+        copy_fixture("handwritten-cass-v1.jsonl", away / f"b{n}.jsonl", f"fault-dir-b{n}", day, PROJECT)
     expected = _expected_documents(settings.sessions_dir, tmp_path / "parse")
     real_catalog = ingest.catalog
 
@@ -251,7 +271,7 @@ def test_a_day_whose_run_failed_is_backfilled_again(local_runtime: Settings, tmp
     day = "2024-08-05"
     healthy = isolated_settings(local_runtime, tmp_path)
     reset_days(healthy, [day])
-    copy_fixture("handwritten-kuato.v3.jsonl", healthy.sessions_dir / "a.jsonl", "fault-backfill", day)
+    copy_fixture("handwritten-kuato.v3.jsonl", healthy.sessions_dir / "a.jsonl", "fault-backfill", day, PROJECT)
     config = {"ops": {"llm_ideas": {"config": {"context_tokens": 2048, "max_output_tokens": 384}}}}
     with instance_for_test() as instance:
         assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == [day]

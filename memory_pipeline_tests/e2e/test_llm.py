@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memory_pipeline.settings import Settings
-from memory_pipeline.stores.llm import ChatClient
+from memory_pipeline.stores.llm import chat_client
 
 
 class Verdict(BaseModel):
@@ -17,7 +17,7 @@ class Verdict(BaseModel):
 
 def test_chat_completion_returns_schema_valid_json(local_runtime: Settings) -> None:
     schema = Verdict.model_json_schema()
-    with ChatClient(local_runtime.chat_url, model=local_runtime.llama_model) as client:
+    with chat_client(local_runtime) as client:
         assert client.health() == "ok"
         answer = client.complete_json(
             [
@@ -40,7 +40,7 @@ def test_a_cjk_turn_is_sized_by_the_servers_tokens_and_fits(local_runtime: Setti
     from memory_pipeline.summarize.prompt import TurnMessage, build_messages
 
     turn = [TurnMessage(role="user", content="请检查部署脚本为什么在预发布环境失败，并修复 SSH 密钥路径。" * 150)]
-    with ChatClient(local_runtime.chat_url, model=local_runtime.llama_model) as client:
+    with chat_client(local_runtime) as client:
         guessed = build_messages(turn, 2048, 256, count_tokens=lambda text: len(text) // 3)
         assert sum(client.count_tokens(m["content"]) for m in guessed) > 2048 - 256
         fitted = build_messages(turn, 2048, 256, count_tokens=client.count_tokens)

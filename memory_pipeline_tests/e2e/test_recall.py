@@ -13,9 +13,9 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search import Filters, MemorySearch
 from memory_pipeline.search.briefing import briefing, estimate_tokens
 from memory_pipeline.search.evaluate import load_queries, recall_at
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
-from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
 from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
@@ -95,11 +95,7 @@ def indexed(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -
     tmp = tmp_path_factory.mktemp("recall")
     reset_days(local_runtime, [DAY])
     copy_fixture("pi-mono-large-session.v1.jsonl", tmp / "s" / "a.jsonl", SESSION, DAY)
-    settings = load_settings(
-        sessions_dir=tmp / "s",
-        memory_pipeline_state_dir=tmp / "state",
-        memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
-    )
+    settings = isolated_settings(local_runtime, tmp, sessions_dir=tmp / "s")
     _run(settings)  # memory-raw first, so the summaries below cite turns that exist
     _summaries(settings)
     first = _run(settings)
@@ -110,7 +106,7 @@ def indexed(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture
 def search(indexed: tuple[Settings, list]) -> Iterator[MemorySearch]:
     settings, _ = indexed
-    with make_client(settings) as es, EmbeddingsClient(settings.embeddings_url) as embedder:
+    with make_client(settings) as es, embeddings_client(settings) as embedder:
         yield MemorySearch(es, embedder)
 
 
@@ -181,7 +177,7 @@ def test_a_model_with_another_dimension_gets_its_own_field(indexed, local_runtim
     with make_client(settings) as es:
         mapping = es.indices.get_mapping(index="memory-observations")["memory-observations"]["mappings"]["properties"]
         assert mapping["vector_128"]["dims"] == 128 and mapping["vector_384"]["dims"] == 384
-        with EmbeddingsClient(settings.embeddings_url, dims=128) as small:
+        with embeddings_client(settings, dims=128) as small:
             rows = MemorySearch(es, small).index("rgb values in themes", k=3, mode="knn")
     assert rows and all(r.session_id == SESSION for r in rows)
     _run(settings)  # back to the full size for the other tests: re-embedded, the 384 field rewritten

@@ -24,7 +24,7 @@ from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.briefing import briefing
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
-from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
 
 TRUTH = corpus.truth()
@@ -93,7 +93,7 @@ def test_a_replaced_decision_is_marked_kept_and_left_out_of_the_briefing(world: 
     with make_client(settings) as client:
         memory = client.get(index=SUMMARY_INDEX, id=old_redis["doc_id"])["_source"]
         assert memory["superseded_by"].startswith("r-")  # marked, not deleted
-        with EmbeddingsClient(settings.embeddings_url) as embedder:
+        with embeddings_client(settings) as embedder:
             text = briefing(MemorySearch(client, embedder), "where are user sessions stored", 2000, TRUTH["project"])
     # The replaced memory is not offered (its turn's observation, a record of what was said, may be).
     assert "Postgres" in text and old_redis["doc_id"] not in text
@@ -142,7 +142,7 @@ def test_friction_finds_the_planted_repeats_as_agents_md_lines(world: dict) -> N
     assert "run `docker compose up -d db && make migrate` instead" in db.rule
     # The evidence ids are turn observations: citations search opens (layer 3) with the failing turn.
     settings = world["settings"]
-    with make_client(settings) as client, EmbeddingsClient(settings.embeddings_url) as embedder:
+    with make_client(settings) as client, embeddings_client(settings) as embedder:
         [record, *_] = MemorySearch(client, embedder).detail(db.evidence_ids[:1])
     assert record["kind"] == "observation" and record["session_id"] in TRUTH["failures"]["fail-db-down"]
     assert any("Connection refused" in (m.get("content") or "") for m in record["source_turn"])

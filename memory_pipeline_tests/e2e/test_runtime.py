@@ -123,6 +123,8 @@ def test_configured_urls_start_nothing_local(local_runtime: Settings, tmp_path: 
         es_url=f"http://localhost:{local_runtime.local_es_port}",
         llama_url=f"http://localhost:{local_runtime.local_llama_port}",
         embed_url=f"http://localhost:{local_runtime.local_embed_port}",
+        llama_api_key=local_runtime.api_key("chat"),
+        embed_api_key=local_runtime.api_key("embed"),
         local_es_port=free_port(),
         local_llama_port=free_port(),
         local_embed_port=free_port(),
@@ -182,3 +184,13 @@ def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: S
     finally:
         runtime.down()
         shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def test_a_users_server_that_wants_a_key_is_reported_as_such(local_runtime: Settings, tmp_path: Path) -> None:
+    settings = load_settings(
+        memory_pipeline_state_dir=tmp_path / "state",
+        llama_url=f"http://localhost:{local_runtime.local_llama_port}",
+        local_llama_port=free_port(),
+    )
+    [chat] = [r for r in LocalRuntime(settings, progress=lambda m: None).status() if r.name == "chat"]
+    assert chat.state == "unauthorized" and "LLAMA_API_KEY" in chat.health

@@ -11,7 +11,7 @@ from dagster import materialize
 from memory_pipeline.assets import reflect, summarize
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import LlamaResource, build_resources
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries
 from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, copy_fixture, reset_days, run_metadata
@@ -46,12 +46,7 @@ def partition(local_runtime: Settings, tmp_path: Path) -> Settings:
     copy_fixture("handwritten-cass-v1.jsonl", sessions / "a.jsonl", f"sum-a-{uuid.uuid4().hex[:6]}", DAY)
     copy_fixture("handwritten-kuato.v3.jsonl", sessions / "b.jsonl", f"sum-b-{uuid.uuid4().hex[:6]}", DAY)
     copy_fixture("telegram-bot-errors.v3.jsonl", sessions / "c.jsonl", f"sum-c-{uuid.uuid4().hex[:6]}", DAY)
-    return load_settings(
-        sessions_dir=sessions,
-        memory_pipeline_state_dir=tmp_path / "state",
-        memory_pipeline_cache_dir=local_runtime.memory_pipeline_cache_dir,
-        memory_workspace=tmp_path / "memory",
-    )
+    return isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
 
 
 def test_partition_twice_second_run_makes_no_llm_call(partition: Settings) -> None:

@@ -183,3 +183,15 @@ def test_without_a_tokenizer_the_bound_is_bytes() -> None:
     text, cut = client.fit("漢字" * 100, 50, add_special=True)
     assert cut and len(text.encode()) <= 48 and text == "漢字" * 8
     assert client.max_input_tokens() == 512  # no /props: a size every embedding model takes
+
+
+def test_the_key_goes_with_every_request() -> None:
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json={"data": [{"id": "served"}]})
+
+    ChatClient(URL, api_key="k3y", transport=plain_server(handler)).model_id()
+    ChatClient(URL, transport=plain_server(handler)).model_id()
+    assert seen == ["Bearer k3y", None]

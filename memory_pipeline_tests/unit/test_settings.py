@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,23 @@ def test_maturity_and_auto_promotion_reach_the_reflect_policy(monkeypatch: pytes
     monkeypatch.setenv("MATURITY_HALF_LIFE_DAYS", "0")
     with pytest.raises(ConfigError, match="MATURITY_HALF_LIFE_DAYS"):
         load_settings()
+
+
+def test_local_servers_get_a_generated_key_users_servers_their_own(tmp_path: Path) -> None:
+    from memory_pipeline.resources import build_resources
+
+    local = load_settings(memory_pipeline_state_dir=tmp_path / "state")
+    key = local.api_key("chat")
+    assert key == local.api_key("embed") == local.api_key_path.read_text().strip() and len(key) >= 40
+    assert local.api_key_path == tmp_path / "state" / "llama-api-key" and local.api_key_path.stat().st_mode & 0o077 == 0
+    assert load_settings(memory_pipeline_state_dir=tmp_path / "state").api_key("chat") == key  # kept, not remade
+    resources = build_resources(local)
+    assert resources["llm"].api_key is None and resources["llm"].api_key_file == str(local.api_key_path)
+    assert key not in json.dumps(resources["llm"].model_dump()) + json.dumps(resources["embedder"].model_dump())
+    own = load_settings(
+        llama_url="https://llm.example/v1", llama_api_key="users-key", memory_pipeline_state_dir=tmp_path
+    )
+    # The user's chat server gets the user's key; the embedding server is still local, with the local key.
+    assert (
+        own.api_key("chat") == "users-key" and own.api_key("embed") == (tmp_path / "llama-api-key").read_text().strip()
+    )
