@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,22 @@ def copy_fixture(name: str, target: Path, session_id: str, day: str, project: st
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(b"\n".join(lines))
     return target
+
+
+def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment under which `memory-pipeline ...` sees exactly these settings (for subprocess tests)."""
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    return env | {
+        "SESSIONS_DIR": str(settings.sessions_dir),
+        "MEMORY_PIPELINE_STATE_DIR": str(settings.memory_pipeline_state_dir),
+        "MEMORY_WORKSPACE": str(settings.memory_workspace),
+        "MEMORY_PIPELINE_CACHE_DIR": str(settings.memory_pipeline_cache_dir),
+        "LOCAL_ES_PORT": str(settings.local_es_port),
+        "LOCAL_LLAMA_PORT": str(settings.local_llama_port),
+        "LOCAL_EMBED_PORT": str(settings.local_embed_port),
+        "LOCAL_API_KEY_FILE": str(settings.api_key_path),
+        **extra,
+    }
 
 
 def reset_days(settings: Settings, days: list[str]) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.settings import Settings
-from memory_pipeline_tests.e2e.ingest_helpers import copy_fixture, indexed, reset_days, run_ingest
+from memory_pipeline.settings import Settings, isolated_settings
+from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, run_ingest
 
 DAY = "2024-06-03"
 BRANCHY = "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"
@@ -281,20 +281,13 @@ def test_range_backfill_runs_as_one_run(local_runtime: Settings, tmp_path: Path,
 
 
 def test_backfill_command_ingests_the_missing_days_once(local_runtime: Settings, tmp_path: Path, day: str) -> None:
-    import os
     import subprocess
     import sys
 
     sessions = tmp_path / "sessions"
     sid = _sid("cli")
     copy_fixture(V1, sessions / "a.jsonl", sid, day)
-    env = {
-        **os.environ,
-        "SESSIONS_DIR": str(sessions),
-        "MEMORY_PIPELINE_STATE_DIR": str(tmp_path / "state"),
-        "MEMORY_PIPELINE_CACHE_DIR": str(local_runtime.memory_pipeline_cache_dir),
-    }
-    env.pop("DAGSTER_HOME", None)
+    env = cli_env(isolated_settings(local_runtime, tmp_path, sessions_dir=sessions))
     first = subprocess.run(
         [sys.executable, "-m", "memory_pipeline", "backfill"], env=env, capture_output=True, text=True, timeout=300
     )

@@ -5,7 +5,6 @@ and a second pass that has nothing to do and writes nothing."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, RAW_INDEX, vector_field
-from memory_pipeline_tests.e2e.ingest_helpers import reset_days, run_metadata
+from memory_pipeline_tests.e2e.ingest_helpers import cli_env, reset_days, run_metadata
 
 ROUGH = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "rough"
 CASES = json.loads((ROUGH / "cases.json").read_text())
@@ -133,17 +132,7 @@ def test_projects_stay_apart_in_search_and_in_the_workspace(rough) -> None:  # n
 
 def test_the_backfill_command_exits_0_and_then_has_nothing_to_do(rough) -> None:  # noqa: ANN001
     settings, root, _, _, _ = rough
-    env = {
-        **os.environ,
-        "SESSIONS_DIR": str(settings.sessions_dir),
-        "MEMORY_PIPELINE_STATE_DIR": str(settings.memory_pipeline_state_dir),
-        "MEMORY_WORKSPACE": str(settings.memory_workspace),
-        "MEMORY_PIPELINE_CACHE_DIR": str(settings.memory_pipeline_cache_dir),
-        "LOCAL_ES_PORT": str(settings.local_es_port),
-        "LOCAL_LLAMA_PORT": str(settings.local_llama_port),
-        "LOCAL_EMBED_PORT": str(settings.local_embed_port),
-        "DAGSTER_HOME": str(root / "dagster-home"),
-    }
+    env = cli_env(settings, DAGSTER_HOME=str(root / "dagster-home"))
     command = [sys.executable, "-m", "memory_pipeline", "backfill"]
     everything = subprocess.run([*command, "--all"], env=env, capture_output=True, text=True, timeout=900)
     assert everything.returncode == 0, everything.stderr[-2000:]
