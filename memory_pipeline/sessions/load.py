@@ -22,7 +22,7 @@ import polars as pl
 from memory_pipeline.sessions.discovery import FoundFile
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, empty_messages, session_messages, to_frame
 from memory_pipeline.sessions.parse import Problem, fingerprint, parse_session
-from memory_pipeline.sessions.redact import DEFAULT_RULES, Redactor, Rule
+from memory_pipeline.sessions.redact import Redactor, Rule
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
 PARSER_VERSION = "2"
@@ -179,7 +179,7 @@ def _parse_jobs(files: pl.DataFrame, cache_dir: Path, redactor: Redactor) -> lis
                 cache_dir
                 / f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
             ),
-            redactor.rules[len(DEFAULT_RULES) :],
+            redactor.extra_rules,
             row["session_id"],
             row["fingerprint"],
         )

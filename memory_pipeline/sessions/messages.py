@@ -165,9 +165,10 @@ def session_messages(
     for parsed in session.entries:
         entry = parsed.entry
         if isinstance(entry, LabelEntry):
-            labels[safe_id(entry.targetId)] = entry.label
+            labels[safe_id(entry.targetId)] = redactor.redact(entry.label, redactions) if entry.label else entry.label
         elif isinstance(entry, SessionInfoEntry):
-            session_name = entry.name or None
+            # Names and labels are free text a person typed: they are scanned like everything else.
+            session_name = redactor.redact(entry.name, redactions) if entry.name else None
         elif isinstance(entry, ContextEditEntry) and safe_id(entry.targetId) in _ancestors(parsed.id, parent_of):
             # Branch-relative: an edit changes what the model saw on its own branch only.
             edits[safe_id(entry.targetId)] = entry.replacement is None

@@ -21,7 +21,7 @@ PLANTED = {
         "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
     ),
     "slack-token": ("SLACK=xoxb-1234567890-abcdefghijkl", "1234567890-abcdefghijkl"),
-    "aws-access-key-id": ("aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    "aws-access-key-id": ("aws_access_key_id = AKIAZ7Y6X5W4V3U2T1S0", "AKIAZ7Y6X5W4V3U2T1S0"),
     "google-api-key": ("key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
     "jwt": (
         "cookie: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -59,7 +59,7 @@ def test_ordinary_text_is_untouched() -> None:
 
 
 def test_keeps_context_around_assigned_secrets() -> None:
-    assert Redactor().redact("DB_PASSWORD=correct-horse-battery-staple") == "DB_PASSWORD=[REDACTED:secret-assignment]"
+    assert Redactor().redact("DB_PASSWORD=correct-horse-battery-staple") == "DB_PASSWORD=[REDACTED:env-assignment]"
     assert (
         Redactor().redact("postgres://admin:hunter2secret@db:5432")
         == "postgres://admin:[REDACTED:url-password]@db:5432"
@@ -79,3 +79,63 @@ def test_rule_set_is_extensible() -> None:
     custom = Redactor([Rule.of("corp-token", r"corp-[0-9a-f]{32}")])
     assert custom.redact(text) == "internal token [REDACTED:corp-token] here"
     assert Redactor.with_patterns([r"corp-[0-9a-f]{32}"]).redact(text) == "internal token [REDACTED:custom-1] here"
+
+
+# What leaked before gitleaks' rules and the contextual ones (issue 11), each with the secret that must go.
+LEAKED = [
+    ("Slack token in prose", "the bot uses xoxb-2244668800-1357924680-ZyXwVuTsRqPoNmLkJiHgFeDc now",
+     "ZyXwVuTsRqPoNmLkJiHgFeDc"),
+    ("bare AWS secret key", "my secret is Kq3Zt8PmW2xYv7Nc5Rb1Lh9Jf4Dg6Ts0Ua2Ee8Oi",
+     "Kq3Zt8PmW2xYv7Nc5Rb1Lh9Jf4Dg6Ts0Ua2Ee8Oi"),
+    ("aws configure", "aws configure set aws_secret_access_key Kq3Zt8PmW2xYv7Nc5Rb1Lh9Jf4Dg6Ts0Ua2Ee8Oi",
+     "Kq3Zt8PmW2xYv7Nc5Rb1Lh9Jf4Dg6Ts0Ua2Ee8Oi"),
+    ("env assignment", "MY_SERVICE_TOKEN=9f8e7d6c5b4a39281706f5e4d3c2b1a0ffee", "9f8e7d6c5b4a39281706f5e4d3c2b1a0ffee"),
+    ("Slack webhook", "curl -X POST https://hooks.slack.com/services/T01ABCDEF/B02GHIJKL/q8w7e6r5t4y3u2i1o0p9a8s7",
+     "q8w7e6r5t4y3u2i1o0p9a8s7"),
+    ("token over two lines", "API_TOKEN=f3a9c2e8b1d7\n4e6a0c9b2d8f5e1a", "4e6a0c9b2d8f5e1a"),
+    ("wrapped sk-proj key", "export OPENAI_API_KEY=sk-proj-Zq8XwV2bN4mK6jH8gF0dS2\naP4oI6uY8tR0eWvB3nM5kL",
+     "aP4oI6uY8tR0eWvB3nM5kL"),
+    ("env lookup default", 'key = os.environ.get("X_API_KEY", "a8Fk2LmQ9zR4tW7yB1nC5vX3")', "a8Fk2LmQ9zR4tW7yB1nC5vX3"),
+    ("CLI flag", "mysql -u root --password=Sup3rS3cret! app", "Sup3rS3cret!"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "secret"), [c[1:] for c in LEAKED], ids=[c[0] for c in LEAKED])
+def test_what_leaked_before_is_masked(text: str, secret: str) -> None:
+    masked = Redactor().redact(text)
+    assert secret not in masked and "[REDACTED:" in masked
+    assert masked.count("\n") == text.count("\n")  # lines stay lines
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "const apiKey = process.env.API_KEY || '';",
+        'api_key = os.environ.get("SEARCH_API_KEY")',
+        "password = forms.CharField(widget=forms.PasswordInput)",
+        "token_count = len(tokenizer.encode(text))",
+        'sha = "3f786850e387550fdab836ed7e6dc881de23001b"',
+        'id = "123e4567-e89b-12d3-a456-426614174000"',
+        "SECRET_KEY = env('DJANGO_SECRET_KEY')",
+        "DB_PASSWORD=${DB_PASSWORD}",
+    ],
+)
+def test_code_around_secrets_stays_as_it_was(code: str) -> None:
+    counts: Counter[str] = Counter()
+    assert Redactor().redact(code, counts) == code and not counts
+
+
+def test_only_the_value_is_masked_never_the_call_around_it() -> None:
+    masked = Redactor().redact('key = os.environ.get("X_API_KEY", "a8Fk2LmQ9zR4tW7yB1nC5vX3")')
+    assert masked.startswith('key = os.environ.get("X_API_KEY", "[REDACTED:') and masked.endswith('")')
+
+
+def test_go_syntax_of_the_vendored_rules_compiles_in_python() -> None:
+    import tomllib
+
+    from memory_pipeline.sessions.redact import GITLEAKS_RULES, gitleaks_rules, go_regex
+
+    specs = [s for s in tomllib.loads(GITLEAKS_RULES.read_text())["rules"] if s.get("regex")]
+    assert len(gitleaks_rules()) == len(specs) >= 200
+    assert go_regex(r"ab(?i)cd|ef\z") == r"ab(?i:cd|ef\Z)"
+    assert go_regex(r"(x(?i)y)z") == r"(x(?i:y))z"
