@@ -1,0 +1,28 @@
+"""No planted secret is stored or sent anywhere: 50 kinds in every text field of a session, the whole job on
+the real servers, then every index, every file under the state folder (Dagster's event log included), the
+memory workspace and every request to the LLM and embedding servers searched (bench/secrets.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.secrets import find_leaks, run_planted
+from bench.secrets_corpus import FIELDS, kinds
+from memory_pipeline.settings import Settings, isolated_settings
+from memory_pipeline_tests.e2e.ingest_helpers import run_metadata
+
+
+def test_no_planted_secret_is_stored_or_sent_anywhere(local_runtime: Settings, tmp_path: Path) -> None:
+    planted = kinds()
+    settings = isolated_settings(local_runtime, tmp_path)
+    runs, found, requests = run_planted(settings, planted)
+    assert len(runs) == 1 and runs[0].success
+    metadata, checks, _ = run_metadata(runs[0])
+    assert all(checks.values()), [name for name, ok in checks.items() if not ok]
+    assert metadata["raw_messages"]["sessions"] == len(FIELDS) and requests > len(FIELDS)
+    assert metadata["raw_messages"]["masked_secrets"] >= len(planted) * (len(FIELDS) - 2)  # name, label: not rows
+    assert found == {}, found
+    # The search itself works: the unmasked secrets, put where it looks, are all found.
+    probe = settings.memory_pipeline_state_dir / "probe.txt"
+    probe.write_text("\n".join(p.text for p in planted))
+    assert find_leaks(settings, planted, []) == {"state probe.txt": {p.kind for p in planted}}
