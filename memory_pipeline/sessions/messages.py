@@ -211,7 +211,7 @@ def session_messages(
             {
                 "id": c.id,
                 "name": c.name,
-                "arguments": _cut(redactor.redact(json.dumps(c.arguments, ensure_ascii=False), counts))[0],
+                "arguments": _cut(json.dumps(_redact_values(c.arguments, redactor, counts), ensure_ascii=False))[0],
             }
             for c in fields.get("calls", [])
         ]
@@ -279,6 +279,18 @@ def session_messages(
         )
         redactions.update(counts)
     return rows, redactions
+
+
+def _redact_values(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
+    """Every string inside tool-call arguments, scanned as the text it is: once JSON-encoded, quotes turn
+    into `\\"` and line breaks into `\\n`, and a rule looking for `"…"` or a wrapped line would miss it."""
+    if isinstance(value, str):
+        return redactor.redact(value, counts)
+    if isinstance(value, list):
+        return [_redact_values(v, redactor, counts) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_values(v, redactor, counts) for k, v in value.items()}
+    return value
 
 
 def _ancestors(entry_id: str, parent_of: dict[str, str | None]) -> set[str]:

@@ -139,3 +139,20 @@ def test_go_syntax_of_the_vendored_rules_compiles_in_python() -> None:
     assert len(gitleaks_rules()) == len(specs) >= 200
     assert go_regex(r"ab(?i)cd|ef\z") == r"ab(?i:cd|ef\Z)"
     assert go_regex(r"(x(?i)y)z") == r"(x(?i:y))z"
+
+
+def test_no_planted_secret_survives_parsing_in_any_field(tmp_path) -> None:  # noqa: ANN001
+    """50 kinds in each of 12 fields (bench/secrets_corpus.py), through the parser: no 12 characters of any
+    secret's random part in any row, tool-call arguments and names and labels included."""
+    from bench.secrets_corpus import FIELDS, kinds, leaks, write_sessions
+    from memory_pipeline.sessions.messages import session_messages, to_frame
+    from memory_pipeline.sessions.parse import parse_session
+
+    planted = kinds()
+    write_sessions(tmp_path, planted)
+    paths = sorted(tmp_path.rglob("*.jsonl"))
+    assert len(paths) == len(FIELDS)
+    for path in paths:
+        rows, counts = session_messages(parse_session(path), Redactor(), "d")
+        assert leaks(to_frame(rows).write_ndjson(), planted) == set(), path.name
+        assert sum(counts.values()) >= len(planted)
