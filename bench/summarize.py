@@ -4,9 +4,16 @@
     LLAMA_URL=http://big-box:8080 uv run python -m bench summarize   # any other server, same harness
 
 Quality: bench/labels/summarize_turns.json lists real turns of the pi-mono fixture session, each marked
-memorable (a rule, correction, decision or root cause) or not. The harness runs the pipeline's own
-extraction (prompt, schema, validation, one retry) on each and counts how many memorable turns got at
-least one idea and how many of the others were correctly left empty.
+memorable (a rule, correction, decision or root cause) or not, with a line saying what is worth keeping.
+The harness runs the pipeline's own extraction (prompt, schema, validation, one retry, the trust review)
+on each. An idea is *correct* for a memorable turn when its embedding is closer to the labelled line than
+chance: above the 95th percentile of its similarity to the other turns' lines, computed in the same run.
+Reported: memorable turns with a correct idea, other turns with any idea, ungrounded ideas kept, high
+ideas on acknowledgements, and precision and recall per priority (memorable turns expect a high idea).
+
+Grounding: the threshold of `trust.GROUNDED_AT` is checked on labelled idea-turn pairs (each memorable
+turn's labelled line against its own turn, and against every other turn; the prompt's example against
+every turn), on a tuning half and a held-out half of the turns.
 
 Throughput: the same turns, sequentially and with 2 in flight against a server started with 2 slots;
 turns per second end to end next to the time the server itself reports (prompt + generation).
@@ -18,8 +25,10 @@ import json
 import shutil
 import socket
 import time
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from bench.results_file import table, write_section
@@ -29,9 +38,12 @@ from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
+from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, turn_text
+from memory_pipeline.summarize.trust import GROUNDED_AT, grounding, is_acknowledgement
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "memory_pipeline_tests" / "fixtures" / "pi-sessions"
@@ -66,6 +78,88 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _turn_texts(jobs: list) -> list[str]:
+    return [turn_text(job.messages).everything for job in jobs]
+
+
+def grounding_table(jobs: list, labels: list[dict]) -> list[list[str]]:
+    """How each threshold separates a labelled line's own turn from the other turns, and the prompt's example
+    from every turn; turns alternate between a tuning half and a held-out half."""
+    texts = _turn_texts(jobs)
+    example = [line for line in SYSTEM_PROMPT.splitlines() if "<" in line]
+    rows = []
+    for threshold in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+        cells = []
+        for half in (0, 1):
+            own = other = own_total = other_total = 0
+            for i, label in enumerate(labels):
+                if not label["memorable"] or i % 2 != half:
+                    continue
+                claim = label["why"].split(":", 1)[-1]
+                own_total += 1
+                own += grounding(claim, texts[i]) >= threshold
+                for j, text in enumerate(texts):
+                    if j != i:
+                        other_total += 1
+                        other += grounding(claim, text) < threshold
+            cells += [f"{own}/{own_total}", f"{other / other_total:.1%}"]
+        rejected = sum(grounding(line, text) < threshold for line in example for text in texts)
+        marker = " (GROUNDED_AT)" if threshold == GROUNDED_AT else ""
+        rows.append([f"{threshold}{marker}", *cells, f"{rejected}/{len(example) * len(texts)}"])
+    return rows
+
+
+def quality(settings: Settings, jobs: list, labels: list[dict], outcomes: list[TurnOutcome]) -> list[list[str]]:
+    memorable = [label["memorable"] for label in labels]
+    whys = [label["why"].split(":", 1)[-1].strip() for label in labels]
+    ideas = [(i, idea) for i, o in enumerate(outcomes) for idea in o.ideas]
+    with embeddings_client(settings) as embedder:
+        idea_vectors = np.array(embedder.embed([idea.summary for _, idea in ideas])) if ideas else np.zeros((0, 384))
+        why_vectors = np.array(embedder.embed(whys))
+    similarity = idea_vectors @ why_vectors.T
+    correct = [False] * len(labels)
+    for row, (turn, _) in enumerate(ideas):
+        others = np.delete(similarity[row], turn)
+        if memorable[turn] and similarity[row, turn] > np.percentile(others, 95):
+            correct[turn] = True
+    texts = [turn_text(job.messages) for job in jobs]
+    ungrounded = sum(grounding(idea.summary, texts[turn].everything) < GROUNDED_AT for turn, idea in ideas)
+    acks_high = sum(
+        any(i.priority == "high" for i in o.ideas)
+        for o, t in zip(outcomes, texts, strict=True)
+        if is_acknowledgement(t.user)
+    )
+    n_mem, n_other = sum(memorable), len(labels) - sum(memorable)
+    rows = [
+        ["memorable turns with a correct idea", f"{sum(correct)} / {n_mem} ({sum(correct) / n_mem:.0%})"],
+        [
+            "memorable turns with any idea",
+            _share(sum(1 for m, o in zip(memorable, outcomes, strict=True) if m and o.ideas), n_mem),
+        ],
+        [
+            "other turns with an idea (lower is better)",
+            _share(sum(1 for m, o in zip(memorable, outcomes, strict=True) if not m and o.ideas), n_other),
+        ],
+        ["ideas kept that their turn does not support", str(ungrounded)],
+        ["acknowledgement turns with a high idea", str(acks_high)],
+    ]
+    for priority in ("high", "medium", "low"):
+        at = [turn for turn, idea in ideas if idea.priority == priority]
+        precise = sum(memorable[turn] for turn in at)
+        reached = len({turn for turn in at if memorable[turn]})
+        rows.append(
+            [
+                f"{priority}: precision (ideas on memorable turns) / recall (memorable turns reached)",
+                f"{_share(precise, len(at))} / {_share(reached, n_mem)}",
+            ]
+        )
+    return rows
+
+
+def _share(n: int, total: int) -> str:
+    return f"{n} / {total} ({n / total:.0%})" if total else "0 / 0"
+
+
 def main(argv: list[str]) -> None:
     settings = load_settings()
     jobs, labels = labelled_jobs()
@@ -73,12 +167,12 @@ def main(argv: list[str]) -> None:
     print(f"{len(jobs)} labelled turns ({sum(memorable)} memorable) against {settings.chat_url}", flush=True)
     sequential, seq_wall, model, context = _run(settings, jobs, concurrency=1)
 
-    got_ideas = [bool(o.ideas) for o in sequential]
-    hits = sum(1 for m, g in zip(memorable, got_ideas, strict=True) if m and g)
-    correct_empty = sum(1 for m, o in zip(memorable, sequential, strict=True) if not m and o.status == "empty")
+    quality_rows = quality(settings, jobs, labels, sequential)
+    grounding_rows = grounding_table(jobs, labels)
     failed = sum(o.status == "failed" for o in sequential)
     ideas = sum(len(o.ideas) for o in sequential)
     by_priority = pl.Series([i.priority.value for o in sequential for i in o.ideas], dtype=pl.String).value_counts()
+    dropped = Counter(why for o in sequential for why, _ in o.dropped)
 
     rows = []
     seq_server = sum(o.server_seconds for o in sequential)
@@ -129,21 +223,22 @@ def main(argv: list[str]) -> None:
             f"{MAX_OUTPUT_TOKENS} output tokens max.",
             f"Labelled set: {len(jobs)} real turns of `pi-mono-large-session.v1.jsonl` "
             f"(`bench/labels/summarize_turns.json`): {sum(memorable)} memorable, {len(jobs) - sum(memorable)} not.",
+            table(["quality", "result"], quality_rows),
+            f"Turns failed (invalid twice): {failed}. Ideas kept: {ideas} "
+            f"({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())}); dropped by the review: "
+            f"{json.dumps(dict(dropped))}; demoted: {sum(o.demoted for o in sequential)}; the user's rule added "
+            f"where the model missed it: {sum(o.added_user_rule for o in sequential)} turns.",
+            "Grounding threshold on labelled pairs (share of the claim's content words found in the turn):",
             table(
-                ["quality", "result"],
                 [
-                    [
-                        "memorable turns that got at least one idea",
-                        f"{hits} / {sum(memorable)} ({hits / sum(memorable):.0%})",
-                    ],
-                    [
-                        "other turns correctly left empty",
-                        f"{correct_empty} / {len(jobs) - sum(memorable)} "
-                        f"({correct_empty / (len(jobs) - sum(memorable)):.0%})",
-                    ],
-                    ["turns failed (invalid twice)", str(failed)],
-                    ["ideas produced", f"{ideas} ({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())})"],
+                    "threshold",
+                    "own turn kept (tuning)",
+                    "other turn rejected (tuning)",
+                    "own turn kept (held out)",
+                    "other turn rejected (held out)",
+                    "prompt example rejected",
                 ],
+                grounding_rows,
             ),
             table(
                 ["throughput", "turns/s end to end", "wall s", "server s (prompt + generation)", "pipeline overhead"],

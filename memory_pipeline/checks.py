@@ -13,9 +13,17 @@ from dagster import AssetCheckResult, MetadataValue
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
-from memory_pipeline.stores.raw_store import SyncReport, indexed_counts, raw_turns, read_manifest, session_checksums
+from memory_pipeline.stores.raw_store import (
+    SyncReport,
+    indexed_counts,
+    raw_turns,
+    read_manifest,
+    session_checksums,
+    turn_texts,
+)
 from memory_pipeline.stores.summary_store import read_summaries
 from memory_pipeline.summarize.ideas import Idea
+from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding
 
 
 def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
@@ -222,5 +230,32 @@ def llm_answers_usable(outcomes: pl.DataFrame) -> AssetCheckResult:
             "first_failures": MetadataValue.json(
                 [f"{r['session_id']}/{r['turn_id']}: {r['reason']}" for r in failed.head(5).iter_rows(named=True)]
             ),
+        },
+    )
+
+
+def ideas_grounded(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+    """Every stored idea is supported by its turn as `memory-raw` holds it (the same test the extraction
+    applies, run again on what was stored): an idea the turn does not support fails the check."""
+    summaries = read_summaries(client, partitions)
+    texts = turn_texts(client, sorted({doc.session_id for doc in summaries}))
+    unsupported = []
+    for doc in summaries:
+        roles = texts.get((doc.session_id, doc.turn_id), {})
+        turn = TurnText(
+            user="\n".join(roles.get("user", [])),
+            assistant="\n".join(roles.get("assistant", [])),
+            other="\n".join(t for role, items in roles.items() if role not in ("user", "assistant") for t in items),
+        )
+        score = grounding(doc.summary, turn.everything)
+        if score < GROUNDED_AT:
+            unsupported.append(f"{doc.doc_id[:12]} ({score:.2f}): {doc.summary[:120]}")
+    return AssetCheckResult(
+        check_name="ideas_grounded",
+        passed=not unsupported,
+        metadata={
+            "ideas": len(summaries),
+            "unsupported": MetadataValue.json(unsupported[:20]),
+            "threshold": GROUNDED_AT,
         },
     )

@@ -24,6 +24,7 @@ from pydantic import Field
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.checks import (
     attempts_add_up,
+    ideas_grounded,
     llm_answers_usable,
     no_duplicate_summaries,
     source_refs_exist,
@@ -134,6 +135,12 @@ def llm_ideas(
             "reused": turns.height - len(todo),
             "llm_calls": sum(o.attempts for o in outcomes),
             "ideas": int(frame["ideas"].list.len().sum()),
+            "ideas_dropped": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.dropped))),
+            "ideas_dropped_examples": MetadataValue.json(
+                [f"{o.session_id}/{o.turn_id}: {why}: {text[:100]}" for o in outcomes for why, text in o.dropped][:30]
+            ),
+            "ideas_demoted": sum(o.demoted for o in outcomes),
+            "user_rules_added": sum(o.added_user_rule for o in outcomes),
             "model": model,
             "llm_url": llm.url,
             "context_tokens": context_tokens,
@@ -170,6 +177,11 @@ _CHECKS = [
         description="Turns attempted = summarised + skipped empty + failed.",
     ),
     AssetCheckSpec(
+        "ideas_grounded",
+        asset="memory_summary_index",
+        description="Every stored idea is supported by its turn in memory-raw (no invented memory).",
+    ),
+    AssetCheckSpec(
         "llm_answers_usable",
         asset="memory_summary_index",
         description="Not every turn the LLM was asked about failed (no empty success); failures are listed.",
@@ -194,6 +206,7 @@ def memory_summary_index(
             summaries_are_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),
+            ideas_grounded(client, keys),
         ]
     return MaterializeResult(
         metadata={

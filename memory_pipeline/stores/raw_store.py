@@ -239,3 +239,17 @@ def raw_turns(client: Elasticsearch, sessions: list[str]) -> set[tuple[str, str]
     return {
         (s["key"], t["key"]) for s in response["aggregations"]["sessions"]["buckets"] for t in s["turns"]["buckets"]
     }
+
+
+def turn_texts(client: Elasticsearch, sessions: list[str]) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """(session_id, turn_id) -> role -> the texts of its messages in `memory-raw` (content, thinking, tool
+    arguments, errors): what the trust checks read a stored idea against."""
+    if not sessions or not client.indices.exists(index=RAW_INDEX):
+        return {}
+    fields = ["session_id", "turn_id", "role", "content", "thinking", "tool_calls", "error_message"]
+    texts: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for doc in stored_sources(client, RAW_INDEX, {"terms": {"session_id": sessions}}, fields=fields).values():
+        calls = " ".join(str(c.get("arguments") or "") for c in doc.get("tool_calls") or [])
+        text = "\n".join(t for t in (doc.get("content"), doc.get("thinking"), calls, doc.get("error_message")) if t)
+        texts.setdefault((doc["session_id"], doc["turn_id"]), {}).setdefault(doc["role"], []).append(text)
+    return texts

@@ -10,6 +10,9 @@
   stays unreachable the error (naming the URL) ends the run. Turns finished by
   then were handed to `on_done` (the journal) and are not read again.
 - Every prompt is measured with the server's tokenizer (`count_tokens`).
+- Every answer is reviewed against the turn (`trust.review`): ungrounded ideas and claims about the user
+  that the user did not make are dropped, priorities are earned; a user's rule the model missed is added
+  in the user's own words.
 - Turns go out one at a time by default (a local server has one slot); with
   `concurrency` > 1 a server started with several slots is kept busy.
 """
@@ -24,8 +27,9 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest
-from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, Idea, InvalidIdeas, parse_ideas
-from memory_pipeline.summarize.prompt import TurnMessage, build_messages
+from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, MAX_IDEAS_PER_TURN, Idea, InvalidIdeas, parse_ideas
+from memory_pipeline.summarize.prompt import TurnMessage, build_messages, turn_text
+from memory_pipeline.summarize.trust import GROUNDED_AT, review, support, user_rule_candidate
 
 ATTEMPTS = 2  # the first answer and one retry
 
@@ -52,10 +56,14 @@ class TurnOutcome:
     generation_seconds: float = 0.0
     server_seconds: float = 0.0  # what the server says it spent (prompt + generation), all attempts
     summarized_at: str = ""
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): ideas the turn does not support
+    demoted: int = 0  # ideas whose priority was lowered (no durable signal, tool output only, acknowledgement)
+    added_user_rule: bool = False  # the user's own rule, quoted, when the model missed it
 
 
 def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
+    text = turn_text(job.messages)
     begin = time.perf_counter()
     budget = context_tokens
     for attempt in range(1, ATTEMPTS + 1):
@@ -84,8 +92,15 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
             outcome.reason = f"attempt {attempt}: rejected: {exc}"
             budget = max_output_tokens + (budget - max_output_tokens) // 2
             continue
-        outcome.ideas, outcome.reason = ideas, None
-        outcome.status = "summarised" if ideas else "empty"
+        checked = review(ideas, text)
+        outcome.dropped, outcome.demoted = checked.dropped, checked.demoted
+        kept = checked.kept
+        candidate = user_rule_candidate(text)
+        if candidate and not any(support(i.summary, text.user) >= GROUNDED_AT for i in kept):
+            kept = [candidate, *kept][:MAX_IDEAS_PER_TURN]
+            outcome.added_user_rule = True
+        outcome.ideas, outcome.reason = kept, None
+        outcome.status = "summarised" if kept else "empty"
         break
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")

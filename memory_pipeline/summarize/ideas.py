@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 # Bump when the prompt or the schema changes: every turn is then summarised again.
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 TAG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 MAX_IDEAS_PER_TURN = 5
 

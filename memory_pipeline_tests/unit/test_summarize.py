@@ -151,7 +151,15 @@ def test_two_invalid_answers_fail_the_turn_with_the_reason(bad: str) -> None:
 
 
 def test_empty_array_is_skipped_not_failed() -> None:
-    assert summarise_turn(chat_client([completion("[]")], []), JOB, 4096, 256).status == "empty"
+    thanks = TurnJob("s1", "t2", "/p", [TurnMessage("user", "thanks, that works")])
+    assert summarise_turn(chat_client([completion("[]")], []), thanks, 4096, 256).status == "empty"
+
+
+def test_a_rule_the_model_missed_is_kept_in_the_users_words() -> None:
+    outcome = summarise_turn(chat_client([completion("[]")], []), JOB, 4096, 256)
+    assert outcome.status == "summarised" and outcome.added_user_rule
+    [idea] = outcome.ideas
+    assert idea.priority == "high" and "always run pytest -x before saying it is fixed" in idea.summary
 
 
 def test_unreachable_server_fails_the_run_naming_the_url() -> None:
@@ -255,7 +263,7 @@ def test_a_turn_the_server_refuses_is_that_turns_failure_and_the_rest_goes_on() 
     done: list[TurnOutcome] = []
     outcomes = summarise_turns(
         client,
-        [_turn_job("fix the build", turn="a"), _turn_job("poison", turn="b"), _turn_job("fix it", turn="c")],
+        [_turn_job("fix the build", turn="a"), _turn_job("poison", turn="b"), _turn_job("fix the build", turn="c")],
         context_tokens=4096,
         max_output_tokens=256,
         on_done=done.append,
@@ -295,7 +303,11 @@ def test_journal_keeps_finished_turns_across_a_crash(tmp_path: Path) -> None:
 
     with pytest.raises(ConnectionError):
         summarise_turns(
-            client, [_turn_job("x", turn=t) for t in "abc"], context_tokens=4096, max_output_tokens=256, on_done=record
+            client,
+            [_turn_job("Always run pytest -x before claiming a fix.", turn=t) for t in "abc"],
+            context_tokens=4096,
+            max_output_tokens=256,
+            on_done=record,
         )
     with next(tmp_path.glob("*.jsonl")).open("a") as torn:
         torn.write('{"partition": "2024-06-01", "session_')  # a crash mid-write
