@@ -57,9 +57,12 @@ Tag = Annotated[str, BeforeValidator(_normalise_tag), Field(pattern=TAG_PATTERN,
 
 
 def _unique(tags: list[str]) -> list[str]:
-    if len(set(tags)) != len(tags):
-        raise ValueError("tags must be distinct")
-    return tags
+    """The same tag twice is a formatting slip (dropped), not a reason to fail the turn; fewer than three
+    distinct tags is still an error."""
+    distinct = list(dict.fromkeys(tags))
+    if len(distinct) < 3:
+        raise ValueError(f"at least 3 distinct tags, got {distinct}")
+    return distinct
 
 
 class Idea(BaseModel):

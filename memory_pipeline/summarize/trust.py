@@ -53,6 +53,16 @@ _SIGNALS = re.compile(
     r"|root cause|caused by|because|the (?:problem|issue|bug) (?:was|is)|turned out|it was actually|gotcha"
     r"|broke|broken|wrong|fucked|not working|doesn't work|fails?|failed)\b"
 )
+# What a user's own message must hold to be a rule rather than a request ("delete the file", "we should
+# be good to go"): stricter than `_SIGNALS`, which also counts an idea's own words.
+_RULE_WORDS = re.compile(
+    r"(?i)\b(?:always|never|must(?:n't)?|don't|do not|no need|make sure|needs? to|has to|have to|instead|prefer"
+    r"|from now on|should(?:n't| not| never| always| be the same| be [a-z]+ed\b| use| return| stop)|we'?ll use"
+    r"|let'?s use|switch(?:ed)? to|decided|it was actually|the (?:problem|issue|bug) (?:was|is)|root cause"
+    r"|no [a-z]+s?!|no,)\b|(?:^|[.!?]\s)no[, ]"
+)
+# The prompt's own scaffolding: an idea quoting it was copied from the prompt, not learnt from the turn.
+_SCAFFOLD = re.compile(r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>")
 _CLAIMS_USER = re.compile(
     r"(?i)\b(?:the user|user's|users?)\b[^.]{0,40}?\b(?:said|says|stated|states|requires?|required|wants?|wanted"
     r"|prefers?|preferred|asked|insists?|told|demands?|rule)\b"
@@ -144,6 +154,9 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
     result = Review()
     user_spoke = turn.user.strip()
     for idea in ideas:
+        if _SCAFFOLD.search(idea.summary):
+            result.dropped.append(("the prompt's own text", idea.summary))
+            continue
         quotes = [q for pair in _QUOTE.findall(idea.summary) for q in pair if q]
         about_user = bool(_CLAIMS_USER.search(idea.summary))
         if about_user and not user_spoke:
@@ -160,6 +173,10 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
         ):
             result.dropped.append(("not the user's words", idea.summary))
             continue
+        if about_user and not _RULE_WORDS.search(turn.user) and not _SIGNALS.search(_unquoted(idea.summary)):
+            # "The user said 'write some markdown'": a request, which the turn's observation keeps anyway.
+            result.dropped.append(("a request, not a rule", idea.summary))
+            continue
         priority = idea.priority
         if priority is Priority.HIGH:
             durable = bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
@@ -173,11 +190,15 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
     return result
 
 
+def _unquoted(summary: str) -> str:
+    return _QUOTE.sub(" ", summary)
+
+
 def user_rule_candidate(turn: TurnText) -> Idea | None:
     """The user's own statement of a rule, preference, correction or decision, as an idea quoting it; None
     for questions without one, plain instructions ("delete the file"), slash commands and acknowledgements."""
     said = " ".join(strip_envelope(turn.user).split())
-    if not said or said.startswith("/") or is_acknowledgement(said) or not _SIGNALS.search(said):
+    if not said or said.startswith("/") or is_acknowledgement(said) or not _RULE_WORDS.search(said):
         return None
     meaning = [w for w in words(said) if w not in _STOP and len(w) > 2]
     if len(meaning) < 3:
