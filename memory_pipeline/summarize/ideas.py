@@ -116,6 +116,5 @@ def parse_ideas(data: Any) -> list[Idea]:
         raise InvalidIdeas(f"{where or 'answer'}: {first['msg']}") from None
     if len(ideas) > MAX_IDEAS_PER_TURN:
         raise InvalidIdeas(f"{len(ideas)} ideas for one turn; at most {MAX_IDEAS_PER_TURN}")
-    if len({i.summary for i in ideas}) != len(ideas):
-        raise InvalidIdeas("the same summary twice")
-    return ideas
+    # The same idea twice is a small model's stutter: kept once, not a failed turn.
+    return list({idea.summary: idea for idea in reversed(ideas)}.values())[::-1]

@@ -57,7 +57,7 @@ _SIGNALS = re.compile(
 # be good to go"): stricter than `_SIGNALS`, which also counts an idea's own words.
 _RULE_WORDS = re.compile(
     r"(?i)\b(?:always|never|must(?:n't)?|don't|do not|no need|make sure|needs? to|has to|have to|instead|prefer"
-    r"|from now on|should(?:n't| not| never| always| be the same| be [a-z]+ed\b| use| return| stop)|we'?ll use"
+    r"|from now on|should(?! be (?:good|fine|ok|okay|done|able|possible|enough)\b)|needs?|we'?ll use"
     r"|let'?s use|switch(?:ed)? to|decided|it was actually|the (?:problem|issue|bug) (?:was|is)|root cause"
     r"|no [a-z]+s?!|no,)\b|(?:^|[.!?]\s)no[, ]"
 )
@@ -173,7 +173,7 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
         ):
             result.dropped.append(("not the user's words", idea.summary))
             continue
-        if about_user and not _RULE_WORDS.search(turn.user) and not _SIGNALS.search(_unquoted(idea.summary)):
+        if about_user and not _SIGNALS.search(turn.user) and not _SIGNALS.search(_unquoted(idea.summary)):
             # "The user said 'write some markdown'": a request, which the turn's observation keeps anyway.
             result.dropped.append(("a request, not a rule", idea.summary))
             continue
