@@ -109,7 +109,10 @@ def grounding_table(jobs: list, labels: list[dict]) -> list[list[str]]:
     return rows
 
 
-def quality(settings: Settings, jobs: list, labels: list[dict], outcomes: list[TurnOutcome]) -> list[list[str]]:
+def quality(
+    settings: Settings, jobs: list, labels: list[dict], outcomes: list[TurnOutcome]
+) -> tuple[list[list[str]], list[list[str]]]:
+    """The quality figures, and each memorable turn's labelled line beside the ideas kept (to read, not trust)."""
     memorable = [label["memorable"] for label in labels]
     whys = [label["why"].split(":", 1)[-1].strip() for label in labels]
     ideas = [(i, idea) for i, o in enumerate(outcomes) for idea in o.ideas]
@@ -153,7 +156,16 @@ def quality(settings: Settings, jobs: list, labels: list[dict], outcomes: list[T
                 f"{_share(precise, len(at))} / {_share(reached, n_mem)}",
             ]
         )
-    return rows
+    listing = [
+        [
+            label["turn_id"],
+            label["why"][:70],
+            " / ".join(f"{i.priority.value}: {i.summary[:90]}" for i in o.ideas) or "(none)",
+        ]
+        for label, o in zip(labels, outcomes, strict=True)
+        if label["memorable"]
+    ]
+    return rows, listing
 
 
 def _share(n: int, total: int) -> str:
@@ -167,7 +179,7 @@ def main(argv: list[str]) -> None:
     print(f"{len(jobs)} labelled turns ({sum(memorable)} memorable) against {settings.chat_url}", flush=True)
     sequential, seq_wall, model, context = _run(settings, jobs, concurrency=1)
 
-    quality_rows = quality(settings, jobs, labels, sequential)
+    quality_rows, listing = quality(settings, jobs, labels, sequential)
     grounding_rows = grounding_table(jobs, labels)
     failed = sum(o.status == "failed" for o in sequential)
     ideas = sum(len(o.ideas) for o in sequential)
@@ -228,6 +240,9 @@ def main(argv: list[str]) -> None:
             f"({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())}); dropped by the review: "
             f"{json.dumps(dict(dropped))}; demoted: {sum(o.demoted for o in sequential)}; the user's rule added "
             f"where the model missed it: {sum(o.added_user_rule for o in sequential)} turns.",
+            "Each memorable turn, what the label says is worth keeping, and what was kept (the judge above is "
+            "an embedding's; read these to judge for yourself):",
+            table(["turn", "labelled", "ideas kept"], [[c.replace("|", "/") for c in row] for row in listing]),
             "Grounding threshold on labelled pairs (share of the claim's content words found in the turn):",
             table(
                 [

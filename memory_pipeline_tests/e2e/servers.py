@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memory_pipeline.local.runtime import LocalRuntime
-from memory_pipeline.settings import ServiceName, Settings, load_settings
+from memory_pipeline.settings import ServiceName, Settings, isolated_settings, load_settings
 
 
 def free_port() -> int:
@@ -48,3 +48,12 @@ def private_server(tmp_path: Path, shared: Settings, name: ServiceName) -> Itera
         yield runtime
     finally:
         runtime.down()
+
+
+def settings_on(runtime: LocalRuntime, name: ServiceName, shared: Settings, folder: Path) -> Settings:
+    """Isolated settings (see `isolated_settings`) whose `name` server is `runtime`'s, with its key."""
+    port = {"elasticsearch": "local_es_port", "chat": "local_llama_port", "embed": "local_embed_port"}[name]
+    overrides: dict[str, object] = {port: getattr(runtime.settings, port)}
+    if name != "elasticsearch":
+        overrides["local_api_key_file"] = runtime.settings.api_key_path
+    return isolated_settings(shared, folder, **overrides)

@@ -33,7 +33,7 @@ from memory_pipeline_tests.e2e.ingest_helpers import (
     reset_days,
     run_metadata,
 )
-from memory_pipeline_tests.e2e.servers import kill, private_server
+from memory_pipeline_tests.e2e.servers import kill, private_server, settings_on
 
 SUMMARIZE_ASSETS = [*INGEST_ASSETS, summarize.llm_ideas, summarize.memory_summary_index]
 # Fault tests write to the shared Elasticsearch under a project of their own, and clean their days after:
@@ -105,7 +105,7 @@ def test_elasticsearch_killed_mid_bulk_loses_and_doubles_nothing(
     local_runtime: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with private_server(tmp_path, local_runtime, "elasticsearch") as runtime:
-        settings = isolated_settings(local_runtime, tmp_path, local_es_port=runtime.settings.local_es_port)
+        settings = settings_on(runtime, "elasticsearch", local_runtime, tmp_path)
         day = "2024-08-01"
         _long_sessions(settings.sessions_dir, day, sessions=20, turns=100)  # 4,000 messages, 4+ bulk chunks
         expected = _expected_documents(settings.sessions_dir, tmp_path / "parse")
@@ -138,12 +138,7 @@ def test_chat_server_killed_mid_llm_ideas_reads_no_finished_turn_again(
     local_runtime: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with private_server(tmp_path, local_runtime, "chat") as runtime:
-        settings = isolated_settings(
-            local_runtime,
-            tmp_path,
-            local_llama_port=runtime.settings.local_llama_port,
-            local_api_key_file=runtime.settings.api_key_path,  # the private server's own key
-        )
+        settings = settings_on(runtime, "chat", local_runtime, tmp_path)
         day = "2024-08-02"
         reset_days(settings, [day])
         copy_fixture("generated-pi-0.73.1-branches-labels-compaction.v3.jsonl",
@@ -181,12 +176,7 @@ def test_embedding_server_killed_mid_embeddings_leaves_every_memory_with_a_vecto
     local_runtime: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with private_server(tmp_path, local_runtime, "embed") as runtime:
-        settings = isolated_settings(
-            local_runtime,
-            tmp_path,
-            local_embed_port=runtime.settings.local_embed_port,
-            local_api_key_file=runtime.settings.api_key_path,  # the private server's own key
-        )
+        settings = settings_on(runtime, "embed", local_runtime, tmp_path)
         day = "2024-08-03"
         reset_days(settings, [day])
         copy_fixture("pi-mono-large-session.v1.jsonl", settings.sessions_dir / "a.jsonl", "fault-embed", day, PROJECT)
