@@ -25,6 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Idea, Priority
 
@@ -204,10 +206,15 @@ def user_rule_candidate(turn: TurnText) -> Idea | None:
     if len(meaning) < 3:
         return None
     sentences = re.split(r"(?<=[.!?])\s+", said)
-    quote = " ".join(sentences[:2])
-    quote = " ".join(quote.split()[:45]).rstrip(",;") + ("…" if len(quote.split()) > 45 else "")
     tags = _tags(meaning)
-    return Idea(summary=f'The user said: "{quote.replace(chr(34), chr(39))}".', tags=tags, priority=Priority.HIGH)
+    for count in (2, 1):  # two sentences of the user's, or one if two do not make a valid idea
+        quote = " ".join(sentences[:count])
+        quote = " ".join(quote.split()[:45]).rstrip(",;") + ("…" if len(quote.split()) > 45 else "")
+        try:
+            return Idea(summary=f'The user said: "{quote.replace(chr(34), chr(39))}".', tags=tags, priority="high")
+        except ValidationError:
+            continue
+    return None
 
 
 def _tags(meaning: list[str]) -> list[str]:

@@ -124,3 +124,9 @@ def test_the_same_tag_twice_is_tidied_not_a_failure() -> None:
     assert idea.tags == ["pytest", "testing", "ci"]
     with pytest.raises(ValueError, match="3 distinct tags"):
         Idea.model_validate({"summary": "Tests run with pytest.", "tags": ["ci", "ci", "ci"], "priority": "low"})
+
+
+def test_a_user_rule_that_makes_no_valid_idea_is_not_a_crash() -> None:
+    said = "never do that!!! why?! really?! stop! no! never! ok?! " * 3 + "never use npm in this repo"
+    candidate = user_rule_candidate(TurnText(user=said, assistant="", other=""))
+    assert candidate is None or candidate.summary.count('"') >= 1 and candidate.priority == "high"
