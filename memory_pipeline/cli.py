@@ -199,24 +199,10 @@ def backfill(everything: bool, start: str | None, end: str | None) -> None:
         sys.exit(1)
 
 
-def _search():  # noqa: ANN202 - a context manager of (MemorySearch)
-    from contextlib import contextmanager
+def _search():  # noqa: ANN202 - a context manager of MemorySearch
+    from memory_pipeline.search.open import open_search
 
-    from memory_pipeline.resources import build_resources
-    from memory_pipeline.search import MemorySearch
-    from memory_pipeline.stores.elasticsearch import make_client
-
-    settings = _settings()
-
-    @contextmanager
-    def opened():  # noqa: ANN202
-        with (
-            make_client(settings) as es,
-            build_resources(settings)["embedder"].get_client() as embedder,
-        ):
-            yield MemorySearch(es, embedder)
-
-    return opened()
+    return open_search(_settings())
 
 
 filter_options = [
@@ -295,6 +281,27 @@ def briefing_command(prompt: str, tokens: int, project: str | None) -> None:
         click.echo(
             briefing(engine, prompt, token_budget=tokens, project=project, workspace=_settings().memory_workspace)
         )
+
+
+@main.command()
+@click.option("--port", default=8765, show_default=True, help="Port of the service (always bound to 127.0.0.1).")
+def serve(port: int) -> None:
+    """The local memory service: JSON API under /api/v1, MCP (streamable HTTP) at /mcp, docs at /docs."""
+    import uvicorn
+
+    from memory_pipeline.service import create_app
+
+    click.echo(f"memory service on http://127.0.0.1:{port} (docs: /docs, MCP: /mcp)", err=True)
+    uvicorn.run(create_app(_settings()), host="127.0.0.1", port=port, log_level="warning")
+
+
+@main.command(name="mcp")
+def mcp_stdio() -> None:
+    """The MCP server over stdio, for MCP clients that start their servers themselves (Claude Code)."""
+    from memory_pipeline.service.mcp_server import build_mcp
+
+    with _search() as search:
+        build_mcp(lambda: search).run("stdio")
 
 
 @main.group()

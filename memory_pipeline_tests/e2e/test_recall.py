@@ -192,3 +192,67 @@ def test_briefing_says_when_proposals_wait_for_review(search: MemorySearch, tmp_
     text = briefing(search, "new theme", token_budget=300, workspace=tmp_path)
     assert "1 proposed memory rules wait for review" in text and estimate_tokens(text) <= 300
     assert "wait for review" not in briefing(search, "new theme", token_budget=300)
+
+
+def test_the_service_answers_what_the_search_answers(indexed, search: MemorySearch) -> None:  # noqa: ANN001
+    from fastapi.testclient import TestClient
+
+    from memory_pipeline.service import create_app
+
+    settings, _ = indexed
+    query = "colours should be rgb values, not indices"
+    with TestClient(create_app(settings)) as client:
+        found = client.get("/api/v1/search", params={"q": query, "k": 5}).json()
+        assert [m["id"] for m in found["data"]] == [r.id for r in search.index(query, k=5)]
+        anchor = found["data"][0]["id"]
+        detail = client.get(f"/api/v1/memories/{anchor}").json()
+        assert detail["id"] == anchor and detail["source_turn"][0]["role"] == "user"
+        around = client.get("/api/v1/timeline", params={"anchor": anchor, "window": 2}).json()
+        assert anchor in [m["id"] for m in around["data"]]
+        brief = client.get("/api/v1/briefing", params={"prompt": "add a colour theme", "tokens": 300}).json()
+        assert brief["markdown"].startswith("## Memory from earlier sessions")
+
+
+def test_serve_runs_the_api_and_mcp_on_localhost(indexed) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+    import time
+
+    import anyio
+    import httpx
+    from mcp.client import Client
+
+    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+    from memory_pipeline_tests.e2e.servers import free_port
+
+    settings, _ = indexed
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
+        env=cli_env(settings),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        begin = time.perf_counter()
+        rows = [httpx.get(f"{base}/api/v1/search", params={"q": "rgb values in themes"}, timeout=10) for _ in range(5)]
+        per_call = (time.perf_counter() - begin) / 5
+        assert all(r.status_code == 200 and r.json()["count"] > 0 for r in rows)
+        assert per_call < 1.0  # warm: a query, not a process start (the CLI takes seconds)
+
+        async def mcp_over_http() -> list[str]:
+            async with Client(f"{base}/mcp") as client:
+                result = await client.call_tool("memory_search", {"query": "rgb values in themes", "k": 3})
+                return [m["id"] for m in result.structured_content["data"]]
+
+        assert len(anyio.run(mcp_over_http)) == 3
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

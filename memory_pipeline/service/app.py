@@ -1,0 +1,42 @@
+"""The app: the JSON API, the MCP server at /mcp, one set of search clients opened for the app's life."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+
+from fastapi import FastAPI
+
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.open import open_search
+from memory_pipeline.service.mcp_server import build_mcp
+from memory_pipeline.service.routes.api import router
+from memory_pipeline.settings import Settings
+
+SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
+
+
+def create_app(settings: Settings, open_search_for: SearchFactory = open_search) -> FastAPI:
+    """The service for these settings; `open_search_for` lets a test give it another search."""
+    mcp = build_mcp(lambda: app.state.search)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with open_search_for(settings) as search:
+            app.state.search, app.state.settings = search, settings
+            async with mcp.session_manager.run():
+                yield
+
+    app = FastAPI(
+        title="memory_pipeline",
+        summary="Search, timeline, detail and briefing over what earlier agent sessions left behind.",
+        lifespan=lifespan,
+    )
+    app.include_router(router)
+
+    @app.get("/health", tags=["service"])
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.mount("/", mcp.streamable_http_app(streamable_http_path="/mcp"))
+    return app

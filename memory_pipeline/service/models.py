@@ -1,0 +1,81 @@
+"""Wire models of the service and the MCP tools: what a client gets back, with its schema."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memory_pipeline.search.engine import Filters, Row
+
+
+class FilterParams(BaseModel):
+    """Which memories a call may return."""
+
+    project: str | None = Field(None, description="Only this project (the session's working directory).")
+    since: str | None = Field(None, description="From this date (YYYY-MM-DD), inclusive.")
+    until: str | None = Field(None, description="Up to this date (YYYY-MM-DD), inclusive.")
+    priority: list[Literal["high", "medium", "low"]] = Field(default_factory=list)
+    kind: list[Literal["summary", "observation"]] = Field(default_factory=list)
+
+    def filters(self) -> Filters:
+        return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind))
+
+
+class Memory(BaseModel):
+    """One memory: `id` is its stable citation."""
+
+    id: str
+    kind: str
+    time: str
+    priority: str
+    summary: str
+    project: str
+    session_id: str
+    turn_id: str
+    score: float = 0.0
+    tags: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None
+
+    @classmethod
+    def of(cls, row: Row) -> Memory:
+        return cls.model_validate(row.to_dict())
+
+
+class Memories(BaseModel):
+    data: list[Memory]
+    count: int
+
+    @classmethod
+    def of(cls, rows: list[Row]) -> Memories:
+        return cls(data=[Memory.of(r) for r in rows], count=len(rows))
+
+
+class TurnMessage(BaseModel):
+    role: str
+    content: str | None = None
+    tool_name: str | None = None
+    doc_id: str | None = None
+    message_timestamp: str | None = None
+
+
+class MemoryDetail(Memory):
+    """A memory with the messages of the turn it came from."""
+
+    source_turn: list[TurnMessage] = Field(default_factory=list)
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> MemoryDetail:
+        return cls.model_validate(record)
+
+
+class MemoryDetails(BaseModel):
+    data: list[MemoryDetail]
+    count: int
+
+
+class Briefing(BaseModel):
+    """Markdown to put before a new session's first prompt; empty when nothing fits or matches."""
+
+    markdown: str
+    project: str | None = None

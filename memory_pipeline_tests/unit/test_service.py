@@ -1,0 +1,129 @@
+"""The memory service's routes and MCP tools over a fake search: shapes, status codes, errors. The real
+search behind them is tested end to end in e2e/test_recall.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+import pytest
+from fastapi.testclient import TestClient
+from mcp.client import Client
+
+from memory_pipeline.search.engine import Filters, Row
+from memory_pipeline.service import create_app
+from memory_pipeline.service.mcp_server import build_mcp
+from memory_pipeline.settings import Settings, load_settings
+
+ROWS = [
+    Row(
+        "m1",
+        "summary",
+        "2026-03-10T10:00:00Z",
+        "high",
+        'The user said "always use pnpm".',
+        "/work/shop",
+        "s1",
+        "t1",
+        score=0.03,
+        tags=["pnpm", "user-rule"],
+    ),
+    Row(
+        "m2",
+        "observation",
+        "2026-03-10T10:05:00Z",
+        "low",
+        "Asked: fix the build. Outcome: fixed.",
+        "/work/shop",
+        "s1",
+        "t2",
+        score=0.02,
+    ),
+]
+
+
+NO_FILTERS = Filters()
+
+
+class FakeSearch:
+    """Answers like MemorySearch, from two rows, and records the filters it was asked with."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Filters]] = []
+
+    def index(self, query: str, k: int = 10, filters: Filters = NO_FILTERS, mode: str = "hybrid") -> list[Row]:
+        self.calls.append((query, filters))
+        return [r for r in ROWS if not filters.project or r.project == filters.project][:k]
+
+    def timeline(self, anchor: str, window: int = 5, filters: Filters = NO_FILTERS) -> list[Row]:
+        return ROWS if anchor in {r.id for r in ROWS} else []
+
+    def detail(self, ids: list[str]) -> list[dict]:
+        turn = [{"role": "user", "content": "always use pnpm", "doc_id": "s1_t1_0"}]
+        return [r.to_dict() | {"source_turn": turn} for r in ROWS if r.id in ids]
+
+
+@pytest.fixture
+def fake() -> FakeSearch:
+    return FakeSearch()
+
+
+@pytest.fixture
+def client(fake: FakeSearch, tmp_path) -> Iterator[TestClient]:  # noqa: ANN001
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[FakeSearch]:
+        yield fake
+
+    with TestClient(create_app(load_settings(memory_workspace=tmp_path), opened)) as c:
+        yield c
+
+
+def test_search_returns_cited_rows_and_passes_the_filters(client: TestClient, fake: FakeSearch) -> None:
+    answer = client.get("/api/v1/search", params={"q": "pnpm", "project": "/work/shop", "priority": ["high"]})
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["count"] == 2 and [m["id"] for m in body["data"]] == ["m1", "m2"] and body["data"][0]["score"] > 0
+    assert fake.calls == [("pnpm", Filters(project="/work/shop", priority=("high",)))]
+
+
+def test_bad_requests_are_refused_with_the_reason(client: TestClient) -> None:
+    assert client.get("/api/v1/search", params={"q": ""}).status_code == 422
+    assert client.get("/api/v1/search", params={"q": "x", "k": 0}).status_code == 422
+    assert client.get("/api/v1/search", params={"q": "x", "priority": ["urgent"]}).status_code == 422
+    missing = client.get("/api/v1/memories/nope")
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+
+
+def test_timeline_detail_and_briefing(client: TestClient) -> None:
+    assert [m["id"] for m in client.get("/api/v1/timeline", params={"anchor": "m2"}).json()["data"]] == ["m1", "m2"]
+    detail = client.get("/api/v1/memories/m1").json()
+    assert detail["source_turn"][0]["content"] == "always use pnpm" and detail["priority"] == "high"
+    several = client.get("/api/v1/memories", params={"ids": ["m1", "m2", "nope"]}).json()
+    assert several["count"] == 2
+    brief = client.get("/api/v1/briefing", params={"prompt": "set up the shop", "project": "/work/shop"}).json()
+    assert "always use pnpm" in brief["markdown"] and "m1" in brief["markdown"]
+
+
+def test_openapi_documents_every_route(client: TestClient) -> None:
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {"/api/v1/search", "/api/v1/timeline", "/api/v1/memories/{memory_id}", "/api/v1/briefing"} <= paths
+    assert client.get("/health").json() == {"status": "ok"}
+
+
+def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:
+    async def session() -> None:
+        async with Client(build_mcp(lambda: fake), raise_exceptions=True) as c:
+            tools = {t.name for t in (await c.list_tools()).tools}
+            assert tools == {"memory_search", "memory_timeline", "memory_show"}
+            found = await c.call_tool("memory_search", {"query": "pnpm", "project": "/work/shop"})
+            assert not found.is_error and [m["id"] for m in found.structured_content["data"]] == ["m1", "m2"]
+            shown = await c.call_tool("memory_show", {"ids": ["m1"]})
+            assert shown.structured_content["data"][0]["source_turn"][0]["content"] == "always use pnpm"
+        async with Client(build_mcp(lambda: fake)) as c:  # errors come back as error results, with the reason
+            missing = await c.call_tool("memory_show", {"ids": ["nope"]})
+            assert missing.is_error and "no memory with id nope" in missing.content[0].text
+            empty = await c.call_tool("memory_search", {"query": " "})
+            assert empty.is_error and "query is empty" in empty.content[0].text
+
+    anyio.run(session)
