@@ -272,15 +272,32 @@ def show(ids: tuple[str, ...]) -> None:
 @main.command(name="briefing")
 @click.argument("prompt")
 @click.option("--tokens", default=800, show_default=True, help="Token budget of the briefing.")
-@click.option("--project", help="Only memories of this project.")
-def briefing_command(prompt: str, tokens: int, project: str | None) -> None:
-    """Markdown of the memories most relevant to a new session's first PROMPT, ready to inject."""
+@click.option("--project", help="Only memories of this project; default: the current directory.")
+@click.option("--all-projects", is_flag=True, help="Memories of every project.")
+def briefing_command(prompt: str, tokens: int, project: str | None, all_projects: bool) -> None:
+    """Markdown of the memories most relevant to a new session's first PROMPT, ready to inject.
+
+    Fit for hooks: when a server is down it prints an empty briefing, says why in one line on stderr, and
+    exits 0, so the session it would brief starts anyway."""
+    from elasticsearch import ConnectionError as ESConnectionError
+    from elasticsearch import TransportError
+
     from memory_pipeline.search.briefing import briefing
 
-    with _search() as engine:
+    scope = None if all_projects else project or str(Path.cwd())
+    try:
+        with _search() as engine:
+            text = briefing(engine, prompt, token_budget=tokens, project=scope, workspace=_settings().memory_workspace)
+            if engine.degraded:
+                click.echo(f"memory briefing: {engine.degraded}", err=True)
+    except (ESConnectionError, TransportError) as exc:
         click.echo(
-            briefing(engine, prompt, token_budget=tokens, project=project, workspace=_settings().memory_workspace)
+            f"memory briefing: Elasticsearch at {_settings().elasticsearch_url} is unavailable "
+            f"({type(exc).__name__}); start it with `memory-pipeline local up`",
+            err=True,
         )
+        return
+    click.echo(text)
 
 
 @main.command()

@@ -16,6 +16,7 @@ from elasticsearch import Elasticsearch
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, vector_field
+from memory_pipeline.stores.openai_compat import ServerError
 
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [
@@ -94,6 +95,7 @@ class MemorySearch:
     def __init__(self, es: Elasticsearch, embedder: EmbeddingsClient) -> None:
         self.es = es
         self.embedder = embedder
+        self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
 
     def _existing(self, indices: list[str]) -> list[str]:
         return [i for i in indices if self.es.indices.exists(index=i)]
@@ -147,7 +149,13 @@ class MemorySearch:
         if mode in ("hybrid", "bm25"):
             lists.append(self.bm25(query, depth, filters))
         if mode in ("hybrid", "knn"):
-            lists.append(self.knn(query, depth, filters))
+            try:
+                lists.append(self.knn(query, depth, filters))
+            except ServerError:
+                if mode == "knn":
+                    raise
+                # The embedding server is down: BM25 alone still answers (a briefing must not fail on it).
+                self.degraded = f"{self.embedder.base_url} unreachable: BM25 only"
         hits = {hit["_id"]: hit for ranking in lists for hit in ranking}
         recency = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
         fused = reciprocal_rank_fusion([[h["_id"] for h in ranking] for ranking in lists], recency)

@@ -256,3 +256,29 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed) -> None:  # noqa: ANN0
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(indexed, tmp_path) -> None:  # noqa: ANN001
+    import subprocess
+    import sys
+
+    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+
+    settings, _ = indexed
+    project = "/Users/badlogic/workspaces/pi-mono"
+    command = [sys.executable, "-m", "memory_pipeline", "briefing", "add a colour theme", "--project", project]
+    dead_embed = subprocess.run(
+        command, env=cli_env(settings, EMBED_URL="http://127.0.0.1:9"), capture_output=True, text=True, timeout=120
+    )
+    assert dead_embed.returncode == 0 and dead_embed.stdout.startswith("## Memory from earlier sessions")
+    assert "BM25 only" in dead_embed.stderr and dead_embed.stderr.count("\n") == 1
+    dead_es = subprocess.run(
+        command, env=cli_env(settings, ES_URL="http://127.0.0.1:9"), capture_output=True, text=True, timeout=120
+    )
+    assert dead_es.returncode == 0 and dead_es.stdout.strip() == ""
+    assert "Elasticsearch at http://127.0.0.1:9 is unavailable" in dead_es.stderr and dead_es.stderr.count("\n") == 1
+    # --project defaults to the directory the hook runs in: another directory sees none of pi-mono's memories
+    elsewhere = subprocess.run(
+        command[:5], env=cli_env(settings), capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert elsewhere.returncode == 0 and elsewhere.stdout.strip() == ""
