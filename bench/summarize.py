@@ -263,7 +263,7 @@ def main(argv: list[str]) -> None:
             "for 2 slots against half the server's summed time, the best a 2-slot server could do.",
         ]
     )
-    write_section("summarize", "uv run python -m bench summarize", body)
+    write_section("summarize", " ".join(["uv run python -m bench summarize", *argv]), body)
     print(body)
 
 
