@@ -184,7 +184,7 @@ _CHECKS = [
     AssetCheckSpec(
         "llm_answers_usable",
         asset="memory_summary_index",
-        description="Not every turn the LLM was asked about failed (no empty success); failures are listed.",
+        description="Not every turn of the days failed (no empty success); failed turns are listed.",
     ),
 ]
 
