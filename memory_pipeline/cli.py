@@ -20,11 +20,49 @@ SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed")
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
+SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"
+
+
 def _settings() -> Settings:
+    """The configuration; with no SESSIONS_DIR and no `~/.pi/agent/sessions`, the sample sessions (as `make
+    run` has it, for every command). A SESSIONS_DIR that is set must exist."""
     try:
-        return load_settings()
+        settings = load_settings()
+        if "sessions_dir" in settings.model_fields_set:
+            if not settings.sessions_dir.is_dir():
+                raise click.ClickException(
+                    f"SESSIONS_DIR={settings.sessions_dir} does not exist: set it to the folder pi writes sessions "
+                    "to (~/.pi/agent/sessions), or unset it"
+                )
+            return settings
+        if not settings.sessions_dir.exists() and SAMPLE_SESSIONS.is_dir():
+            return load_settings(sessions_dir=SAMPLE_SESSIONS)
+        return settings
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+class _OneLineErrors(click.Group):
+    """A server that is down is one line that names it and the fix, not a 60-line traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        from elastic_transport import ConnectionError as ESConnectionError
+        from elastic_transport import ConnectionTimeout
+
+        from memory_pipeline.stores.openai_compat import ServerError
+
+        try:
+            return super().invoke(ctx)
+        except (ESConnectionError, ConnectionTimeout) as exc:
+            url = load_settings().elasticsearch_url
+            raise click.ClickException(
+                f"Elasticsearch at {url} is unreachable ({type(exc).__name__}): start it with "
+                "`memory-pipeline local up`, or set ES_URL to your cluster"
+            ) from None
+        except ServerError as exc:
+            raise click.ClickException(
+                f"{exc}: start the local servers with `memory-pipeline local up`, or check LLAMA_URL / EMBED_URL"
+            ) from None
 
 
 def _echo_progress(message: str) -> None:
@@ -52,7 +90,7 @@ def _table(rows: list[ServiceStatus]) -> str:
     return "\n".join(lines)
 
 
-@click.group()
+@click.group(cls=_OneLineErrors)
 def main() -> None:
     """Persistent memory for coding agents: ingest pi sessions, summarise, search."""
 
@@ -109,9 +147,9 @@ def dev(port: int, no_local: bool) -> None:
     if not no_local:
         click.echo(_table(_run(lambda: LocalRuntime(settings, progress=_echo_progress).up())))
     env = dict(os.environ)
-    if "sessions_dir" not in settings.model_fields_set and not settings.sessions_dir.exists():
-        env["SESSIONS_DIR"] = str(PROJECT_DIR / "data" / "sessions")
-        click.echo(f"{settings.sessions_dir} does not exist: using the sample sessions in data/sessions", err=True)
+    if settings.sessions_dir == SAMPLE_SESSIONS:
+        env["SESSIONS_DIR"] = str(SAMPLE_SESSIONS)
+        click.echo("~/.pi/agent/sessions does not exist: using the sample sessions in data/sessions", err=True)
     # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
     env["DAGSTER_HOME"] = str(_dagster_home(settings))
     click.echo(
