@@ -31,7 +31,6 @@ def project_dir(workspace: Path, project: str) -> Path:
     legacy = workspace / (slug(project.strip("/"), limit=255) or "no-project")
     if not folder.exists() and legacy.is_dir() and not (legacy / PROJECT_MARKER).exists():
         legacy.rename(folder)
-    if folder.is_dir() and not (folder / PROJECT_MARKER).exists():
         (folder / PROJECT_MARKER).write_text(project + "\n")
     return folder
 
@@ -43,6 +42,7 @@ def project_of(folder: Path) -> str:
 
 
 def ensure_project_dir(workspace: Path, project: str) -> Path:
+    """The project's folder, made if need be, with its `.project` file: what every writer of it calls."""
     folder = project_dir(workspace, project)
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / PROJECT_MARKER).exists():

@@ -146,6 +146,7 @@ class MemorySearch:
         """Layer 1: a compact ranked list."""
         depth = max(k * 3, 30)
         lists = []
+        self.degraded = None
         if mode in ("hybrid", "bm25"):
             lists.append(self.bm25(query, depth, filters))
         if mode in ("hybrid", "knn"):
