@@ -124,10 +124,14 @@ def up(only: tuple[ServiceName, ...], as_json: bool) -> None:
 
 @local.command()
 @only_option
-def down(only: tuple[ServiceName, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the stopped servers as JSON.")
+def down(only: tuple[ServiceName, ...], as_json: bool) -> None:
     """Stop the servers `up` started (and nothing else)."""
     stopped = _run(lambda: LocalRuntime(_settings(), progress=_echo_progress).down(only or None))
-    click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    if as_json:
+        click.echo(json.dumps({"stopped": stopped}))
+    else:
+        click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
 
 
 @local.command()
@@ -207,7 +211,8 @@ def _dagster_home(settings: Settings) -> Path:
 @click.option("--all", "everything", is_flag=True, help="Every day with sessions, not only the ones not done.")
 @click.option("--start", help="First day (YYYY-MM-DD) to consider.")
 @click.option("--end", help="Last day (YYYY-MM-DD) to consider.")
-def backfill(everything: bool, start: str | None, end: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the plan and each run's outcome as JSON.")
+def backfill(everything: bool, start: str | None, end: str | None, as_json: bool) -> None:
     """Run every day that has sessions and is not done yet (never run, failed, half done or with a failed
     check), as one run per stretch of days."""
     from dagster import DagsterInstance
@@ -221,7 +226,12 @@ def backfill(everything: bool, start: str | None, end: str | None) -> None:
         plan = plan_backfill(instance, settings.sessions_dir, everything, start, end)
         for problem in plan.problems:
             click.echo(f"skipped {problem}", err=True)
+        runs: list[dict[str, object]] = []
+        report = {"days": len(plan.days), "todo": plan.todo, "problems": [str(p) for p in plan.problems], "runs": runs}
         if not plan.todo:
+            if as_json:
+                click.echo(json.dumps(report, indent=2))
+                return
             click.echo(
                 f"nothing to backfill under {settings.sessions_dir}: {len(plan.days)} day(s) with sessions, all done"
             )
@@ -231,8 +241,12 @@ def backfill(everything: bool, start: str | None, end: str | None) -> None:
         failed = 0
         for first, last in ranges:
             result = run_backfill(instance, first, last)
-            click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
+            runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
+            if not as_json:
+                click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
             failed += not result.success
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
     if failed:
         sys.exit(1)
 
@@ -248,9 +262,9 @@ filter_options = [
     click.option("--since", help="From this date (YYYY-MM-DD)."),
     click.option("--until", help="Up to this date (YYYY-MM-DD)."),
     click.option("--priority", multiple=True, type=click.Choice(["high", "medium", "low"])),
-    click.option("--kind", multiple=True, type=click.Choice(["summary", "observation"])),
-    click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    click.option("--kind", multiple=True, type=click.Choice(["summary", "observation", "note"])),
 ]
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 def _filters(project, since, until, priority, kind):  # noqa: ANN001, ANN202
@@ -260,31 +274,31 @@ def _filters(project, since, until, priority, kind):  # noqa: ANN001, ANN202
 
 
 def _with_filters(command):  # noqa: ANN001, ANN202
-    for option in reversed(filter_options):
+    for option in reversed([*filter_options, json_option]):
         command = option(command)
     return command
 
 
-def _print_rows(rows, as_json: bool) -> None:  # noqa: ANN001
-    if as_json:
-        click.echo(json.dumps([r.to_dict() for r in rows], indent=2, ensure_ascii=False))
-        return
-    for r in rows:
-        mark = f"  (superseded by {r.superseded_by})" if r.superseded_by else ""
-        click.echo(f"{r.id}  {r.time[:16]:16}  {r.kind:11}  {r.priority:6}  {r.one_line}  [{r.project}]{mark}")
+def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | None = None) -> None:  # noqa: ANN001
+    from memory_pipeline.search.render import as_json as dumps
+    from memory_pipeline.search.render import rows_text
+
+    if degraded:
+        click.echo(f"note: {degraded}", err=True)
+    click.echo(dumps([r.to_dict() for r in rows]) if as_json else rows_text(rows, query=query))
 
 
 @main.command()
 @click.argument("query")
-@click.option("--k", default=10, show_default=True, help="How many results.")
+@click.option("--k", default=10, show_default=True, help="How many results at most.")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "knn"]), default="hybrid", show_default=True)
 @_with_filters
 def search(query: str, k: int, mode: str, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
-    """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF)."""
+    """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
+    one's BM25 score and similarity; says so when nothing matched well."""
     with _search() as engine:
-        _print_rows(
-            engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode), as_json
-        )
+        rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode)
+        _print_rows(rows, as_json, query=query, degraded=engine.degraded)
 
 
 @main.command()
@@ -301,10 +315,20 @@ def timeline(anchor: str, window: int, project, since, until, priority, kind, as
 
 @main.command()
 @click.argument("ids", nargs=-1, required=True)
-def show(ids: tuple[str, ...]) -> None:
-    """Layer 3: the full records of IDS, with the messages of their source turns (JSON)."""
+@click.option("--full", is_flag=True, help="Every message whole (by default a long one is trimmed, and says so).")
+@json_option
+def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
+    """Layer 3: the memories IDS, each with every message of the turn it came from (tool calls shown)."""
+    from memory_pipeline.search.render import as_json as dumps
+    from memory_pipeline.search.render import details_text
+
     with _search() as engine:
-        click.echo(json.dumps(engine.detail(list(ids)), indent=2, ensure_ascii=False, default=str))
+        records = engine.detail(list(ids))
+    missing = [i for i in ids if i not in {r["id"] for r in records}]
+    if records:
+        click.echo(dumps(records) if as_json else details_text(records, full=full))
+    if missing:
+        raise click.ClickException(f"no memory with id {', '.join(missing)}")
 
 
 @main.command(name="briefing")
@@ -312,30 +336,83 @@ def show(ids: tuple[str, ...]) -> None:
 @click.option("--tokens", default=800, show_default=True, help="Token budget of the briefing.")
 @click.option("--project", help="Only memories of this project; default: the current directory.")
 @click.option("--all-projects", is_flag=True, help="Memories of every project.")
-def briefing_command(prompt: str, tokens: int, project: str | None, all_projects: bool) -> None:
-    """Markdown of the memories most relevant to a new session's first PROMPT, ready to inject.
+@json_option
+def briefing_command(prompt: str, tokens: int, project: str | None, all_projects: bool, as_json: bool) -> None:
+    """Markdown of what a new session should know first: the project's rules (MEMORY.md), its important
+    memories, then what matches its first PROMPT, within a token budget, each line with its id.
 
     Fit for hooks: when a server is down it prints an empty briefing, says why in one line on stderr, and
     exits 0, so the session it would brief starts anyway."""
     from elasticsearch import ConnectionError as ESConnectionError
     from elasticsearch import TransportError
 
-    from memory_pipeline.search.briefing import briefing
+    from memory_pipeline.search.briefing import Briefing, build_briefing
+    from memory_pipeline.search.render import as_json as dumps
 
     scope = None if all_projects else project or str(Path.cwd())
+    settings = _settings()
     try:
         with _search() as engine:
-            text = briefing(engine, prompt, token_budget=tokens, project=scope, workspace=_settings().memory_workspace)
+            workspace = settings.memory_workspace
+            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
             if engine.degraded:
                 click.echo(f"memory briefing: {engine.degraded}", err=True)
     except (ESConnectionError, TransportError) as exc:
         click.echo(
-            f"memory briefing: Elasticsearch at {_settings().elasticsearch_url} is unavailable "
+            f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable "
             f"({type(exc).__name__}); start it with `memory-pipeline local up`",
             err=True,
         )
-        return
-    click.echo(text)
+        made = Briefing("", [])
+    if as_json:
+        click.echo(dumps({"markdown": made.markdown, "project": scope, "ids": made.ids}))
+    elif made.markdown:
+        click.echo(made.markdown)
+
+
+@main.command()
+@click.argument("text")
+@click.option("--project", help="The project it belongs to; default: the current directory.")
+@click.option("--priority", type=click.Choice(["high", "medium", "low"]), default="high", show_default=True)
+@click.option("--session", "session_id", help="The session where it was said (its id).")
+@click.option("--turn", "turn_id", help="The turn in that session (its first entry id).")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@json_option
+def remember(
+    text: str,
+    project: str | None,
+    priority: str,
+    session_id: str | None,
+    turn_id: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Keep TEXT as a memory on purpose (a rule, a preference, a decision and why). Secrets in it are
+    redacted; no re-run of the pipeline removes it; the same note twice is stored once."""
+    from pydantic import ValidationError
+
+    from memory_pipeline.search.remember import Note
+    from memory_pipeline.search.remember import remember as keep
+    from memory_pipeline.search.render import as_json as dumps
+    from memory_pipeline.search.render import row_line
+    from memory_pipeline.sessions.redact import Redactor
+
+    settings = _settings()
+    try:
+        note = Note(
+            text=text,
+            project=project or str(Path.cwd()),
+            priority=priority,  # type: ignore[arg-type]
+            session_id=session_id,
+            turn_id=turn_id,
+            tags=list(tags),
+            author="person",
+        )
+    except ValidationError as exc:
+        raise click.ClickException("; ".join(e["msg"] for e in exc.errors())) from None
+    with _search() as engine:
+        row = keep(engine, note, Redactor.with_patterns(settings.redact_extra_patterns))
+    click.echo(dumps(row.to_dict()) if as_json else f"remembered {row_line(row, scores=False)}")
 
 
 @main.command()
@@ -354,9 +431,14 @@ def serve(port: int) -> None:
 def mcp_stdio() -> None:
     """The MCP server over stdio, for MCP clients that start their servers themselves (Claude Code)."""
     from memory_pipeline.service.mcp_server import build_mcp
+    from memory_pipeline.sessions.redact import Redactor
 
+    settings = _settings()
+    redactor = Redactor.with_patterns(settings.redact_extra_patterns)
     with _search() as search:
-        build_mcp(lambda: search).run("stdio")
+        # A stdio server runs in its client's project: notes and briefings default to it.
+        mcp = build_mcp(lambda: search, lambda: redactor, str(Path.cwd()), settings.memory_workspace)
+        mcp.run("stdio")
 
 
 @main.group()
@@ -366,7 +448,8 @@ def review() -> None:
 
 @review.command(name="apply")
 @click.option("--project", help="Only this project (its path, as in the sessions).")
-def review_apply(project: str | None) -> None:
+@json_option
+def review_apply(project: str | None, as_json: bool) -> None:
     """Promote checked proposals into MEMORY.md, archive rejected ones ([-]) in today's daily log."""
     from datetime import UTC, datetime
 
@@ -374,6 +457,9 @@ def review_apply(project: str | None) -> None:
 
     settings = _settings()
     reports = apply_all(settings.memory_workspace, datetime.now(UTC).date().isoformat(), project)
+    if as_json:
+        click.echo(json.dumps({name: vars(report) for name, report in reports.items()}, indent=2))
+        return
     if not reports:
         click.echo(f"no REVIEW.md under {settings.memory_workspace}")
     for name, report in reports.items():
@@ -383,8 +469,9 @@ def review_apply(project: str | None) -> None:
 
 
 @main.command()
-def config() -> None:
-    """Print the effective configuration (secrets masked)."""
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (it always is: accepted for symmetry).")
+def config(as_json: bool) -> None:
+    """Print the effective configuration as JSON (secrets masked)."""
     settings = _settings()
     shown = settings.model_dump(mode="json")
     if shown.get("es_api_key"):

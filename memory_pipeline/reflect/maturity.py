@@ -18,7 +18,7 @@ from typing import Any
 from memory_pipeline.reflect.models import as_datetime
 
 LEVELS = ("candidate", "established", "proven")
-_MARKER = re.compile(r"\s*_\((?:candidate|established|proven)[^)]*\)_")
+MATURITY_MARKER = re.compile(r"\s*_\((?:candidate|established|proven)[^)]*\)_")
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def write_levels(memory: str, levels: dict[str, Maturity]) -> str:
         found = re.search(r"\s*<!-- (p-\d{8}-\d{3})[^>]*-->\s*$", line)
         if not found or found[1] not in levels:
             continue
-        text = _MARKER.sub("", line[: found.start()]).rstrip()
+        text = MATURITY_MARKER.sub("", line[: found.start()]).rstrip()
         lines[i] = f"{text} {levels[found[1]].marker} <!-- {found[1]} -->"
     return "\n".join(lines)
 

@@ -15,16 +15,23 @@ from elasticsearch import Elasticsearch
 
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.stores.embeddings import EmbeddingsClient
-from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, vector_field
+from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, SEARCH_INDICES, vector_field
 from memory_pipeline.stores.openai_compat import ServerError
 
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [
     "doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition",
-    "superseded_by",
+    "superseded_by", "author",
 ]  # fmt: skip
-KIND_INDEX = {kind: index for index, kind in RECALL_INDICES.items()}
+KIND_INDEX = {kind: index for index, kind in SEARCH_INDICES.items()}
 BM25_MINIMUM_SHOULD_MATCH = "2<50%"
+# A hit only the embeddings found, below this cosine similarity, is a guess rather than a match (MiniLM: related
+# sentences score 0.5-0.8, unrelated ones 0.0-0.35).
+STRONG_SIMILARITY = 0.5
+_RAW_SOURCE = [
+    "doc_id", "entry_id", "role", "content", "tool_name", "tool_calls", "is_error", "exit_code", "entry_type",
+    "message_timestamp", "message_index",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,7 +55,7 @@ class Filters:
         return clauses
 
     def indices(self) -> list[str]:
-        return [KIND_INDEX[k] for k in self.kind] if self.kind else list(RECALL_INDICES)
+        return [KIND_INDEX[k] for k in self.kind] if self.kind else list(SEARCH_INDICES)
 
 
 @dataclass
@@ -64,6 +71,14 @@ class Row:
     score: float = 0.0
     tags: list[str] = field(default_factory=list)
     superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
+    author: str | None = None  # who stored a note on purpose (notes only)
+    bm25: float | None = None  # the BM25 score, when the words matched
+    similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
+
+    @property
+    def strong(self) -> bool:
+        """Matched on the query's words, or close in meaning: an answer rather than a guess."""
+        return self.bm25 is not None or (self.similarity or 0.0) >= STRONG_SIMILARITY
 
     @property
     def one_line(self) -> str:
@@ -78,7 +93,7 @@ def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
     source = hit["_source"]
     return Row(
         id=hit["_id"],
-        kind=RECALL_INDICES.get(hit["_index"], hit["_index"]),
+        kind=SEARCH_INDICES.get(hit["_index"], hit["_index"]),
         time=source.get("established_at", ""),
         priority=source.get("priority", ""),
         summary=source.get("summary", ""),
@@ -88,6 +103,7 @@ def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
         score=score,
         tags=source.get("tags", []),
         superseded_by=source.get("superseded_by"),
+        author=source.get("author"),
     )
 
 
@@ -128,12 +144,15 @@ class MemorySearch:
         return response["hits"]["hits"]
 
     def knn(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
-        indices = self._existing(filters.indices())
+        [vector] = self.embedder.embed([query], purpose="query")
+        field = vector_field(len(vector))
+        # Only indices that hold vectors of this size (a notes index made while the embedder was down has none).
+        mappings = self.es.indices.get_field_mapping(index=filters.indices(), fields=field, ignore_unavailable=True)
+        indices = [index for index, found in mappings.body.items() if found.get("mappings")]
         if not indices:
             return []
-        [vector] = self.embedder.embed([query], purpose="query")
         knn: dict[str, Any] = {
-            "field": vector_field(len(vector)),
+            "field": field,
             "query_vector": vector,
             "k": k,
             "num_candidates": max(50, 4 * k),
@@ -160,7 +179,29 @@ class MemorySearch:
         hits = {hit["_id"]: hit for ranking in lists for hit in ranking}
         recency = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
         fused = reciprocal_rank_fusion([[h["_id"] for h in ranking] for ranking in lists], recency)
-        return [_row(hits[doc_id], score) for doc_id, score in fused[:k]]
+        bm25 = {h["_id"]: h["_score"] for h in lists[0]} if mode != "knn" else {}
+        # Elasticsearch reports a cosine kNN hit as (1 + cosine) / 2.
+        knn = {h["_id"]: 2 * h["_score"] - 1 for h in lists[-1]} if mode != "bm25" and not self.degraded else {}
+        rows = []
+        for doc_id, score in fused[:k]:
+            row = _row(hits[doc_id], score)
+            row.bm25, row.similarity = bm25.get(doc_id), knn.get(doc_id)
+            rows.append(row)
+        return rows
+
+    def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
+        """The newest `k` memories that pass `filters` (no query)."""
+        indices = self._existing(filters.indices())
+        if not indices:
+            return []
+        response = self.es.search(
+            index=indices,
+            size=k,
+            source=_SOURCE,
+            sort=[{"established_at": "desc"}],
+            query={"bool": {"filter": filters.clauses()}},
+        )
+        return [_row(h) for h in response["hits"]["hits"]]
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = Filters()) -> list[Row]:
         """Layer 2: the `window` memories before and after `anchor` (an id, or the best match for a query)."""
@@ -199,33 +240,42 @@ class MemorySearch:
         return [*before, row, *[r for r in after if r.id not in seen]]
 
     def get(self, ids: list[str]) -> list[Row]:
-        indices = self._existing(list(RECALL_INDICES))
+        indices = self._existing(list(SEARCH_INDICES))
         if not ids or not indices:
             return []
         response = self.es.search(index=indices, size=len(ids), source=_SOURCE, query={"ids": {"values": ids}})
         by_id = {h["_id"]: _row(h) for h in response["hits"]["hits"]}
         return [by_id[i] for i in ids if i in by_id]
 
-    def detail(self, ids: list[str], max_messages: int = 50) -> list[dict[str, Any]]:
-        """Layer 3: the full records of `ids`, each with the messages of its source turn from memory-raw."""
+    def detail(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Layer 3: the full records of `ids`, each with every message of its source turn from memory-raw."""
         records = []
         for row in self.get(ids):
             messages = []
             if row.session_id and row.turn_id and self.es.indices.exists(index=RAW_INDEX):
-                response = self.es.search(
-                    index=RAW_INDEX,
-                    size=max_messages,
-                    sort=[{"message_index": "asc"}],
-                    source=["doc_id", "role", "content", "tool_name", "message_timestamp"],
-                    query={
-                        "bool": {
-                            "filter": [{"term": {"session_id": row.session_id}}, {"term": {"turn_id": row.turn_id}}]
-                        }
-                    },
-                )
-                messages = [h["_source"] for h in response["hits"]["hits"]]
+                messages = self.turn_messages(row.session_id, row.turn_id)
             records.append(row.to_dict() | {"source_turn": messages})
         return records
+
+    def turn_messages(self, session_id: str, turn_id: str, page: int = 500) -> list[dict[str, Any]]:
+        """Every message of one turn, in order: paged, so a long turn is never cut short."""
+        query = {"bool": {"filter": [{"term": {"session_id": session_id}}, {"term": {"turn_id": turn_id}}]}}
+        messages: list[dict[str, Any]] = []
+        after: list[Any] | None = None
+        while True:
+            response = self.es.search(
+                index=RAW_INDEX,
+                size=page,
+                sort=[{"message_index": "asc"}, {"doc_id": "asc"}],
+                source=_RAW_SOURCE,
+                query=query,
+                **({"search_after": after} if after else {}),
+            )
+            hits = response["hits"]["hits"]
+            messages += [h["_source"] for h in hits]
+            if len(hits) < page:
+                return messages
+            after = hits[-1]["sort"]
 
 
 TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW graph (about 1e-7)

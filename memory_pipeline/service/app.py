@@ -6,11 +6,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.trustedhost import TrustedHostMiddleware
 
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import open_search
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes.api import router
+from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
@@ -18,12 +20,13 @@ SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
 
 def create_app(settings: Settings, open_search_for: SearchFactory = open_search) -> FastAPI:
     """The service for these settings; `open_search_for` lets a test give it another search."""
-    mcp = build_mcp(lambda: app.state.search)
+    mcp = build_mcp(lambda: app.state.search, lambda: app.state.redactor, workspace=settings.memory_workspace)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with open_search_for(settings) as search:
             app.state.search, app.state.settings = search, settings
+            app.state.redactor = Redactor.with_patterns(settings.redact_extra_patterns)
             async with mcp.session_manager.run():
                 yield
 
@@ -32,6 +35,8 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
         summary="Search, timeline, detail and briefing over what earlier agent sessions left behind.",
         lifespan=lifespan,
     )
+    # Only local names: a web page that rebinds its own host name to 127.0.0.1 is refused.
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
     app.include_router(router)
 
     @app.get("/health", tags=["service"])

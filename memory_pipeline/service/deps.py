@@ -1,4 +1,4 @@
-"""Dependencies of the routes: the search opened in the app's lifespan."""
+"""Dependencies of the routes: what the app's lifespan opened once (search clients, redactor, settings)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 
 
@@ -18,5 +19,10 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
+def get_redactor(request: Request) -> Redactor:
+    return request.app.state.redactor
+
+
 SearchDep = Annotated[MemorySearch, Depends(get_search)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+RedactorDep = Annotated[Redactor, Depends(get_redactor)]

@@ -1,4 +1,4 @@
-"""The MCP server: the same three layers as tools, for Claude Code and any other MCP client.
+"""The MCP server: the memory tools for Claude Code and any other MCP client.
 
 A tool's return type is its schema (structured content); a tool that cannot answer raises `ToolError`,
 which the SDK turns into an error result carrying the reason (any other exception stays a crash on this
@@ -8,20 +8,34 @@ side, with a generic message to the client).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
+from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import Filters, MemorySearch
-from memory_pipeline.service.models import Memories, MemoryDetail, MemoryDetails
+from memory_pipeline.search.remember import Note, remember
+from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails
+from memory_pipeline.sessions.redact import Redactor
 
 INSTRUCTIONS = (
     "Persistent memory of earlier coding-agent sessions. memory_search finds memories (ids are citations), "
-    "memory_timeline shows what happened around one, memory_show gives a memory with the turn it came from."
+    "memory_timeline shows what happened around one, memory_show gives a memory with the turn it came from, "
+    "memory_remember keeps a note on purpose, memory_briefing is what a new session should know first."
 )
 
 
-def build_mcp(get_search: Callable[[], MemorySearch]) -> MCPServer:
+def build_mcp(
+    get_search: Callable[[], MemorySearch],
+    get_redactor: Callable[[], Redactor],
+    default_project: str | None = None,
+    workspace: Path | None = None,
+) -> MCPServer:
+    """The tools over one search; `default_project` is where notes go when a call names no project (the
+    working directory of a stdio server, which its client starts in the project)."""
     mcp = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS)
 
     @mcp.tool()
@@ -29,7 +43,9 @@ def build_mcp(get_search: Callable[[], MemorySearch]) -> MCPServer:
         """Memories about `query`, best first (hybrid BM25 + embeddings); `project` narrows to one project."""
         if not query.strip():
             raise ToolError("query is empty")
-        return Memories.of(get_search().index(query, k=max(1, min(k, 50)), filters=Filters(project=project)))
+        search = get_search()
+        rows = search.index(query, k=max(1, min(k, 50)), filters=Filters(project=project))
+        return Memories.of(rows, degraded=search.degraded)
 
     @mcp.tool()
     def memory_timeline(anchor: str, window: int = 5, project: str | None = None) -> Memories:
@@ -44,5 +60,32 @@ def build_mcp(get_search: Callable[[], MemorySearch]) -> MCPServer:
         if missing:
             raise ToolError(f"no memory with id {', '.join(missing)}")
         return MemoryDetails(data=records, count=len(records))
+
+    @mcp.tool()
+    def memory_remember(
+        text: str,
+        project: str | None = None,
+        priority: Literal["high", "medium", "low"] = "high",
+        session_id: str | None = None,
+        turn_id: str | None = None,
+    ) -> Memory:
+        """Keep a note on purpose (a rule, a preference, a decision and why), cited to a session and turn."""
+        where = project or default_project
+        if not where:
+            raise ToolError("name the project (its working directory) the note belongs to")
+        try:
+            note = Note(text=text, project=where, priority=priority, session_id=session_id, turn_id=turn_id)
+        except ValidationError as exc:
+            raise ToolError("; ".join(e["msg"] for e in exc.errors())) from None
+        return Memory.of(remember(get_search(), note, get_redactor()))
+
+    @mcp.tool()
+    def memory_briefing(prompt: str, project: str | None = None, tokens: int = 800) -> Briefing:
+        """What a session of `project` starting with `prompt` should know first: rules, then important
+        memories, then matches, within `tokens`."""
+        where = project or default_project
+        budget = max(100, min(tokens, 8000))
+        made = build_briefing(get_search(), prompt, token_budget=budget, project=where, workspace=workspace)
+        return Briefing(markdown=made.markdown, project=where, ids=made.ids)
 
     return mcp

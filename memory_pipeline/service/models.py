@@ -16,7 +16,7 @@ class FilterParams(BaseModel):
     since: str | None = Field(None, description="From this date (YYYY-MM-DD), inclusive.")
     until: str | None = Field(None, description="Up to this date (YYYY-MM-DD), inclusive.")
     priority: list[Literal["high", "medium", "low"]] = Field(default_factory=list)
-    kind: list[Literal["summary", "observation"]] = Field(default_factory=list)
+    kind: list[Literal["summary", "observation", "note"]] = Field(default_factory=list)
 
     def filters(self) -> Filters:
         return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind))
@@ -36,6 +36,9 @@ class Memory(BaseModel):
     score: float = 0.0
     tags: list[str] = Field(default_factory=list)
     superseded_by: str | None = None
+    author: str | None = None
+    bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
+    similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 
     @classmethod
     def of(cls, row: Row) -> Memory:
@@ -45,17 +48,30 @@ class Memory(BaseModel):
 class Memories(BaseModel):
     data: list[Memory]
     count: int
+    strong: int = Field(0, description="How many matched the query's words or meaning (not a guess).")
+    degraded: str | None = Field(None, description="Why ranking fell back to BM25 alone, if it did.")
 
     @classmethod
-    def of(cls, rows: list[Row]) -> Memories:
-        return cls(data=[Memory.of(r) for r in rows], count=len(rows))
+    def of(cls, rows: list[Row], degraded: str | None = None) -> Memories:
+        return cls(
+            data=[Memory.of(r) for r in rows], count=len(rows), strong=sum(r.strong for r in rows), degraded=degraded
+        )
+
+
+class ToolCall(BaseModel):
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
 
 
 class TurnMessage(BaseModel):
     role: str
     content: str | None = None
     tool_name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    is_error: bool | None = None
     doc_id: str | None = None
+    entry_id: str | None = None
     message_timestamp: str | None = None
 
 
@@ -79,3 +95,4 @@ class Briefing(BaseModel):
 
     markdown: str
     project: str | None = None
+    ids: list[str] = Field(default_factory=list, description="The citation ids in it, in order.")

@@ -174,8 +174,28 @@ REFLECTION_MAPPINGS: dict[str, Any] = {
 
 # Every index the pipeline writes, all partitioned by session day.
 PIPELINE_INDICES = (RAW_INDEX, RAW_FILES_INDEX, SUMMARY_INDEX, LEDGER_INDEX, OBSERVATION_INDEX, REFLECTION_INDEX)
-# Both searchable kinds of memory, and the fields every one of their documents has.
+# Both kinds of memory the pipeline makes searchable, and the fields every one of their documents has.
 RECALL_INDICES = {SUMMARY_INDEX: "summary", OBSERVATION_INDEX: "observation"}
+
+# Notes stored on purpose (`memory_remember`): not made by the pipeline, so no day's re-run touches them.
+NOTES_INDEX = "memory-notes"
+NOTE_MAPPINGS: dict[str, Any] = {
+    "dynamic": "false",
+    "properties": {
+        "doc_id": _KEYWORD,
+        "summary": {"type": "text"},
+        "tags": _KEYWORD_TEXT,
+        "priority": _KEYWORD,
+        "project": _KEYWORD_TEXT,
+        "session_id": _KEYWORD,
+        "turn_id": _KEYWORD,
+        "author": _KEYWORD,
+        "established_at": {"type": "date"},
+        "embed_model": _KEYWORD,
+    },
+}
+# Everything the search layers read, by the kind a result shows.
+SEARCH_INDICES = {**RECALL_INDICES, NOTES_INDEX: "note"}
 EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import polars as pl
 
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.search.briefing import estimate_tokens
 from memory_pipeline.search.engine import Filters
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.sessions.messages import session_messages, to_frame
@@ -30,7 +29,8 @@ def test_filters_become_elasticsearch_clauses() -> None:
     assert {"term": {"project": "/p"}} in clauses and {"terms": {"priority": ["high"]}} in clauses
     assert {"range": {"established_at": {"gte": "2026-01-01"}}} in clauses
     assert Filters(kind=("summary",)).indices() == ["memory-summary"]
-    assert len(Filters().indices()) == 2 and Filters().clauses() == []
+    assert Filters().indices() == ["memory-summary", "memory-observations", "memory-notes"]
+    assert Filters(kind=("note",)).indices() == ["memory-notes"] and Filters().clauses() == []
 
 
 def test_observations_say_what_was_asked_run_touched_and_how_it_ended() -> None:
@@ -45,7 +45,3 @@ def test_observations_say_what_was_asked_run_touched_and_how_it_ended() -> None:
     assert tests["summary"].startswith("Asked: Now write tests.")
     assert "Tools: write." in tests["summary"] and "Files: src/util.test.ts." in tests["summary"]
     assert tests["kind"] == "observation" and tests["established_at"].endswith("Z")
-
-
-def test_token_estimate_is_a_ceiling_of_characters_over_four() -> None:
-    assert estimate_tokens("") == 0 and estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2

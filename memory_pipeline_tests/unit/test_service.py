@@ -14,6 +14,7 @@ from mcp.client import Client
 from memory_pipeline.search.engine import Filters, Row
 from memory_pipeline.service import create_app
 from memory_pipeline.service.mcp_server import build_mcp
+from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings, load_settings
 
 ROWS = [
@@ -51,6 +52,10 @@ class FakeSearch:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Filters]] = []
+        self.degraded: str | None = None
+
+    def recent(self, filters: Filters = NO_FILTERS, k: int = 10) -> list[Row]:
+        return [r for r in ROWS if r.priority in (filters.priority or (r.priority,))][:k]
 
     def index(self, query: str, k: int = 10, filters: Filters = NO_FILTERS, mode: str = "hybrid") -> list[Row]:
         self.calls.append((query, filters))
@@ -75,7 +80,7 @@ def client(fake: FakeSearch, tmp_path) -> Iterator[TestClient]:  # noqa: ANN001
     def opened(settings: Settings) -> Iterator[FakeSearch]:
         yield fake
 
-    with TestClient(create_app(load_settings(memory_workspace=tmp_path), opened)) as c:
+    with TestClient(create_app(load_settings(memory_workspace=tmp_path), opened), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -103,6 +108,24 @@ def test_timeline_detail_and_briefing(client: TestClient) -> None:
     assert several["count"] == 2
     brief = client.get("/api/v1/briefing", params={"prompt": "set up the shop", "project": "/work/shop"}).json()
     assert "always use pnpm" in brief["markdown"] and "m1" in brief["markdown"]
+    # m1 is high priority: listed once, under "Important", before the prompt's other match.
+    assert brief["ids"] == ["m1", "m2"] and brief["markdown"].index("### Important") < brief["markdown"].index("m2")
+
+
+def test_text_format_is_what_the_cli_prints(client: TestClient) -> None:
+    text = client.get("/api/v1/search", params={"q": "pnpm", "format": "text"}).text
+    # The fake's rows carry no BM25 score and no similarity: guesses, and said to be.
+    first, second = text.splitlines()[:2]
+    assert first == "nothing matched 'pnpm' well; the closest guesses:"
+    assert second.startswith("m1  2026-03-10  summary") and "[/work/shop]" in second
+    shown = client.get("/api/v1/memories", params={"ids": ["m1", "nope"], "format": "text"}).text
+    assert "[user]\nalways use pnpm" in shown and "no memory with id nope" in shown
+
+
+def test_only_local_host_names_are_served(client: TestClient) -> None:
+    # A page on evil.example whose name is rebound to 127.0.0.1 still sends its own Host header.
+    assert client.get("/health", headers={"host": "evil.example"}).status_code == 400
+    assert client.get("/health", headers={"host": "localhost:8765"}).status_code == 200
 
 
 def test_openapi_documents_every_route(client: TestClient) -> None:
@@ -113,17 +136,23 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
 
 def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:
     async def session() -> None:
-        async with Client(build_mcp(lambda: fake), raise_exceptions=True) as c:
+        async with Client(build_mcp(lambda: fake, Redactor), raise_exceptions=True) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
-            assert tools == {"memory_search", "memory_timeline", "memory_show"}
+            assert tools == {"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"}
             found = await c.call_tool("memory_search", {"query": "pnpm", "project": "/work/shop"})
             assert not found.is_error and [m["id"] for m in found.structured_content["data"]] == ["m1", "m2"]
             shown = await c.call_tool("memory_show", {"ids": ["m1"]})
             assert shown.structured_content["data"][0]["source_turn"][0]["content"] == "always use pnpm"
-        async with Client(build_mcp(lambda: fake)) as c:  # errors come back as error results, with the reason
+            brief = await c.call_tool("memory_briefing", {"prompt": "set up", "project": "/work/shop"})
+            assert brief.structured_content["ids"] == ["m1", "m2"]
+        async with Client(build_mcp(lambda: fake, Redactor)) as c:  # errors come back as error results, with the reason
             missing = await c.call_tool("memory_show", {"ids": ["nope"]})
             assert missing.is_error and "no memory with id nope" in missing.content[0].text
             empty = await c.call_tool("memory_search", {"query": " "})
             assert empty.is_error and "query is empty" in empty.content[0].text
+            nowhere = await c.call_tool("memory_remember", {"text": "use pnpm"})
+            assert nowhere.is_error and "name the project" in nowhere.content[0].text
+            blank = await c.call_tool("memory_remember", {"text": "  ", "project": "/work/shop"})
+            assert blank.is_error and "the note is empty" in blank.content[0].text
 
     anyio.run(session)

@@ -1,18 +1,23 @@
-"""The JSON API: the three search layers and the briefing. Plain `def`: the search is synchronous and
-FastAPI runs these on its thread pool."""
+"""The JSON API: the three search layers, the briefing, and notes stored on purpose. Plain `def`: the search
+is synchronous and FastAPI runs these on its thread pool."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import PlainTextResponse
 
-from memory_pipeline.search.briefing import briefing
-from memory_pipeline.service.deps import SearchDep, SettingsDep
-from memory_pipeline.service.models import Briefing, FilterParams, Memories, MemoryDetail, MemoryDetails
+from memory_pipeline.search.briefing import build_briefing
+from memory_pipeline.search.remember import Note, remember
+from memory_pipeline.search.render import details_text, rows_text
+from memory_pipeline.service.deps import RedactorDep, SearchDep, SettingsDep
+from memory_pipeline.service.models import Briefing, FilterParams, Memories, Memory, MemoryDetail, MemoryDetails
 
 router = APIRouter(prefix="/api/v1", tags=["memory"])
 Filter = Annotated[FilterParams, Query()]
+# `text` gives what the CLI prints: compact lines with ids and scores, for a model's context (the pi tools).
+Format = Annotated[Literal["json", "text"], Query(description="json, or text as the CLI prints it.")]
 
 
 @router.get("/search", response_model=Memories, summary="Layer 1: a ranked list of memories")
@@ -22,8 +27,12 @@ def search(
     q: Annotated[str, Query(min_length=1, description="What to look for.")],
     k: Annotated[int, Query(ge=1, le=100)] = 10,
     mode: Literal["hybrid", "bm25", "knn"] = "hybrid",
-) -> Memories:
-    return Memories.of(search.index(q, k=k, filters=filters.filters(), mode=mode))
+    format: Format = "json",
+) -> Memories | PlainTextResponse:
+    rows = search.index(q, k=k, filters=filters.filters(), mode=mode)
+    if format == "text":
+        return PlainTextResponse(rows_text(rows, query=q))
+    return Memories.of(rows, degraded=search.degraded)
 
 
 @router.get("/timeline", response_model=Memories, summary="Layer 2: what came before and after a memory")
@@ -32,8 +41,12 @@ def timeline(
     filters: Filter,
     anchor: Annotated[str, Query(min_length=1, description="A memory id, or a query whose best match anchors.")],
     window: Annotated[int, Query(ge=1, le=50)] = 5,
-) -> Memories:
-    return Memories.of(search.timeline(anchor, window=window, filters=filters.filters()))
+    format: Format = "json",
+) -> Memories | PlainTextResponse:
+    rows = search.timeline(anchor, window=window, filters=filters.filters())
+    if format == "text":
+        return PlainTextResponse(rows_text(rows, scores=False) if rows else f"no memory {anchor!r}")
+    return Memories.of(rows)
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryDetail, summary="Layer 3: a memory and its turn")
@@ -45,8 +58,18 @@ def memory(search: SearchDep, memory_id: str) -> MemoryDetail:
 
 
 @router.get("/memories", response_model=MemoryDetails, summary="Layer 3 for several ids at once")
-def memories(search: SearchDep, ids: Annotated[list[str], Query(min_length=1, max_length=50)]) -> MemoryDetails:
-    records = [MemoryDetail.of_record(r) for r in search.detail(ids)]
+def memories(
+    search: SearchDep,
+    ids: Annotated[list[str], Query(min_length=1, max_length=50)],
+    format: Format = "json",
+    full: Annotated[bool, Query(description="Text: every message whole, not trimmed.")] = False,
+) -> MemoryDetails | PlainTextResponse:
+    found = search.detail(ids)
+    if format == "text":
+        missing = [i for i in ids if i not in {r["id"] for r in found}]
+        note = f"\n\nno memory with id {', '.join(missing)}" if missing else ""
+        return PlainTextResponse(details_text(found, full=full) + note)
+    records = [MemoryDetail.of_record(r) for r in found]
     return MemoryDetails(data=records, count=len(records))
 
 
@@ -58,5 +81,11 @@ def session_briefing(
     tokens: Annotated[int, Query(ge=50, le=20000)] = 800,
     project: str | None = None,
 ) -> Briefing:
-    text = briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
-    return Briefing(markdown=text, project=project)
+    made = build_briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
+    return Briefing(markdown=made.markdown, project=project, ids=made.ids)
+
+
+@router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
+def remember_note(search: SearchDep, redactor: RedactorDep, note: Note) -> Memory:
+    """Keep `note` (redacted), cited to its session and turn; storing the same note again returns the first."""
+    return Memory.of(remember(search, note, redactor))

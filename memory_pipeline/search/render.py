@@ -1,0 +1,85 @@
+"""Plain text of the search layers, for people (the CLI) and models (the pi extension's tools, through the
+service): compact, with scores and citations, saying so when nothing matched well, and never hiding that a
+long message was cut."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_pipeline.search.engine import Row
+
+MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
+ARGUMENT_CHARS = 300
+
+
+def _score(row: Row) -> str:
+    bm25 = f"{row.bm25:5.1f}" if row.bm25 is not None else "    -"
+    similarity = f"{row.similarity:4.2f}" if row.similarity is not None else "   -"
+    return f"bm25 {bm25}  sim {similarity}"
+
+
+def row_line(row: Row, scores: bool = True) -> str:
+    day = row.time[:10] if row.time else "undated"
+    mark = f"  (superseded by {row.superseded_by})" if row.superseded_by else ""
+    score = f"  {_score(row)}" if scores else ""
+    return f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}]{mark}"
+
+
+def rows_text(rows: list[Row], scores: bool = True, query: str | None = None) -> str:
+    """One line per memory; a first line that says when there is nothing, or only guesses."""
+    if not rows:
+        return f"no memory matches {query!r}" if query else "no memory"
+    lines = [row_line(r, scores) for r in rows]
+    if query is not None and not any(r.strong for r in rows):
+        lines.insert(0, f"nothing matched {query!r} well; the closest guesses:")
+    return "\n".join(lines)
+
+
+def clip(text: str, limit: int | None) -> str:
+    """`text`, or its first `limit` characters and a marker that says how much was left out."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… [trimmed: {len(text) - limit:,} of {len(text):,} characters not shown; --full shows all]"
+
+
+def _message(message: dict[str, Any], limit: int | None) -> list[str]:
+    role = message.get("role") or "?"
+    head = f"[{role}]"
+    if message.get("tool_name"):
+        head += f" {message['tool_name']}"
+    if message.get("is_error"):
+        head += " (error)"
+    lines = [head]
+    content = message.get("content") or ""
+    if content:
+        lines.append(clip(content, limit))
+    for call in message.get("tool_calls") or []:
+        arguments = call.get("arguments") or ""
+        lines.append(f"→ {call.get('name')}({clip(arguments, ARGUMENT_CHARS if limit else None)})")
+    return lines
+
+
+def detail_text(record: dict[str, Any], full: bool = False) -> str:
+    """A memory, its citation, and every message of the turn it came from (long ones trimmed unless `full`)."""
+    limit = None if full else MESSAGE_CHARS
+    turn = record.get("source_turn") or []
+    lines = [
+        f"{record['id']}  {record.get('kind', '')}  {record.get('priority', '')}  {record.get('time', '')[:19]}",
+        f"project: {record.get('project', '')}",
+        f"from: session {record.get('session_id') or '-'}, turn {record.get('turn_id') or '-'}",
+    ]
+    if record.get("superseded_by"):
+        lines.append(f"superseded by: {record['superseded_by']}")
+    lines += ["", record.get("summary", ""), "", f"source turn: {len(turn)} message(s)"]
+    for message in turn:
+        lines += ["", *_message(message, limit)]
+    return "\n".join(lines)
+
+
+def details_text(records: list[dict[str, Any]], full: bool = False) -> str:
+    return "\n\n---\n\n".join(detail_text(r, full) for r in records)
+
+
+def as_json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
