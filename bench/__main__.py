@@ -1,4 +1,4 @@
-"""`python -m bench [runtime|ingest|summarize|recall|reflect|rough|secrets ...] [--cold] [--no-slots]`: run benchmarks.
+"""`python -m bench [runtime|ingest|summarize|recall|reflect|rough|secrets|service ...] [--flags]`: run benchmarks.
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, recall, reflect, rough, runtime, secrets, summarize
+from bench import ingest, recall, reflect, rough, runtime, secrets, service, summarize
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -17,6 +17,7 @@ BENCHMARKS = {
     "reflect": reflect.main,
     "rough": rough.main,
     "secrets": secrets.main,
+    "service": service.main,
 }
 
 

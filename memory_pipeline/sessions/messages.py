@@ -37,6 +37,21 @@ from memory_pipeline.sessions.turns import Node, assign_turns
 MAX_TEXT_CHARS = 100_000
 KNOWN_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom", "system"})
 METADATA_ROLES = frozenset({"system"})
+# custom_message types that are this project's own injected context (the briefing), not something anyone said:
+# metadata, never part of a turn, so nothing is learned from them again.
+OWN_CUSTOM_TYPES = frozenset({"memory-briefing", "memory_pipeline.briefing"})
+# This project's tools for agents (pi extension, MCP: `mcp__<server>__memory_search`): what they return is
+# memory already, and is never read as new evidence.
+OWN_TOOLS = frozenset({"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"})
+
+
+def is_own_tool(name: str | None) -> bool:
+    return bool(name) and str(name).rsplit("__", 1)[-1] in OWN_TOOLS
+
+
+def is_metadata(fields: dict[str, Any]) -> bool:
+    return fields["role"] in METADATA_ROLES or fields.get("custom_type") in OWN_CUSTOM_TYPES
+
 
 _TOOL_CALL = pl.Struct({"id": pl.String, "name": pl.String, "arguments": pl.String})
 MESSAGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -193,7 +208,7 @@ def session_messages(
             fields = {"role": "compactionSummary", "texts": [entry.summary]}
         if fields is not None:
             fields_of[parsed.id] = fields
-        role = fields["role"] if fields is not None and fields["role"] not in METADATA_ROLES else None
+        role = fields["role"] if fields is not None and not is_metadata(fields) else None
         nodes.append(Node(parsed.id, parsed.parent_id, role))
 
     places = assign_turns(nodes, session.active_path)
@@ -269,7 +284,7 @@ def session_messages(
                 "on_active_path": parsed.id in on_path,
                 "excluded_from_context": fields.get("excluded", False) or edits.get(parsed.id) is True,
                 "context_edited": parsed.id in edits,
-                "is_metadata": fields["role"] in METADATA_ROLES,
+                "is_metadata": is_metadata(fields),
                 "content_truncated": cut_content or cut_thinking,
                 "redactions": sum(counts.values()),
                 "turn_id": place.turn_id if place else None,

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_pipeline.sessions.envelope import strip_envelope
+from memory_pipeline.sessions.messages import OWN_CUSTOM_TYPES, is_own_tool
 from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
 from memory_pipeline.summarize.trust import TurnText
 
-# custom_message types that are our own injected context, not something the user said.
-OWN_CUSTOM_TYPES = frozenset({"memory-briefing", "memory_pipeline.briefing"})
 # The first guess of the transcript's size; the server's tokenizer then decides (CJK: 1-2 tokens a character).
 CHARS_PER_TOKEN = 3.0
 # The chat template's own tokens around the two messages (ChatML: about 10), with room to spare.
@@ -93,7 +92,12 @@ def _label(message: TurnMessage) -> str:
     }.get(message.role, message.role)
 
 
+RECALLED = "(what the memory tools recalled from earlier sessions: remembered already, not new information)"
+
+
 def _body(message: TurnMessage, tool_limit: int) -> str:
+    if message.role == "toolResult" and is_own_tool(message.tool_name):
+        return RECALLED
     parts = [message.content.strip()] if message.content.strip() else []
     for call in message.tool_calls:
         parts.append(f"(used the {call.get('name')} tool: {trim_middle(str(call.get('arguments') or ''), 300)})")

@@ -57,3 +57,36 @@ def settings_on(runtime: LocalRuntime, name: ServiceName, shared: Settings, fold
     if name != "elasticsearch":
         overrides["local_api_key_file"] = runtime.settings.api_key_path
     return isolated_settings(shared, folder, **overrides)
+
+
+@contextmanager
+def memory_service(settings: Settings) -> Iterator[str]:
+    """`memory-pipeline serve` as a subprocess over `settings`, up for the block; its base URL."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
+        env=cli_env(settings),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(150):
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert process.poll() is None, process.stderr.read().decode() if process.stderr else "serve exited"
+                time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

@@ -213,49 +213,60 @@ def test_the_service_answers_what_the_search_answers(indexed, search: MemorySear
         assert brief["markdown"].startswith("## Memory from earlier sessions")
 
 
-def test_serve_runs_the_api_and_mcp_on_localhost(indexed) -> None:  # noqa: ANN001
-    import subprocess
-    import sys
+def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # noqa: ANN001
     import time
 
     import anyio
     import httpx
     from mcp.client import Client
 
-    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
-    from memory_pipeline_tests.e2e.servers import free_port
+    from memory_pipeline_tests.e2e.servers import memory_service
 
     settings, _ = indexed
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
-        env=cli_env(settings),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
+    with memory_service(settings) as base:
         begin = time.perf_counter()
         rows = [httpx.get(f"{base}/api/v1/search", params={"q": "rgb values in themes"}, timeout=10) for _ in range(5)]
         per_call = (time.perf_counter() - begin) / 5
         assert all(r.status_code == 200 and r.json()["count"] > 0 for r in rows)
         assert per_call < 1.0  # warm: a query, not a process start (the CLI takes seconds)
+        project = str(tmp_path / "notes-project")
 
-        async def mcp_over_http() -> list[str]:
+        async def mcp_over_http() -> dict[str, object]:
             async with Client(f"{base}/mcp") as client:
-                result = await client.call_tool("memory_search", {"query": "rgb values in themes", "k": 3})
-                return [m["id"] for m in result.structured_content["data"]]
+                tools = {t.name for t in (await client.list_tools()).tools}
+                found = await client.call_tool("memory_search", {"query": "rgb values in themes", "k": 3})
+                first = found.structured_content["data"][0]["id"]
+                around = await client.call_tool("memory_timeline", {"anchor": first, "window": 2})
+                shown = await client.call_tool("memory_show", {"ids": [first]})
+                kept = await client.call_tool(
+                    "memory_remember", {"text": "Deploys go through the staging cluster first", "project": project}
+                )
+                again = await client.call_tool(
+                    "memory_remember", {"text": "Deploys go through the staging cluster first", "project": project}
+                )
+                brief = await client.call_tool("memory_briefing", {"prompt": "deploy the app", "project": project})
+                missing = await client.call_tool("memory_show", {"ids": ["no-such-memory"]})
+                return {
+                    "tools": tools,
+                    "found": len(found.structured_content["data"]),
+                    "around": [m["id"] for m in around.structured_content["data"]],
+                    "shown": shown.structured_content["data"][0]["source_turn"],
+                    "kept": kept.structured_content,
+                    "again": again.structured_content["id"],
+                    "brief": brief.structured_content,
+                    "missing": (missing.is_error, missing.content[0].text),
+                }
 
-        assert len(anyio.run(mcp_over_http)) == 3
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+        got = anyio.run(mcp_over_http)
+        assert got["tools"] == {"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"}
+        assert got["found"] == 3 and len(got["around"]) >= 2 and got["shown"]
+        kept = got["kept"]
+        assert kept["kind"] == "note" and kept["project"] == project and got["again"] == kept["id"]  # stored once
+        assert got["brief"]["ids"] == [kept["id"]] and "staging cluster" in got["brief"]["markdown"]
+        assert got["missing"] == (True, "no memory with id no-such-memory")
+        # The note is searchable at once through the JSON API too, and only in its project.
+        noted = httpx.get(f"{base}/api/v1/search", params={"q": "staging cluster", "project": project}).json()
+        assert [m["id"] for m in noted["data"]] == [kept["id"]] and noted["data"][0]["bm25"] > 0
 
 
 def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(indexed, tmp_path) -> None:  # noqa: ANN001

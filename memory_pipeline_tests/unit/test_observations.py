@@ -79,3 +79,19 @@ def test_cjk_observations_fit_a_512_token_model(observations: pl.DataFrame) -> N
     assert texts[0].startswith("Asked: 请把缓存从 memcached 换成 redis")  # the request survives the cut
     asked = texts[0].split(" Outcome: ")[0]
     assert ASKED_TOKENS - 10 < estimate_tokens(asked) < ASKED_TOKENS + 10
+
+
+def test_an_injected_briefing_is_kept_as_metadata_and_never_observed() -> None:
+    from memory_pipeline.sessions.messages import session_messages, to_frame
+    from memory_pipeline.sessions.parse import parse_session
+    from memory_pipeline_tests.conftest import SESSION_FIXTURES
+
+    session = parse_session(SESSION_FIXTURES / "real-pi-1.6.0-memory-briefing-and-tool.v3.jsonl")
+    frame = to_frame(session_messages(session, Redactor(), "p")[0])
+    brief = frame.filter(pl.col("custom_type") == "memory-briefing").row(0, named=True)
+    assert brief["is_metadata"] and brief["turn_id"] is None  # metadata: in no turn, so never indexed or read
+    turns = group_turns(frame)
+    assert turns.height == 1 and turns.row(0, named=True)["start_role"] == "user"
+    [observation] = observe_turns(turns, frame)["summary"].to_list()
+    assert "Memory from earlier sessions" not in observation and "Always use pnpm" not in observation
+    assert observation.startswith("Asked: Which package manager should I use here?")

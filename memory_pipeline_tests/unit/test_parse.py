@@ -24,6 +24,7 @@ EXPECTED = {
     "handwritten-cass-v1.jsonl": (7, 7, 0, 5, 2),
     "handwritten-kuato.v3.jsonl": (5, 4, 0, 4, 1),
     "pi-mono-large-session.v1.jsonl": (1018, 1018, 0, 914, 88),
+    "real-pi-1.6.0-memory-briefing-and-tool.v3.jsonl": (8, 8, 0, 6, 1),
     "telegram-bot-errors.v3.jsonl": (6, 6, 0, 4, 2),
 }
 

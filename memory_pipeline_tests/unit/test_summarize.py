@@ -18,7 +18,7 @@ from memory_pipeline.stores.openai_compat import ServerError
 from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turn, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_ideas, sentence_count
-from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn
+from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
@@ -122,6 +122,19 @@ def test_injected_briefings_and_system_prompts_are_not_read() -> None:
     assert "user likes tabs" not in text
     jobs = _jobs("generated-pi-1.6.0-system-usage-context-edit.v3.jsonl")
     assert all(m.role != "system" for job in jobs.values() for m in job.messages)
+
+
+@pytest.mark.parametrize("tool", ["memory_search", "mcp__memory-pipeline__memory_show"])
+def test_what_the_memory_tools_recalled_is_not_new_evidence(tool: str) -> None:
+    turn = [
+        TurnMessage("user", "set up the tests"),
+        TurnMessage("assistant", "", tool_calls=[{"name": tool, "arguments": '{"query": "tests"}'}]),
+        TurnMessage("toolResult", "note-1  2026-11-30  note  high  Always use pnpm, never npm", tool_name=tool),
+        TurnMessage("toolResult", "PASS 3 tests", tool_name="bash"),
+    ]
+    text = render_turn(turn, budget_chars=10_000)
+    assert "Always use pnpm" not in text and "remembered already" in text and "PASS 3 tests" in text
+    assert "Always use pnpm" not in turn_text(turn).other  # so an idea repeating it is not grounded by it
 
 
 # --- extraction through a mocked server -------------------------------------------------------------

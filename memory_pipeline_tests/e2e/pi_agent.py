@@ -1,0 +1,101 @@
+"""The real pi coding agent for e2e tests: installed from npm with its lock file (Node 22 comes as an npm
+package), given the project's extension, and driven by the local chat llama-server as its model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.settings import Settings
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+EXTENSION = PROJECT_DIR / "pi-extension"
+# Only the harness's nudge: the first model request is prefilled with the opening of a memory_search call.
+FIRST_CALL_MEMORY_SEARCH = Path(__file__).parent / "pi" / "first_call_memory_search.ts"
+MEMORY_TOOLS = "memory_search,memory_timeline,memory_show,memory_remember"
+
+
+def ensure_pi() -> Path:
+    """The folder of `pi` and `node` (22), from `npm ci` in pi-extension/ the first time (about 30 s)."""
+    bin_dir = EXTENSION / "node_modules" / ".bin"
+    if not (bin_dir / "pi").exists() or not (bin_dir / "node").exists():
+        npm = shutil.which("npm")
+        assert npm, "npm is needed to install pi (apt install npm, or Node.js from nodejs.org)"
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True, capture_output=True)
+    return bin_dir
+
+
+@dataclass
+class PiAgent:
+    """pi with its own agent folder (models, sessions) whose model is the local chat server."""
+
+    home: Path
+    settings: Settings
+    service_url: str
+
+    def __post_init__(self) -> None:
+        self.bin_dir = ensure_pi()
+        self.home.mkdir(parents=True, exist_ok=True)
+        model = {
+            "id": "local-chat",
+            "name": "local-chat",
+            "contextWindow": self.settings.local_llama_ctx,
+            "maxTokens": 300,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        }
+        provider = {
+            "baseUrl": f"{self.settings.chat_url}/v1",
+            "api": "openai-completions",
+            "apiKey": self.settings.api_key("chat"),
+            "authHeader": True,
+            "models": [model],
+        }
+        (self.home / "models.json").write_text(json.dumps({"providers": {"local": provider}}))
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    def run(
+        self, cwd: Path, prompt: str, *, nudge: bool = False, continue_session: bool = False, service_url: str = ""
+    ) -> subprocess.CompletedProcess[str]:
+        """One `pi -p` in `cwd` with the memory extension (and the harness's nudge, if asked)."""
+        cwd.mkdir(parents=True, exist_ok=True)
+        argv = [str(self.bin_dir / "pi"), "-ne", "-e", str(EXTENSION / "index.ts")]
+        if nudge:
+            argv += ["-e", str(FIRST_CALL_MEMORY_SEARCH)]
+        argv += ["--tools", MEMORY_TOOLS, "--model", "local/local-chat", *(["-c"] if continue_session else [])]
+        env = os.environ | {
+            "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
+            "PI_CODING_AGENT_DIR": str(self.home),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+            "MEMORY_SERVICE_URL": service_url or self.service_url,
+        }
+        return subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+    def session_files(self, cwd: Path) -> list[Path]:
+        """The session files pi wrote for `cwd`, oldest first."""
+        files = [p for p in self.sessions_dir.glob("*/*.jsonl") if session_of(p).get("cwd") == str(cwd)]
+        return sorted(files, key=lambda p: p.name)
+
+
+def finished(result: subprocess.CompletedProcess[str]) -> bool:
+    """pi ran the prompt to its end: exit 0, or exit 1 only because the small model hit its output limit (pi
+    reports that as a failure; the session, which is what the tests read, is complete)."""
+    truncated = "reached its output token limit" in result.stderr
+    return result.returncode == 0 or (result.returncode == 1 and truncated)
+
+
+def entries(session_file: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in session_file.read_text().splitlines() if line.strip()]
+
+
+def session_of(session_file: Path) -> dict[str, Any]:
+    return entries(session_file)[0]

@@ -1,0 +1,136 @@
+"""The loop, end to end, with the real pi agent: a session states a rule and makes a decision, the pipeline
+learns them, the next session in the same project starts with them (and can search the rest), and nothing of
+it reaches another project or is learned a second time.
+
+Real parts only: pi from npm (with Node 22 from npm), its model the local chat llama-server, the project's
+extension, `memory-pipeline serve` and `memory-pipeline backfill` as subprocesses over the real Elasticsearch
+and embedding server. The one concession to a 0.5B model: session 2's first request is prefilled with the
+opening of a memory_search call (see pi/first_call_memory_search.ts); the model writes the query.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memory_pipeline.settings import Settings, isolated_settings
+from memory_pipeline.stores.elasticsearch import make_client
+from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES
+from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+from memory_pipeline_tests.e2e.pi_agent import PiAgent, entries, finished, session_of
+from memory_pipeline_tests.e2e.servers import free_port, memory_service
+
+RULE = "Rule for this project: always use pnpm, never npm."
+DECISION = "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM imports."
+
+
+def _backfill(settings: Settings) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "backfill", "--all", "--json"],
+        env=cli_env(settings),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["runs"] and all(r["success"] for r in report["runs"]), report
+    return report
+
+
+def _memories_of(settings: Settings, session_id: str) -> list[dict]:
+    with make_client(settings) as es:
+        es.indices.refresh(index=list(RECALL_INDICES))
+        hits = es.search(index=list(RECALL_INDICES), query={"term": {"session_id": session_id}}, size=1000)
+    return [h["_source"] | {"_id": h["_id"]} for h in hits["hits"]["hits"]]
+
+
+@pytest.fixture
+def loop(local_runtime: Settings, tmp_path: Path):  # noqa: ANN201
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "agent" / "sessions")
+    settings.sessions_dir.mkdir(parents=True)
+    with memory_service(settings) as base:
+        yield settings, base, PiAgent(tmp_path / "agent", settings, base)
+
+
+def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: Path) -> None:  # noqa: ANN001
+    settings, base, pi = loop
+    project, other = tmp_path / "shop", tmp_path / "unrelated"
+
+    # Session 1 in the project: a rule, then a decision with its reason.
+    first = pi.run(project, RULE)
+    assert finished(first), first.stderr
+    assert finished(pi.run(project, DECISION, continue_session=True))
+    [session_1] = pi.session_files(project)
+    session_1_id = session_of(session_1)["id"]
+    _backfill(settings)
+    learned = _memories_of(settings, session_1_id)
+    assert learned, "the pipeline learned nothing from session 1"
+
+    # Session 2 in the project starts with a briefing holding both, each with its id.
+    second = pi.run(project, "Set up the test runner and install the dependencies.", nudge=True)
+    assert finished(second), second.stderr
+    session_2 = next(f for f in pi.session_files(project) if f != session_1)
+    log = entries(session_2)
+    [brief] = [e for e in log if e.get("customType") == "memory-briefing"]
+    markdown, ids = brief["content"], brief["details"]["ids"]
+    assert "pnpm" in markdown.lower() and "vitest" in markdown.lower()
+    assert ids and all(f"`{i}`" in markdown for i in ids)
+    cited = httpx.get(f"{base}/api/v1/memories", params={"ids": ids}).json()["data"]
+    assert {m["session_id"] for m in cited} == {session_1_id}  # every id resolves, to session 1's turns
+    first_prompt = next(i for i, e in enumerate(log) if e.get("message", {}).get("role") == "user")
+    assert log.index(brief) == first_prompt + 1  # injected with the first prompt, before any model reply
+
+    # The model's memory_search call ran the extension's tool against the service: it returned session 1's turns.
+    [result] = [
+        e["message"] for e in log if e.get("message", {}).get("role") == "toolResult"
+        and e["message"]["toolName"] == "memory_search"
+    ]  # fmt: skip
+    shown = result["content"][0]["text"]
+    turn_ids = {m["turn_id"] for m in learned}
+    found = [i for i in {m["_id"] for m in learned} if i in shown]
+    assert found and not result.get("isError"), shown
+    detail = httpx.get(f"{base}/api/v1/memories/{found[0]}").json()
+    assert detail["session_id"] == session_1_id and detail["turn_id"] in turn_ids and detail["source_turn"]
+
+    # Session 2's file, ingested: the briefing is never learned as a memory again.
+    _backfill(settings)
+    again = _memories_of(settings, session_of(session_2)["id"])
+    assert again and not [m for m in again if "Memory from earlier sessions" in m["summary"]]
+    # What the turn asked is the person's prompt alone (the model's reply may quote what it was told: its words).
+    asked = [m["summary"].split(" Outcome:")[0] for m in again if m["summary"].startswith("Asked:")]
+    assert asked and not [a for a in asked if any(i in a for i in ids) or "pnpm" in a.lower()]
+    with make_client(settings) as es:
+        es.indices.refresh(index=RAW_INDEX)
+        session_2_raw = es.search(
+            index=RAW_INDEX, query={"term": {"session_id": session_of(session_2)["id"]}}, size=1000
+        )["hits"]["hits"]
+    # Its messages are indexed; the briefing (metadata, in no turn) is not among them.
+    assert session_2_raw and not [
+        h for h in session_2_raw if "Memory from earlier sessions" in (h["_source"].get("content") or "")
+    ]
+
+    # A session in another project sees none of it.
+    elsewhere = pi.run(other, "Which package manager and test runner should I use?")
+    assert finished(elsewhere), elsewhere.stderr
+    [session_q] = pi.session_files(other)
+    assert not [e for e in entries(session_q) if e.get("customType") == "memory-briefing"]
+    assert httpx.get(f"{base}/api/v1/search", params={"q": "pnpm vitest", "project": str(other)}).json()["count"] == 0
+
+
+def test_a_session_goes_on_quietly_when_the_service_is_down(loop, tmp_path: Path) -> None:  # noqa: ANN001
+    _, _, pi = loop
+    project = tmp_path / "offline"
+    done = pi.run(project, "Say hello.", service_url=f"http://127.0.0.1:{free_port()}")
+    assert finished(done), done.stderr
+    notices = [line for line in done.stderr.splitlines() if line.startswith("memory:")]
+    assert len(notices) == 1 and "unreachable" in notices[0] and "goes on without memory" in notices[0]
+    [session] = pi.session_files(project)
+    log = entries(session)
+    assert not [e for e in log if e.get("customType") == "memory-briefing"]
+    assert [e for e in log if e.get("message", {}).get("role") == "assistant"]  # the model still answered
