@@ -146,20 +146,22 @@ def _percentiles(call: Callable[[int], object], calls: int) -> tuple[float, floa
 def _serve(settings: Settings, port: int) -> subprocess.Popen:
     from memory_pipeline_tests.e2e.ingest_helpers import cli_env
 
+    log = (WORK / "serve.log").open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
         env=cli_env(settings),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
     )
-    for _ in range(150):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
                 return process
         except httpx.TransportError:
             time.sleep(0.2)
     process.kill()
-    raise RuntimeError("memory-pipeline serve did not start")
+    raise RuntimeError(f"memory-pipeline serve did not start: see {WORK / 'serve.log'}")
 
 
 def main(flags: list[str]) -> None:
@@ -169,6 +171,7 @@ def main(flags: list[str]) -> None:
     shutil.rmtree(WORK, ignore_errors=True)
     shared = load_settings()
     settings = isolated_settings(shared, WORK, local_es_port=free_port())
+    settings.sessions_dir.mkdir(parents=True)  # none are read: the memories are written straight to the indices
     runtime = LocalRuntime(settings, progress=lambda m: print(m, flush=True))
     began = time.perf_counter()
     runtime.up(["elasticsearch"])
@@ -221,7 +224,8 @@ def main(flags: list[str]) -> None:
         f"{memories:,} memories ({counts[SUMMARY_INDEX]:,} summaries, {counts[OBSERVATION_INDEX]:,} observations) "
         f"and {counts[RAW_INDEX]:,} raw messages on a private single-node Elasticsearch (started in {es_start:.0f} s, "
         f"loaded and merged in {load_seconds:.0f} s); {CALLS} calls each after 10 warm-up calls, one project's filter "
-        "(5,000 of them), the query embedded by the local embedding server on every search and briefing.\n\n"
+        f"({memories // 20:,} of them), the query embedded by the local embedding server on every search and "
+        "briefing.\n\n"
         + table(
             [
                 "call",

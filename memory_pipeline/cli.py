@@ -279,26 +279,30 @@ def _with_filters(command):  # noqa: ANN001, ANN202
     return command
 
 
-def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | None = None) -> None:  # noqa: ANN001
+def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | None = None, everything=False) -> None:  # noqa: ANN001
     from memory_pipeline.search.render import as_json as dumps
     from memory_pipeline.search.render import rows_text
 
     if degraded:
         click.echo(f"note: {degraded}", err=True)
-    click.echo(dumps([r.to_dict() for r in rows]) if as_json else rows_text(rows, query=query))
+    click.echo(dumps([r.to_dict() for r in rows]) if as_json else rows_text(rows, query=query, everything=everything))
 
 
 @main.command()
 @click.argument("query")
 @click.option("--k", default=10, show_default=True, help="How many results at most.")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "knn"]), default="hybrid", show_default=True)
+@click.option("--all", "everything", is_flag=True, help="Also the weak guesses (by default only real matches).")
 @_with_filters
-def search(query: str, k: int, mode: str, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
+def search(
+    query: str, k: int, mode: str, everything: bool, project, since, until, priority, kind, as_json: bool
+) -> None:  # noqa: ANN001
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
-    one's BM25 score and similarity; says so when nothing matched well."""
+    one's BM25 score and similarity. Only rows that matched the query's words or meaning are shown (and the
+    number of weaker guesses left out); when none did, it says so and shows the closest three."""
     with _search() as engine:
         rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode)
-        _print_rows(rows, as_json, query=query, degraded=engine.degraded)
+        _print_rows(rows, as_json, query=query, degraded=engine.degraded, everything=everything)
 
 
 @main.command()

@@ -120,6 +120,24 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
     return report
 
 
+def decide(project_dir: Path, project: str, decisions: dict[str, str], today: str) -> ApplyReport:
+    """Mark proposals in REVIEW.md (`x` promote, `-` reject), as a person would by hand, then `apply_review`:
+    the same files change in the same way. An id that is not waiting in REVIEW.md is refused."""
+    review_path = project_dir / "REVIEW.md"
+    text = review_path.read_text() if review_path.exists() else ""
+    waiting = {p.id for p in parse_review(text)}
+    unknown = sorted(set(decisions) - waiting)
+    if unknown:
+        raise KeyError(f"not in {review_path}: {', '.join(unknown)}")
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        found = _PROPOSAL.match(line.strip())
+        if found and found["id"] in decisions:
+            lines[i] = line.replace(f"[{found['mark']}] {found['id']}", f"[{decisions[found['id']]}] {found['id']}", 1)
+    review_path.write_text("\n".join(lines))
+    return apply_review(project_dir, project, today)
+
+
 def apply_all(workspace: Path, today: str, project: str | None = None) -> dict[str, ApplyReport]:
     """`apply_review` for one project's folder, or for every folder of the workspace with a REVIEW.md."""
     from memory_pipeline.reflect.workspace import project_dir, project_of

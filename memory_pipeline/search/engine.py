@@ -116,16 +116,19 @@ class MemorySearch:
     def _existing(self, indices: list[str]) -> list[str]:
         return [i for i in indices if self.es.indices.exists(index=i)]
 
-    def bm25(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
+    def _hits(self, filters: Filters, size: int, **body: Any) -> list[dict[str, Any]]:
+        """One search over the kinds `filters` allows (nothing while none of their indices exists)."""
         indices = self._existing(filters.indices())
         if not indices:
             return []
+        return self.es.search(index=indices, size=size, source=_SOURCE, **body)["hits"]["hits"]
+
+    def bm25(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
         # Most of a longer query's terms must match: one shared common word ("theme") is no evidence, and
         # a long list of such weak hits would push the kNN channel's good ones down in the fusion.
-        response = self.es.search(
-            index=indices,
-            size=k,
-            source=_SOURCE,
+        return self._hits(
+            filters,
+            k,
             query={
                 "bool": {
                     "must": [
@@ -141,7 +144,6 @@ class MemorySearch:
                 }
             },
         )
-        return response["hits"]["hits"]
 
     def knn(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
         [vector] = self.embedder.embed([query], purpose="query")
@@ -191,17 +193,8 @@ class MemorySearch:
 
     def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
         """The newest `k` memories that pass `filters` (no query)."""
-        indices = self._existing(filters.indices())
-        if not indices:
-            return []
-        response = self.es.search(
-            index=indices,
-            size=k,
-            source=_SOURCE,
-            sort=[{"established_at": "desc"}],
-            query={"bool": {"filter": filters.clauses()}},
-        )
-        return [_row(h) for h in response["hits"]["hits"]]
+        hits = self._hits(filters, k, sort=[{"established_at": "desc"}], query={"bool": {"filter": filters.clauses()}})
+        return [_row(h) for h in hits]
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = Filters()) -> list[Row]:
         """Layer 2: the `window` memories before and after `anchor` (an id, or the best match for a query)."""
@@ -217,13 +210,11 @@ class MemorySearch:
         # The anchor's project, and every filter asked for, hold on both sides.
         scope = [{"term": {"project": row.project}}] if row.project else []
         scope += [c for c in filters.clauses() if "term" not in c or "project" not in c["term"]]
-        indices = self._existing(filters.indices())
 
         def side(op: str, order: str) -> list[Row]:
-            response = self.es.search(
-                index=indices,
-                size=window,
-                source=_SOURCE,
+            hits = self._hits(
+                filters,
+                window,
                 sort=[{"established_at": order}],
                 query={
                     "bool": {
@@ -232,7 +223,7 @@ class MemorySearch:
                     }
                 },
             )
-            return [_row(h) for h in response["hits"]["hits"]]
+            return [_row(h) for h in hits]
 
         before = list(reversed(side("lte", "desc")))
         after = side("gte", "asc")

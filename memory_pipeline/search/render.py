@@ -11,6 +11,7 @@ from memory_pipeline.search.engine import Row
 
 MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
 ARGUMENT_CHARS = 300
+GUESSES = 3  # rows shown when nothing matched well
 
 
 def _score(row: Row) -> str:
@@ -26,13 +27,20 @@ def row_line(row: Row, scores: bool = True) -> str:
     return f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}]{mark}"
 
 
-def rows_text(rows: list[Row], scores: bool = True, query: str | None = None) -> str:
-    """One line per memory; a first line that says when there is nothing, or only guesses."""
+def rows_text(rows: list[Row], scores: bool = True, query: str | None = None, everything: bool = False) -> str:
+    """One line per memory. For a query: the rows that matched its words or meaning, and a count of the weaker
+    guesses left out; when none matched, a line that says so and the closest few guesses (`everything`: all)."""
     if not rows:
         return f"no memory matches {query!r}" if query else "no memory"
-    lines = [row_line(r, scores) for r in rows]
-    if query is not None and not any(r.strong for r in rows):
-        lines.insert(0, f"nothing matched {query!r} well; the closest guesses:")
+    if query is None or everything:
+        return "\n".join(row_line(r, scores) for r in rows)
+    strong = [r for r in rows if r.strong]
+    if not strong:
+        guesses = [row_line(r, scores) for r in rows[:GUESSES]]
+        return "\n".join([f"nothing matched {query!r} well; the closest guesses:", *guesses])
+    lines = [row_line(r, scores) for r in strong]
+    if len(strong) < len(rows):
+        lines.append(f"({len(rows) - len(strong)} weaker guesses not shown)")
     return "\n".join(lines)
 
 

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
+from fastapi.responses import JSONResponse
 
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import open_search
 from memory_pipeline.service.mcp_server import build_mcp
-from memory_pipeline.service.routes.api import router
+from memory_pipeline.service.routes import api, review
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+LOCAL_ORIGIN = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?$")
 
 
 def create_app(settings: Settings, open_search_for: SearchFactory = open_search) -> FastAPI:
@@ -37,7 +41,17 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
     )
     # Only local names: a web page that rebinds its own host name to 127.0.0.1 is refused.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
-    app.include_router(router)
+
+    @app.middleware("http")
+    async def local_writes_only(request: Request, call_next: Callable) -> Response:
+        # A browser names the page that sends a request: a write from any other site is refused.
+        origin = request.headers.get("origin")
+        if request.method not in SAFE_METHODS and origin and not LOCAL_ORIGIN.match(origin):
+            return JSONResponse({"detail": f"a write from {origin} is refused"}, status_code=403)
+        return await call_next(request)
+
+    app.include_router(api.router)
+    app.include_router(review.router)
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, str]:

@@ -96,3 +96,32 @@ class Briefing(BaseModel):
     markdown: str
     project: str | None = None
     ids: list[str] = Field(default_factory=list, description="The citation ids in it, in order.")
+
+
+class ProposalOut(BaseModel):
+    """A proposed rule waiting in REVIEW.md (`mark`: " " waiting, "x" to promote, "-" to reject)."""
+
+    id: str
+    section: str
+    text: str
+    mark: str
+
+
+class ReviewOut(BaseModel):
+    project: str
+    proposals: list[ProposalOut]
+    memory: str = Field(description="The project's MEMORY.md as it is now.")
+
+
+class Decisions(BaseModel):
+    """What a person decided about proposals of one project: applied exactly as `review apply` would."""
+
+    project: str = Field(min_length=1)
+    promote: list[str] = Field(default_factory=list)
+    reject: list[str] = Field(default_factory=list)
+
+
+class ApplyOut(BaseModel):
+    promoted: list[str]
+    rejected: list[str]
+    untouched: list[str]

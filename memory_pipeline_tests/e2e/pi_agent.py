@@ -15,9 +15,13 @@ from memory_pipeline.settings import Settings
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 EXTENSION = PROJECT_DIR / "pi-extension"
-# Only the harness's nudge: the first model request is prefilled with the opening of a memory_search call.
-FIRST_CALL_MEMORY_SEARCH = Path(__file__).parent / "pi" / "first_call_memory_search.ts"
+# Only the harness's nudge: the first model request is prefilled with the opening of a memory tool's call.
+FIRST_TOOL_CALL = Path(__file__).parent / "pi" / "first_tool_call.ts"
 MEMORY_TOOLS = "memory_search,memory_timeline,memory_show,memory_remember"
+# llama-server refuses what the 0.5B model writes now and then (a tool call it cannot parse): pi is run again,
+# a new session each time, at most ATTEMPTS times.
+MALFORMED = "does not match the expected"
+ATTEMPTS = 3
 
 
 def ensure_pi() -> Path:
@@ -62,13 +66,19 @@ class PiAgent:
         return self.home / "sessions"
 
     def run(
-        self, cwd: Path, prompt: str, *, nudge: bool = False, continue_session: bool = False, service_url: str = ""
+        self,
+        cwd: Path,
+        prompt: str,
+        *,
+        nudge: str | None = None,
+        continue_session: bool = False,
+        service_url: str = "",
     ) -> subprocess.CompletedProcess[str]:
-        """One `pi -p` in `cwd` with the memory extension (and the harness's nudge, if asked)."""
+        """One `pi -p` in `cwd` with the memory extension (and the harness's nudge to call the tool `nudge`)."""
         cwd.mkdir(parents=True, exist_ok=True)
         argv = [str(self.bin_dir / "pi"), "-ne", "-e", str(EXTENSION / "index.ts")]
         if nudge:
-            argv += ["-e", str(FIRST_CALL_MEMORY_SEARCH)]
+            argv += ["-e", str(FIRST_TOOL_CALL)]
         argv += ["--tools", MEMORY_TOOLS, "--model", "local/local-chat", *(["-c"] if continue_session else [])]
         env = os.environ | {
             "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
@@ -77,8 +87,17 @@ class PiAgent:
             "PI_SKIP_VERSION_CHECK": "1",
             "PI_TELEMETRY": "0",
             "MEMORY_SERVICE_URL": service_url or self.service_url,
+            "MEMORY_TEST_FIRST_TOOL": nudge or "",
         }
-        return subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        for _ in range(ATTEMPTS):
+            done = subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+            if MALFORMED not in done.stderr:
+                return done
+        return done
+
+    def last_session(self, cwd: Path) -> Path:
+        """The session file of the last run in `cwd`."""
+        return self.session_files(cwd)[-1]
 
     def session_files(self, cwd: Path) -> list[Path]:
         """The session files pi wrote for `cwd`, oldest first."""

@@ -79,12 +79,14 @@ def memory_service(settings: Settings) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(150):
+        deadline = time.monotonic() + 120  # imports alone take seconds on a busy 2-core machine
+        while True:
             try:
                 if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 assert process.poll() is None, process.stderr.read().decode() if process.stderr else "serve exited"
+                assert time.monotonic() < deadline, "memory-pipeline serve did not answer in 120 s"
                 time.sleep(0.2)
         yield base
     finally:

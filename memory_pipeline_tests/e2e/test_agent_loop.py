@@ -4,8 +4,8 @@ it reaches another project or is learned a second time.
 
 Real parts only: pi from npm (with Node 22 from npm), its model the local chat llama-server, the project's
 extension, `memory-pipeline serve` and `memory-pipeline backfill` as subprocesses over the real Elasticsearch
-and embedding server. The one concession to a 0.5B model: session 2's first request is prefilled with the
-opening of a memory_search call (see pi/first_call_memory_search.ts); the model writes the query.
+and embedding server. The one concession to a 0.5B model: a session's first request may be prefilled with the
+opening of a memory tool's call (see pi/first_tool_call.ts); the model writes the query or the note.
 """
 
 from __future__ import annotations
@@ -66,16 +66,16 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     first = pi.run(project, RULE)
     assert finished(first), first.stderr
     assert finished(pi.run(project, DECISION, continue_session=True))
-    [session_1] = pi.session_files(project)
+    session_1 = pi.last_session(project)
     session_1_id = session_of(session_1)["id"]
     _backfill(settings)
     learned = _memories_of(settings, session_1_id)
     assert learned, "the pipeline learned nothing from session 1"
 
     # Session 2 in the project starts with a briefing holding both, each with its id.
-    second = pi.run(project, "Set up the test runner and install the dependencies.", nudge=True)
+    second = pi.run(project, "Set up the test runner and install the dependencies.", nudge="memory_search")
     assert finished(second), second.stderr
-    session_2 = next(f for f in pi.session_files(project) if f != session_1)
+    session_2 = pi.last_session(project)
     log = entries(session_2)
     [brief] = [e for e in log if e.get("customType") == "memory-briefing"]
     markdown, ids = brief["content"], brief["details"]["ids"]
@@ -118,7 +118,7 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     # A session in another project sees none of it.
     elsewhere = pi.run(other, "Which package manager and test runner should I use?")
     assert finished(elsewhere), elsewhere.stderr
-    [session_q] = pi.session_files(other)
+    session_q = pi.last_session(other)
     assert not [e for e in entries(session_q) if e.get("customType") == "memory-briefing"]
     assert httpx.get(f"{base}/api/v1/search", params={"q": "pnpm vitest", "project": str(other)}).json()["count"] == 0
 
@@ -130,7 +130,27 @@ def test_a_session_goes_on_quietly_when_the_service_is_down(loop, tmp_path: Path
     assert finished(done), done.stderr
     notices = [line for line in done.stderr.splitlines() if line.startswith("memory:")]
     assert len(notices) == 1 and "unreachable" in notices[0] and "goes on without memory" in notices[0]
-    [session] = pi.session_files(project)
-    log = entries(session)
+    log = entries(pi.last_session(project))
     assert not [e for e in log if e.get("customType") == "memory-briefing"]
     assert [e for e in log if e.get("message", {}).get("role") == "assistant"]  # the model still answered
+
+
+def test_the_agent_keeps_a_note_cited_to_its_session_and_turn(loop, tmp_path: Path) -> None:  # noqa: ANN001
+    settings, base, pi = loop
+    project = tmp_path / "deploys"
+    done = pi.run(project, "Remember this: deploys go through the staging cluster first.", nudge="memory_remember")
+    assert finished(done), done.stderr
+    session = pi.last_session(project)
+    log = entries(session)
+    [result] = [e["message"] for e in log if e.get("message", {}).get("toolName") == "memory_remember"]
+    assert not result.get("isError") and result["content"][0]["text"].startswith("remembered as note-"), result
+    note_id = result["content"][0]["text"].removeprefix("remembered as ").strip()
+    note = httpx.get(f"{base}/api/v1/memories/{note_id}").json()
+    prompt_entry = next(e for e in log if e.get("message", {}).get("role") == "user")
+    assert note["kind"] == "note" and note["project"] == str(project) and note["priority"] == "high"
+    assert (note["session_id"], note["turn_id"]) == (session_of(session)["id"], prompt_entry["id"])
+    # The pipeline's runs never touch it: a backfill of the day keeps it, and the next session is briefed with it.
+    _backfill(settings)
+    assert httpx.get(f"{base}/api/v1/memories/{note_id}").status_code == 200
+    brief = httpx.get(f"{base}/api/v1/briefing", params={"prompt": "deploy", "project": str(project)}).json()
+    assert note_id in brief["ids"]

@@ -293,3 +293,53 @@ def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(inde
         command[:5], env=cli_env(settings), capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
     assert elsewhere.returncode == 0 and elsewhere.stdout.strip() == ""
+
+
+def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> None:  # noqa: ANN001
+    import json
+    import subprocess
+    import sys
+
+    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+
+    settings, _ = indexed
+    project = "/Users/badlogic/workspaces/pi-mono"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memory_pipeline", *args]
+        return subprocess.run(command, env=cli_env(settings), capture_output=True, text=True, timeout=180)
+
+    found = cli("search", "rgb values in themes", "--project", project)
+    lines = found.stdout.splitlines()
+    assert found.returncode == 0 and lines[0].split()[0] in {r.id for r in search.index("rgb values in themes")}
+    assert "bm25" in lines[0] and "sim" in lines[0] and not lines[0].startswith("nothing matched")
+    nothing = cli("search", "zqxj vlorp quantum banana", "--project", project)
+    assert nothing.stdout.startswith("nothing matched 'zqxj vlorp quantum banana' well; the closest guesses:")
+    assert len(nothing.stdout.splitlines()) <= 4  # not k rows of guesses
+    as_json = json.loads(cli("search", "rgb values in themes", "--project", project, "--json").stdout)
+    assert as_json[0]["id"] == lines[0].split()[0] and as_json[0]["bm25"] > 0
+
+    # show: the memory and every message of its turn, tool calls shown; JSON the same records.
+    [memory] = [r for r in search.index("rgb values in themes", k=5) if r.kind == "observation"][:1]
+    turn = search.detail([memory.id])[0]["source_turn"]
+    shown = cli("show", memory.id)
+    assert shown.returncode == 0 and f"source turn: {len(turn)} message(s)" in shown.stdout
+    assert sum(line.startswith("[") for line in shown.stdout.splitlines()) >= len(turn)
+    calls = [c for m in turn for c in (m.get("tool_calls") or [])]
+    assert all(f"→ {c['name']}(" in shown.stdout for c in calls)
+    assert json.loads(cli("show", memory.id, "--json").stdout)[0]["source_turn"] == json.loads(json.dumps(turn))
+    missing = cli("show", "no-such-memory")
+    assert missing.returncode == 1 and missing.stderr.strip() == "Error: no memory with id no-such-memory"
+
+    # remember: a note kept on purpose, found at once, once however often it is stored.
+    note = json.loads(
+        cli("remember", "Theme files are validated before load", "--project", str(tmp_path), "--json").stdout
+    )
+    again = json.loads(
+        cli("remember", "Theme files are validated before load", "--project", str(tmp_path), "--json").stdout
+    )
+    assert note["kind"] == "note" and note["author"] == "person" and again["id"] == note["id"]
+    listed = json.loads(
+        cli("search", "validated theme files", "--project", str(tmp_path), "--kind", "note", "--json").stdout
+    )
+    assert [r["id"] for r in listed] == [note["id"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from memory_pipeline.recall.observations import observe_turns
 from memory_pipeline.search.engine import Filters
@@ -45,3 +46,109 @@ def test_observations_say_what_was_asked_run_touched_and_how_it_ended() -> None:
     assert tests["summary"].startswith("Asked: Now write tests.")
     assert "Tools: write." in tests["summary"] and "Files: src/util.test.ts." in tests["summary"]
     assert tests["kind"] == "observation" and tests["established_at"].endswith("Z")
+
+
+# --- the briefing's parts, notes and the text renderings ----------------------------------------------------
+
+
+def test_memory_rules_keep_their_ids_and_drop_maturity_markers(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+    from memory_pipeline.search.briefing import Rule, memory_rules
+
+    folder = ensure_project_dir(tmp_path, "/work/shop")
+    (folder / "MEMORY.md").write_text(
+        "# Memory — /work/shop\n\n## Rules\n\n"
+        "- Always use pnpm _(established: 3 sessions)_ <!-- p-20261101-001 -->\n"
+        "- Never commit to main\n\nSome prose that is not a rule.\n"
+    )
+    assert memory_rules(tmp_path, "/work/shop") == [
+        Rule("Always use pnpm", "p-20261101-001"),
+        Rule("Never commit to main", None),
+    ]
+    assert memory_rules(tmp_path, "/work/other") == [] and memory_rules(None, "/work/shop") == []
+
+
+def _row(doc_id: str, priority: str, text: str, **extra: object):  # noqa: ANN202
+    from memory_pipeline.search.engine import Row
+
+    return Row(doc_id, "summary", "2026-11-30T10:00:00Z", priority, text, "/work/shop", "s1", "t1", **extra)
+
+
+class _Search:
+    def __init__(self, high: list, related: list) -> None:
+        self.high, self.related = high, related
+
+    def recent(self, filters, k=10):  # noqa: ANN001, ANN201
+        assert filters.priority == ("high",) and filters.project == "/work/shop"
+        return self.high[:k]
+
+    def index(self, query, k=10, filters=None):  # noqa: ANN001, ANN201
+        return self.related[:k]
+
+
+def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+    from memory_pipeline.search.briefing import build_briefing, tokens
+
+    (ensure_project_dir(tmp_path, "/work/shop") / "MEMORY.md").write_text("- Always use pnpm <!-- p-20261101-001 -->\n")
+    high = [
+        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest"),
+        _row("old", "high", "Use Jest", superseded_by="d1"),
+    ]
+    related = [
+        _row("o1", "low", "Asked: set up CI"),
+        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest"),
+    ]
+    search = _Search(high, related)
+    made = build_briefing(search, "set up CI", project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
+    text = made.markdown
+    assert made.ids == ["p-20261101-001", "d1", "o1"]  # each once, a replaced decision left out
+    assert text.index("Always use pnpm") < text.index("### Important") < text.index("Use Vitest") < text.index("o1")
+    assert text.count("`d1`") == 1 and "Use Jest" not in text.replace("not Jest", "")
+    small = build_briefing(search, "set up CI", token_budget=70, project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
+    assert tokens(small.markdown) <= 70 and small.ids == ["p-20261101-001"]
+    assert build_briefing(_Search([], []), "x", project="/work/shop").markdown == ""  # type: ignore[arg-type]
+
+
+def test_a_note_has_a_stable_id_and_is_redacted() -> None:
+    from memory_pipeline.search.remember import Note, note_document, note_id
+
+    note = Note(
+        text="Deploy key is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", project="/work/shop", session_id="s1"
+    )
+    same = Note(text=note.text + "  ", project="/work/shop", session_id="s1")
+    assert note_id(note) == note_id(same) != note_id(Note(text=note.text, project="/work/other"))
+    doc_id, document = note_document(note, Redactor())
+    assert doc_id == note_id(note) and "ghp_a1B2" not in str(document["summary"]) and document["priority"] == "high"
+    with pytest.raises(ValueError, match="the note is empty"):
+        Note(text="   ", project="/work/shop")
+
+
+def test_rows_text_shows_matches_and_says_when_nothing_matched_well() -> None:
+    from memory_pipeline.search.render import rows_text
+
+    strong, close = _row("a", "high", "pnpm", bm25=3.2), _row("c", "high", "pnpm only", similarity=0.71)
+    guesses = [_row(f"g{i}", "low", "npm", similarity=0.21) for i in range(5)]
+    assert rows_text([], query="pnpm") == "no memory matches 'pnpm'"
+    lines = rows_text(guesses, query="pnpm").splitlines()
+    assert lines[0] == "nothing matched 'pnpm' well; the closest guesses:" and len(lines) == 4  # three guesses
+    shown = rows_text([strong, *guesses, close], query="pnpm").splitlines()
+    assert [line.split()[0] for line in shown[:2]] == ["a", "c"] and shown[2] == "(5 weaker guesses not shown)"
+    assert "bm25   3.2  sim    -" in shown[0] and "bm25     -  sim 0.71" in shown[1]
+    assert len(rows_text([strong, *guesses], query="pnpm", everything=True).splitlines()) == 6
+
+
+def test_detail_text_shows_tool_calls_and_trims_with_a_marker() -> None:
+    from memory_pipeline.search.render import MESSAGE_CHARS, detail_text
+
+    turn = [
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "bash", "arguments": '{"command": "pytest"}'}]},
+        {"role": "toolResult", "tool_name": "bash", "content": "x" * 200_000, "is_error": True},
+    ]
+    record = _row("a", "high", "tests fail").to_dict() | {"source_turn": turn}
+    short = detail_text(record)
+    assert "source turn: 3 message(s)" in short and '→ bash({"command": "pytest"})' in short
+    assert "[toolResult] bash (error)" in short and len(short) < MESSAGE_CHARS + 1000
+    assert f"trimmed: {200_000 - MESSAGE_CHARS:,} of 200,000 characters not shown; --full shows all" in short
+    assert "x" * 200_000 in detail_text(record, full=True)

@@ -156,3 +156,52 @@ def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:
             assert blank.is_error and "the note is empty" in blank.content[0].text
 
     anyio.run(session)
+
+
+REVIEW = """# Review — /work/shop
+
+## Hard rules
+
+- [ ] p-20261130-001 Always use pnpm (evidence: 3 sessions)
+- [ ] p-20261130-002 Never push on Fridays (evidence: 1 session)
+- [ ] p-20261130-003 Run pytest -x first (evidence: 2 sessions)
+"""
+
+
+def test_review_actions_change_the_files_as_review_apply_does(client: TestClient, tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+
+    folder = ensure_project_dir(tmp_path, "/work/shop")
+    (folder / "REVIEW.md").write_text(REVIEW)
+    (folder / "MEMORY.md").write_text("# Memory — /work/shop\n\nHand-written note that must stay.\n")
+    listed = client.get("/api/v1/review", params={"project": "/work/shop"}).json()
+    assert [p["id"] for p in listed["proposals"]] == ["p-20261130-001", "p-20261130-002", "p-20261130-003"]
+    decided = client.post(
+        "/api/v1/review",
+        json={"project": "/work/shop", "promote": ["p-20261130-001"], "reject": ["p-20261130-002"]},
+    )
+    assert decided.status_code == 200
+    assert decided.json() == {
+        "promoted": ["p-20261130-001"],
+        "rejected": ["p-20261130-002"],
+        "untouched": ["p-20261130-003"],
+    }
+    memory = (folder / "MEMORY.md").read_text()
+    assert "Hand-written note that must stay." in memory and "- Always use pnpm <!-- p-20261130-001 -->" in memory
+    assert "Never push on Fridays" not in memory and "p-20261130-002" in "".join(
+        p.read_text() for p in (folder / "daily").glob("*.md")
+    )  # rejected: archived in today's log
+    assert [p["id"] for p in client.get("/api/v1/review", params={"project": "/work/shop"}).json()["proposals"]] == [
+        "p-20261130-003"
+    ]
+    gone = client.post("/api/v1/review", json={"project": "/work/shop", "promote": ["p-20261130-001"]})
+    assert gone.status_code == 404 and "p-20261130-001" in gone.json()["detail"]
+
+
+def test_writes_need_json_and_a_local_origin(client: TestClient) -> None:
+    form = client.post("/api/v1/review", data={"project": "/work/shop", "promote": "p-1"})
+    assert form.status_code == 422  # a plain HTML form cannot post a decision
+    foreign = client.post(
+        "/api/v1/memories", json={"text": "x", "project": "/p"}, headers={"origin": "https://evil.example"}
+    )
+    assert foreign.status_code == 403 and "evil.example" in foreign.json()["detail"]

@@ -1,0 +1,43 @@
+"""The review actions: the proposals of a project's REVIEW.md, and decisions on them, which change the same
+files in the same way as `memory-pipeline review apply` after ticking the boxes by hand. Writes take a JSON
+body only, so a web page cannot post one with a plain form."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
+from memory_pipeline.reflect.workspace import ensure_project_dir, project_dir
+from memory_pipeline.service.deps import SettingsDep
+from memory_pipeline.service.models import ApplyOut, Decisions, ProposalOut, ReviewOut
+
+router = APIRouter(prefix="/api/v1/review", tags=["review"])
+
+
+@router.get("", response_model=ReviewOut, summary="The proposals waiting in a project's REVIEW.md")
+def review(settings: SettingsDep, project: Annotated[str, Query(min_length=1)]) -> ReviewOut:
+    folder = project_dir(settings.memory_workspace, project)
+    review_path, memory_path = folder / "REVIEW.md", folder / "MEMORY.md"
+    proposals = parse_review(review_path.read_text()) if review_path.exists() else []
+    return ReviewOut(
+        project=project,
+        proposals=[ProposalOut(id=p.id, section=p.section, text=p.text, mark=p.mark) for p in proposals],
+        memory=memory_path.read_text() if memory_path.exists() else "",
+    )
+
+
+@router.post("", response_model=ApplyOut, summary="Promote or reject proposals (as `review apply` does)")
+def decide_proposals(settings: SettingsDep, decisions: Decisions) -> ApplyOut:
+    both = set(decisions.promote) & set(decisions.reject)
+    if both:
+        raise HTTPException(status_code=422, detail=f"both promoted and rejected: {', '.join(sorted(both))}")
+    marks = {i: "x" for i in decisions.promote} | {i: REJECT_MARK for i in decisions.reject}
+    folder = ensure_project_dir(settings.memory_workspace, decisions.project)
+    try:
+        report = decide(folder, decisions.project, marks, datetime.now(UTC).date().isoformat())
+    except KeyError as exc:
+        raise HTTPException(status_code=404, detail=exc.args[0]) from None
+    return ApplyOut(promoted=report.promoted, rejected=report.rejected, untouched=report.untouched)
