@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,22 @@ class PiAgent:
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
 
+    def _argv_env(self, nudge: str | None, service_url: str) -> tuple[list[str], dict[str, str]]:
+        argv = [str(self.bin_dir / "pi"), "-ne", "-e", str(EXTENSION / "index.ts")]
+        if nudge:
+            argv += ["-e", str(FIRST_TOOL_CALL)]
+        argv += ["--tools", MEMORY_TOOLS, "--model", "local/local-chat"]
+        env = os.environ | {
+            "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
+            "PI_CODING_AGENT_DIR": str(self.home),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+            "MEMORY_SERVICE_URL": service_url or self.service_url,
+            "MEMORY_TEST_FIRST_TOOL": nudge or "",
+        }
+        return argv, env
+
     def run(
         self,
         cwd: Path,
@@ -76,24 +93,42 @@ class PiAgent:
     ) -> subprocess.CompletedProcess[str]:
         """One `pi -p` in `cwd` with the memory extension (and the harness's nudge to call the tool `nudge`)."""
         cwd.mkdir(parents=True, exist_ok=True)
-        argv = [str(self.bin_dir / "pi"), "-ne", "-e", str(EXTENSION / "index.ts")]
-        if nudge:
-            argv += ["-e", str(FIRST_TOOL_CALL)]
-        argv += ["--tools", MEMORY_TOOLS, "--model", "local/local-chat", *(["-c"] if continue_session else [])]
-        env = os.environ | {
-            "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
-            "PI_CODING_AGENT_DIR": str(self.home),
-            "PI_OFFLINE": "1",
-            "PI_SKIP_VERSION_CHECK": "1",
-            "PI_TELEMETRY": "0",
-            "MEMORY_SERVICE_URL": service_url or self.service_url,
-            "MEMORY_TEST_FIRST_TOOL": nudge or "",
-        }
+        argv, env = self._argv_env(nudge, service_url)
+        argv += ["-c"] if continue_session else []
         for _ in range(ATTEMPTS):
             done = subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
             if MALFORMED not in done.stderr:
                 return done
         return done
+
+    def command(self, cwd: Path, line: str, timeout: float = 120) -> str:
+        """What pi shows the person for a slash command (`/memory …`): the extension's notice, read through
+        pi's RPC mode (no model call is involved)."""
+        cwd.mkdir(parents=True, exist_ok=True)
+        argv, env = self._argv_env(None, "")
+        process = subprocess.Popen(
+            [*argv, "--mode", "rpc", "--no-session"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stdin and process.stdout
+        try:
+            process.stdin.write(json.dumps({"id": "c1", "type": "prompt", "message": line}) + "\n")
+            process.stdin.flush()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                event = json.loads(process.stdout.readline() or "null")
+                assert event is not None, "pi exited before it answered"
+                if event.get("type") == "extension_ui_request" and event.get("method") == "notify":
+                    return str(event["message"])
+            raise AssertionError(f"no notice from {line!r} in {timeout} s")
+        finally:
+            process.kill()
+            process.wait()
 
     def last_session(self, cwd: Path) -> Path:
         """The session file of the last run in `cwd`."""

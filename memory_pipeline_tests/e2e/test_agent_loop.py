@@ -98,6 +98,11 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     detail = httpx.get(f"{base}/api/v1/memories/{found[0]}").json()
     assert detail["session_id"] == session_1_id and detail["turn_id"] in turn_ids and detail["source_turn"]
 
+    # The person's /memory command searches this project, and says where the service is.
+    found_by_person = pi.command(project, "/memory vitest jest")
+    assert any(i in found_by_person for i in {m["_id"] for m in learned}), found_by_person
+    assert pi.command(project, "/memory") == f"memory service {base}: ok"
+
     # Session 2's file, ingested: the briefing is never learned as a memory again.
     _backfill(settings)
     again = _memories_of(settings, session_of(session_2)["id"])
