@@ -19,9 +19,10 @@ EXTENSION = PROJECT_DIR / "pi-extension"
 # Only the harness's nudge: the first model request is prefilled with the opening of a memory tool's call.
 FIRST_TOOL_CALL = Path(__file__).parent / "pi" / "first_tool_call.ts"
 MEMORY_TOOLS = "memory_search,memory_timeline,memory_show,memory_remember"
-# llama-server refuses what the 0.5B model writes now and then (a tool call it cannot parse): pi is run again,
-# a new session each time, at most ATTEMPTS times.
+# The 0.5B model now and then writes a tool call llama-server cannot parse, or rambles until its output limit
+# cuts the call short: pi is run again, a new session each time, at most ATTEMPTS times.
 MALFORMED = "does not match the expected"
+TRUNCATED_CALL = "hit the output token limit"
 ATTEMPTS = 3
 
 
@@ -97,9 +98,16 @@ class PiAgent:
         argv += ["-c"] if continue_session else []
         for _ in range(ATTEMPTS):
             done = subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-            if MALFORMED not in done.stderr:
+            if MALFORMED not in done.stderr and not (nudge and self._cut_call(cwd, nudge)):
                 return done
         return done
+
+    def _cut_call(self, cwd: Path, tool: str) -> bool:
+        """The nudged call ran out of output tokens before its arguments were complete (the model rambled)."""
+        results = [
+            e["message"] for e in entries(self.last_session(cwd)) if e.get("message", {}).get("toolName") == tool
+        ]
+        return bool(results) and all(TRUNCATED_CALL in str(r.get("content")) for r in results)
 
     def command(self, cwd: Path, line: str, timeout: float = 120) -> str:
         """What pi shows the person for a slash command (`/memory …`): the extension's notice, read through

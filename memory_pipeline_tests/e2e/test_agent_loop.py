@@ -152,7 +152,7 @@ def test_the_agent_keeps_a_note_cited_to_its_session_and_turn(loop, tmp_path: Pa
     note_id = result["content"][0]["text"].removeprefix("remembered as ").strip()
     note = httpx.get(f"{base}/api/v1/memories/{note_id}").json()
     prompt_entry = next(e for e in log if e.get("message", {}).get("role") == "user")
-    assert note["kind"] == "note" and note["project"] == str(project) and note["priority"] == "high"
+    assert note["kind"] == "note" and note["project"] == str(project) and note["author"] == "agent"
     assert (note["session_id"], note["turn_id"]) == (session_of(session)["id"], prompt_entry["id"])
     # The pipeline's runs never touch it: a backfill of the day keeps it, and the next session is briefed with it.
     _backfill(settings)

@@ -11,7 +11,7 @@ from dagster import materialize
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import Filters, MemorySearch
-from memory_pipeline.search.briefing import briefing, estimate_tokens
+from memory_pipeline.search.briefing import build_briefing, tokens
 from memory_pipeline.search.evaluate import load_queries, recall_at
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
@@ -151,13 +151,13 @@ def test_timeline_and_detail_layers(search: MemorySearch) -> None:
 
 
 def test_briefing_stays_within_its_token_budget(search: MemorySearch) -> None:
-    text = briefing(search, "I want to add a new colour theme to pi", token_budget=200)
-    assert text.startswith("## Memory from earlier sessions") and estimate_tokens(text) <= 200
+    text = build_briefing(search, "I want to add a new colour theme to pi", token_budget=200).markdown
+    assert text.startswith("## Memory from earlier sessions") and tokens(text) <= 200
     assert "id `" in text
-    bigger = briefing(search, "I want to add a new colour theme to pi", token_budget=1000)
-    assert estimate_tokens(bigger) <= 1000 and bigger.count("\n- ") > text.count("\n- ")
+    bigger = build_briefing(search, "I want to add a new colour theme to pi", token_budget=1000).markdown
+    assert tokens(bigger) <= 1000 and bigger.count("\n- ") > text.count("\n- ")
     assert bigger.index("**high**") < bigger.index("**low**")
-    assert briefing(search, "anything", token_budget=5) == ""
+    assert build_briefing(search, "anything", token_budget=5).markdown == ""
 
 
 def test_labelled_queries_sanity_bounds(search: MemorySearch) -> None:
@@ -189,9 +189,9 @@ def test_briefing_says_when_proposals_wait_for_review(search: MemorySearch, tmp_
     folder = project_dir(tmp_path, "/Users/badlogic/workspaces/pi-mono")
     folder.mkdir(parents=True)
     (folder / "REVIEW.md").write_text("## Hard rules\n\n- [ ] p-20261130-001 Use rgb values in themes. (evidence: 1)\n")
-    text = briefing(search, "new theme", token_budget=300, workspace=tmp_path)
-    assert "1 proposed memory rules wait for review" in text and estimate_tokens(text) <= 300
-    assert "wait for review" not in briefing(search, "new theme", token_budget=300)
+    text = build_briefing(search, "new theme", token_budget=300, workspace=tmp_path).markdown
+    assert "1 proposed memory rules wait for review" in text and tokens(text) <= 300
+    assert "wait for review" not in build_briefing(search, "new theme", token_budget=300).markdown
 
 
 def test_the_service_answers_what_the_search_answers(indexed, search: MemorySearch) -> None:  # noqa: ANN001
@@ -201,7 +201,7 @@ def test_the_service_answers_what_the_search_answers(indexed, search: MemorySear
 
     settings, _ = indexed
     query = "colours should be rgb values, not indices"
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         found = client.get("/api/v1/search", params={"q": query, "k": 5}).json()
         assert [m["id"] for m in found["data"]] == [r.id for r in search.index(query, k=5)]
         anchor = found["data"][0]["id"]
@@ -263,7 +263,7 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
         kept = got["kept"]
         assert kept["kind"] == "note" and kept["project"] == project and got["again"] == kept["id"]  # stored once
         assert got["brief"]["ids"] == [kept["id"]] and "staging cluster" in got["brief"]["markdown"]
-        assert got["missing"] == (True, "no memory with id no-such-memory")
+        assert got["missing"][0] and got["missing"][1].endswith("no memory with id no-such-memory")
         # The note is searchable at once through the JSON API too, and only in its project.
         noted = httpx.get(f"{base}/api/v1/search", params={"q": "staging cluster", "project": project}).json()
         assert [m["id"] for m in noted["data"]] == [kept["id"]] and noted["data"][0]["bm25"] > 0

@@ -21,7 +21,7 @@ from memory_pipeline.reflect.proposals import load_registry
 from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search import MemorySearch
-from memory_pipeline.search.briefing import briefing
+from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client
@@ -94,7 +94,9 @@ def test_a_replaced_decision_is_marked_kept_and_left_out_of_the_briefing(world: 
         memory = client.get(index=SUMMARY_INDEX, id=old_redis["doc_id"])["_source"]
         assert memory["superseded_by"].startswith("r-")  # marked, not deleted
         with embeddings_client(settings) as embedder:
-            text = briefing(MemorySearch(client, embedder), "where are user sessions stored", 2000, TRUTH["project"])
+            text = build_briefing(
+                MemorySearch(client, embedder), "where are user sessions stored", 2000, TRUTH["project"]
+            ).markdown
     # The replaced memory is not offered (its turn's observation, a record of what was said, may be).
     assert "Postgres" in text and old_redis["doc_id"] not in text
 
