@@ -6,7 +6,7 @@ UV := $(PYTHON) -m uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
-.PHONY: run test lint install up down status bench pi-extension
+.PHONY: run test lint install up down status bench pi-extension screenshots
 
 ## run: install, start Elasticsearch + both llama-servers, open the Dagster UI on 127.0.0.1:3000
 run: install
@@ -42,3 +42,8 @@ bench: install
 ## pi-extension: pi and Node 22, pinned by pi-extension/package-lock.json (the e2e tests install them when missing)
 pi-extension:
 	cd pi-extension && npm ci --no-audit --no-fund
+
+## screenshots: the memory browser's pages on a demo history, into docs/screenshots/ (headless chromium)
+screenshots: install
+	$(UV) run --frozen memory-pipeline local up
+	$(UV) run --frozen python -m bench screenshots

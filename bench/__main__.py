@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, recall, reflect, rough, runtime, secrets, service, summarize
+from bench import ingest, recall, reflect, rough, runtime, screenshots, secrets, service, summarize
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -19,13 +19,15 @@ BENCHMARKS = {
     "secrets": secrets.main,
     "service": service.main,
 }
+# Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
+TOOLS = {"screenshots": screenshots.main}
 
 
 def main() -> None:
     names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(BENCHMARKS)
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     for name in names:
-        BENCHMARKS[name](flags)
+        (BENCHMARKS | TOOLS)[name](flags)
 
 
 if __name__ == "__main__":

@@ -422,13 +422,17 @@ def remember(
 @main.command()
 @click.option("--port", default=8765, show_default=True, help="Port of the service (always bound to 127.0.0.1).")
 def serve(port: int) -> None:
-    """The local memory service: JSON API under /api/v1, MCP (streamable HTTP) at /mcp, docs at /docs."""
+    """The local memory service: the memory browser at /, JSON API under /api/v1, MCP (streamable HTTP) at
+    /mcp, docs at /docs. Every write needs the token in <state>/service-token (made on first start)."""
     import uvicorn
 
     from memory_pipeline.service import create_app
 
-    click.echo(f"memory service on http://127.0.0.1:{port} (docs: /docs, MCP: /mcp)", err=True)
-    uvicorn.run(create_app(_settings()), host="127.0.0.1", port=port, log_level="warning")
+    settings = _settings()
+    settings.service_token()  # made now, so clients can read it before their first write
+    click.echo(f"memory service on http://127.0.0.1:{port} (pages: /, docs: /docs, MCP: /mcp)", err=True)
+    click.echo(f"writes (and MCP over HTTP) need the X-Memory-Token header: {settings.service_token_path}", err=True)
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
 
 
 @main.command(name="mcp")

@@ -14,7 +14,7 @@ from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.settings import ServiceName, Settings, local_api_key
+from memory_pipeline.settings import ServiceName, Settings, local_secret
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
 
@@ -61,7 +61,7 @@ class EmbeddingsResource(ConfigurableResource):
 
 def _key(resource: LlamaResource | EmbeddingsResource) -> str | None:
     """The configured key, or the local servers' own, read (or made) when a client is opened."""
-    return resource.api_key or (local_api_key(Path(resource.api_key_file)) if resource.api_key_file else None)
+    return resource.api_key or (local_secret(Path(resource.api_key_file)) if resource.api_key_file else None)
 
 
 class SessionsResource(ConfigurableResource):

@@ -164,16 +164,24 @@ class Settings(BaseSettings):
         the local runtime's own (made now if needed) for a local one."""
         if not self.is_local(service):
             return self.llama_api_key if service == "chat" else self.embed_api_key
-        return local_api_key(self.api_key_path)
+        return local_secret(self.api_key_path)
+
+    @property
+    def service_token_path(self) -> Path:
+        return (self.memory_pipeline_state_dir / "service-token").expanduser().absolute()
+
+    def service_token(self) -> str:
+        """The token every write to the memory service carries (made on first use, owner-only)."""
+        return local_secret(self.service_token_path)
 
     def is_local(self, service: ServiceName) -> bool:
         """Whether the local runtime owns this server (its URL is not configured)."""
         return {"elasticsearch": self.es_url, "chat": self.llama_url, "embed": self.embed_url}[service] is None
 
 
-def local_api_key(path: Path) -> str:
-    """The local servers' key: read from `path`, or made there (random, owner-only) the first time, so no
-    other local process or web page can use the servers (llama-server allows any CORS origin)."""
+def local_secret(path: Path) -> str:
+    """A local secret (the llama-servers' key, the memory service's token): read from `path`, or made there
+    (random, owner-only) the first time, so no other user's process or web page can use what it guards."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

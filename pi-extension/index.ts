@@ -11,14 +11,25 @@
  * http://127.0.0.1:8765). When it is down the session goes on: one notice, no error.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { readFileSync } from "node:fs";
 import { Type } from "typebox";
 
 const SERVICE = (process.env.MEMORY_SERVICE_URL ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
 const BRIEFING_TOKENS = Number(process.env.MEMORY_BRIEFING_TOKENS ?? 800);
 const TIMEOUT_MS = Number(process.env.MEMORY_SERVICE_TIMEOUT_MS ?? 5000);
+const TOKEN_HEADER = "X-Memory-Token";
 export const BRIEFING_TYPE = "memory-briefing";
 
 class ServiceDown extends Error {}
+
+/** The service's token, which every write carries: MEMORY_SERVICE_TOKEN, or the file MEMORY_SERVICE_TOKEN_FILE
+ * (`<memory_pipeline>/.state/service-token` by default there). Reads need none. */
+function token(): string {
+  if (process.env.MEMORY_SERVICE_TOKEN) return process.env.MEMORY_SERVICE_TOKEN.trim();
+  const file = process.env.MEMORY_SERVICE_TOKEN_FILE;
+  if (!file) throw new Error("a note needs the service's token: set MEMORY_SERVICE_TOKEN_FILE to its .state/service-token");
+  return readFileSync(file, "utf8").trim();
+}
 
 async function call(path: string, params: Record<string, string | string[] | number | undefined>, body?: unknown) {
   const url = new URL(SERVICE + path);
@@ -26,11 +37,13 @@ async function call(path: string, params: Record<string, string | string[] | num
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(v));
   }
+  // Built before the request: a missing token is its own error, not "the service is down".
+  const headers = body === undefined ? {} : { "content-type": "application/json", [TOKEN_HEADER]: token() };
   let response: Response;
   try {
     response = await fetch(url, {
       method: body === undefined ? "GET" : "POST",
-      headers: body === undefined ? {} : { "content-type": "application/json" },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });

@@ -15,9 +15,11 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.curation.corrections import correct_frame
+from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.resources import EmbeddingsResource
+from memory_pipeline.resources import EmbeddingsResource, MemoryWorkspaceResource
 from memory_pipeline.search.engine import self_retrieval
 from memory_pipeline.stores.recall_store import (
     embed_hash,
@@ -43,11 +45,22 @@ _VECTOR_SCHEMA = {
 
 
 @asset(**_common, kinds={"polars"})
-def turn_observations(turns: pl.DataFrame, raw_messages: pl.DataFrame) -> Output[pl.DataFrame]:
+def turn_observations(
+    turns: pl.DataFrame, raw_messages: pl.DataFrame, workspace: MemoryWorkspaceResource
+) -> Output[pl.DataFrame]:
     """One compact record per active-path turn (asked, tools, files, outcome), built without the LLM, so
-    search works before any summary exists and every memory can be cited back to its turn."""
-    frame = observe_turns(turns, raw_messages)
-    return Output(frame, metadata={"observations": frame.height, "preview": preview(frame, ["turn_id", "summary"])})
+    search works before any summary exists and every memory can be cited back to its turn. People's
+    corrections apply: an observation they forgot is not made again, one they edited keeps their text."""
+    observed = observe_turns(turns, raw_messages)
+    frame = correct_frame(observed, read_corrections(workspace.root))
+    return Output(
+        frame,
+        metadata={
+            "observations": frame.height,
+            "left_out_by_people": observed.height - frame.height,
+            "preview": preview(frame, ["turn_id", "summary"]),
+        },
+    )
 
 
 @asset(**_common, kinds={"polars"}, deps=["memory_summary_index"])

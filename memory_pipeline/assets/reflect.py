@@ -25,6 +25,8 @@ from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.curation.corrections import correct_frame
+from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets, session_weeks
 from memory_pipeline.reflect.condense import Condenser, group_windows, reflect_windows
 from memory_pipeline.reflect.friction import find_friction, render_report
@@ -68,9 +70,10 @@ def daily_log(
     context: AssetExecutionContext, llm_ideas: pl.DataFrame, workspace: MemoryWorkspaceResource
 ) -> MaterializeResult:
     """`<workspace>/<project>/daily/<day>.md`: the day's ideas by priority, with their ids and source
-    sessions; what the review loop rejects is archived at its end. Written from the LLM's ideas directly,
+    sessions, as people corrected them (forgotten ones left out); what the review loop rejects is archived at
+    its end. Written from the LLM's ideas directly,
     before anything else of the day's reflection, so a reader has it even when Elasticsearch is down."""
-    ideas = summary_documents(llm_ideas)
+    ideas = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root))
     written, unchanged = [], 0
     for project, day in llm_ideas.select("project", "partition").unique().sort("project", "partition").iter_rows():
         rows = ideas.filter((pl.col("project") == project) & (pl.col("partition") == day)) if ideas.height else ideas

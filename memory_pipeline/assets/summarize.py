@@ -30,8 +30,10 @@ from memory_pipeline.checks import (
     source_refs_exist,
     summaries_are_well_formed,
 )
+from memory_pipeline.curation.corrections import correct_frame
+from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import LlamaResource
+from memory_pipeline.resources import LlamaResource, MemoryWorkspaceResource
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import (
@@ -191,14 +193,18 @@ _CHECKS = [
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=["memory_raw_index"])
 def memory_summary_index(
-    context: AssetExecutionContext, llm_ideas: pl.DataFrame, es: ElasticsearchResource
+    context: AssetExecutionContext,
+    llm_ideas: pl.DataFrame,
+    es: ElasticsearchResource,
+    workspace: MemoryWorkspaceResource,
 ) -> MaterializeResult:
     """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
     tags and `source_refs` back to the turn in `memory-raw`; plus the ledger of what each turn gave.
     Re-running with the same ideas writes nothing; a turn's changed ideas replace its old ones."""
     keys = context.partition_keys
-    documents = summary_documents(llm_ideas)
     with es.get_client() as client:
+        # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
+        documents = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root))
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
         checks = [
             source_refs_exist(client, keys),

@@ -1,21 +1,27 @@
-"""The app: the JSON API, the MCP server at /mcp, one set of search clients opened for the app's life."""
+"""The app: the JSON API, the memory browser's pages, the MCP server at /mcp, one set of search clients opened
+for the app's life."""
 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import open_search
+from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, review
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.web import routes as web
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -42,16 +48,26 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
     # Only local names: a web page that rebinds its own host name to 127.0.0.1 is refused.
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
 
+    token = settings.service_token()
+
     @app.middleware("http")
     async def local_writes_only(request: Request, call_next: Callable) -> Response:
         # A browser names the page that sends a request: a write from any other site is refused.
         origin = request.headers.get("origin")
         if request.method not in SAFE_METHODS and origin and not LOCAL_ORIGIN.match(origin):
             return JSONResponse({"detail": f"a write from {origin} is refused"}, status_code=403)
+        # Every write (the API's, the pages', MCP's) carries the token this service made: a local process of
+        # another user, or a page that got past the checks above, cannot change memory.
+        sent = request.headers.get(TOKEN_HEADER, "")
+        if request.method not in SAFE_METHODS and not secrets.compare_digest(sent.encode(), token.encode()):
+            detail = f"a write needs the {TOKEN_HEADER} header: the token in {settings.service_token_path}"
+            return JSONResponse({"detail": detail}, status_code=403)
         return await call_next(request)
 
     app.include_router(api.router)
     app.include_router(review.router)
+    app.include_router(web.router)
+    app.mount("/static", StaticFiles(directory=Path(web.__file__).parent / "static"), name="static")
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, str]:

@@ -10,6 +10,9 @@ from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 
+# The header every write carries: the token the service made (`Settings.service_token`).
+TOKEN_HEADER = "X-Memory-Token"
+
 
 def get_search(request: Request) -> MemorySearch:
     return request.app.state.search

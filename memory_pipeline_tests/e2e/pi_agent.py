@@ -80,6 +80,7 @@ class PiAgent:
             "PI_TELEMETRY": "0",
             "MEMORY_SERVICE_URL": service_url or self.service_url,
             "MEMORY_TEST_FIRST_TOOL": nudge or "",
+            "MEMORY_SERVICE_TOKEN_FILE": str(self.settings.service_token_path),
         }
         return argv, env
 

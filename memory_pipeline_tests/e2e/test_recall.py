@@ -218,7 +218,9 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
 
     import anyio
     import httpx
+    import httpx2
     from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
 
     from memory_pipeline_tests.e2e.servers import memory_service
 
@@ -232,7 +234,9 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
         project = str(tmp_path / "notes-project")
 
         async def mcp_over_http() -> dict[str, object]:
-            async with Client(f"{base}/mcp") as client:
+            # Over HTTP every MCP call is a POST, so it carries the service's token.
+            token = httpx2.AsyncClient(headers={"X-Memory-Token": settings.service_token()}, timeout=30)
+            async with Client(streamable_http_client(f"{base}/mcp", http_client=token)) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
                 found = await client.call_tool("memory_search", {"query": "rgb values in themes", "k": 3})
                 first = found.structured_content["data"][0]["id"]
@@ -267,6 +271,8 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
         # The note is searchable at once through the JSON API too, and only in its project.
         noted = httpx.get(f"{base}/api/v1/search", params={"q": "staging cluster", "project": project}).json()
         assert [m["id"] for m in noted["data"]] == [kept["id"]] and noted["data"][0]["bm25"] > 0
+        # Without the token no write gets through, MCP included.
+        assert httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 403
 
 
 def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(indexed, tmp_path) -> None:  # noqa: ANN001

@@ -35,7 +35,7 @@ ROWS = [
         "observation",
         "2026-03-10T10:05:00Z",
         "low",
-        "Asked: fix the build. Outcome: fixed.",
+        "Asked: fix the build <script>alert(1)</script>. Outcome: fixed.",
         "/work/shop",
         "s1",
         "t2",
@@ -80,7 +80,9 @@ def client(fake: FakeSearch, tmp_path) -> Iterator[TestClient]:  # noqa: ANN001
     def opened(settings: Settings) -> Iterator[FakeSearch]:
         yield fake
 
-    with TestClient(create_app(load_settings(memory_workspace=tmp_path), opened), base_url="http://127.0.0.1") as c:
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        c.headers["X-Memory-Token"] = settings.service_token()  # as the pages and the extension send it
         yield c
 
 
@@ -199,9 +201,47 @@ def test_review_actions_change_the_files_as_review_apply_does(client: TestClient
 
 
 def test_writes_need_json_and_a_local_origin(client: TestClient) -> None:
-    form = client.post("/api/v1/review", data={"project": "/work/shop", "promote": "p-1"})
+    form = client.post("/api/v1/review", data={"project": "/work/shop", "promote": "p-1"})  # with the token
     assert form.status_code == 422  # a plain HTML form cannot post a decision
     foreign = client.post(
         "/api/v1/memories", json={"text": "x", "project": "/p"}, headers={"origin": "https://evil.example"}
     )
     assert foreign.status_code == 403 and "evil.example" in foreign.json()["detail"]
+
+
+# --- the memory browser's pages ---------------------------------------------------------------------------
+
+
+def test_search_page_shows_scores_and_ids_and_escapes_session_text(client: TestClient) -> None:
+    page = client.get("/", params={"q": "pnpm"}).text
+    assert 'href="/m/m1"' in page and 'href="/m/m2"' in page and "<th>BM25</th>" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "Nothing matched “pnpm” well" in page  # the fake's rows have no scores: said, not hidden
+    empty = client.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
+    assert "No memory matches “pnpm”." in empty and 'id="results"' not in empty
+
+
+def test_every_write_needs_the_services_token(client: TestClient, tmp_path) -> None:  # noqa: ANN001
+    writes = [
+        ("/m/m1/forget", {"data": {}}),
+        ("/m/m1/edit", {"data": {"text": "x"}}),
+        ("/review/decide", {"data": {"project": "/p", "proposal": "p-1", "decision": "promote"}}),
+        ("/api/v1/memories", {"json": {"text": "x", "project": "/p"}}),
+        ("/api/v1/review", {"json": {"project": "/p", "promote": ["p-1"]}}),
+        ("/mcp", {"json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}),
+    ]
+    for path, body in writes:
+        for sent in ("", "guess"):
+            refused = client.post(path, headers={"X-Memory-Token": sent}, **body)
+            assert refused.status_code == 403 and "service-token" in refused.json()["detail"], path
+    page = client.get("/review").text  # every page carries the token for htmx to send back
+    token = (tmp_path / "state" / "service-token").read_text().strip()
+    assert f'hx-headers=\'{{"X-Memory-Token": "{token}"}}\'' in page and len(token) >= 40
+
+
+def test_bar_charts_escape_their_labels() -> None:
+    from memory_pipeline.web.glance import Series, bar_chart
+
+    svg = str(bar_chart(Series("Per day", [("2026-11-29", 3), ("<img src=x>", 1)])))
+    assert svg.count("<rect") == 2 and "<img" not in svg and "&lt;img src=x&gt;" in svg and "(max 3)" in svg
+    assert "nothing yet" in str(bar_chart(Series("Per day", [])))

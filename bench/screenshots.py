@@ -1,0 +1,114 @@
+"""Screenshots of the memory browser's pages, on a small demo history, into docs/screenshots/.
+
+uv run python -m bench screenshots      (or: make screenshots)
+
+Three short sessions in two projects over three days are run through the pipeline (ingest, the local LLM's
+ideas, observations, vectors) on the local servers, with a few proposals waiting in REVIEW.md and one memory
+edited; then `memory-pipeline serve` is started and each page is captured by headless chromium.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from dagster import materialize
+
+from memory_pipeline.assets import recall, summarize
+from memory_pipeline.curation import actions
+from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.reflect.workspace import ensure_project_dir
+from memory_pipeline.resources import build_resources
+from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.open import open_search
+from memory_pipeline.settings import isolated_settings, load_settings
+from memory_pipeline_tests.e2e.browser import chromium, write_session
+from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, reset_days
+from memory_pipeline_tests.e2e.servers import memory_service
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "bench" / ".work" / "screenshots"
+SHOTS = ROOT / "docs" / "screenshots"
+SHOP, BOT = "/work/demo-shop", "/work/demo-bot"
+SESSIONS = [
+    (
+        "2024-08-05",
+        SHOP,
+        [
+            (
+                "From now on always use pnpm, never npm, in this repo.",
+                "Noted: pnpm only. I switched the CI job to pnpm install.",
+            ),
+            (
+                "The checkout page shows NaN for an empty cart. Why?",
+                "formatPrice divided by the item count, which is 0 for an empty cart. Fixed by returning 0.00 early.",
+            ),
+        ],
+    ),
+    (
+        "2024-08-12",
+        SHOP,
+        [
+            (
+                "We decided to use Vitest instead of Jest: Jest kept breaking on our ESM imports.",
+                "Done: Vitest is configured, 42 tests pass, Jest removed.",
+            )
+        ],
+    ),
+    (
+        "2024-08-19",
+        BOT,
+        [
+            (
+                "The Telegram bot replies twice to every message after the deploy.",
+                "Two instances ran the long-polling loop. The deploy now stops the old one first.",
+            )
+        ],
+    ),
+]
+REVIEW = """# Review — /work/demo-shop
+
+## Hard rules
+
+- [ ] p-20240819-001 Use pnpm for every install, never npm (evidence: 2 sessions)
+- [ ] p-20240819-002 Return 0.00 from formatPrice for empty carts (evidence: 1 session)
+
+## Decisions
+
+- [ ] p-20240819-003 Vitest, not Jest, because of ESM imports (evidence: 1 session)
+"""
+
+
+def main(flags: list[str]) -> None:
+    shutil.rmtree(WORK, ignore_errors=True)
+    settings = isolated_settings(load_settings(), WORK, sessions_dir=WORK / "sessions")
+    days = [day for day, _, _ in SESSIONS]
+    reset_days(settings, days)
+    for n, (day, project, turns) in enumerate(SESSIONS):
+        write_session(settings.sessions_dir / f"{n}.jsonl", f"demo-{n}", day, project, turns)
+    assets = [*INGEST_ASSETS, summarize.llm_ideas, summarize.memory_summary_index, recall.turn_observations,
+              recall.embeddings, recall.es_dense_vector]  # fmt: skip
+    for day in days:
+        assert materialize(
+            assets, resources=build_resources(settings), partition_key=day, instance=instance_with_days([day])
+        ).success
+    (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
+    with open_search(settings) as search:
+        [observation] = search.index(
+            "checkout NaN empty cart", k=1, filters=Filters(project=SHOP, kind=("observation",))
+        )
+        actions.edit(search, settings.memory_workspace, observation.id, priority="high")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with memory_service(settings) as base, chromium(width=1200, height=1500) as driver:
+        pages = {
+            "search": f"{base}/?q=pnpm+npm&project={SHOP}",
+            "memory": f"{base}/m/{observation.id}",
+            "review": f"{base}/review",
+            "glance": f"{base}/glance",
+        }
+        for name, url in pages.items():
+            driver.get(url)
+            time.sleep(0.5)
+            driver.save_screenshot(str(SHOTS / f"{name}.png"))
+            print(f"{SHOTS / f'{name}.png'}: {url}")

@@ -1,0 +1,68 @@
+"""Edit and forget, as the browser (and any client of the service) does them: the correction goes into the
+trail first, then the stored memory changes at once; the pipeline's next runs apply the same trail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from memory_pipeline.curation.corrections import Correction
+from memory_pipeline.curation.trail import record
+from memory_pipeline.search.engine import KIND_INDEX, MemorySearch
+from memory_pipeline.stores.indices import vector_field
+from memory_pipeline.stores.openai_compat import ServerError
+from memory_pipeline.stores.recall_store import embed_hash
+
+
+class UnknownMemory(KeyError):
+    pass
+
+
+def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple[Correction, str]:
+    rows = search.get([memory_id])
+    if not rows:
+        raise UnknownMemory(memory_id)
+    row = rows[0]
+    correction = Correction(
+        memory_id=row.id, session_id=row.session_id, turn_id=row.turn_id, original=row.summary, **change
+    )
+    return correction, KIND_INDEX[row.kind]
+
+
+def forget(search: MemorySearch, workspace: Path, memory_id: str, who: str = "person") -> Correction:
+    """Forget a memory: recorded, then removed from its index (the trail keeps its text)."""
+    correction, index = _correction(search, memory_id, action="forget", who=who)
+    record(workspace, correction)
+    search.es.delete(index=index, id=memory_id, refresh="wait_for")
+    return correction
+
+
+def edit(
+    search: MemorySearch,
+    workspace: Path,
+    memory_id: str,
+    text: str | None = None,
+    priority: Literal["high", "medium", "low"] | None = None,
+    who: str = "person",
+) -> Correction:
+    """Change a memory's text or priority: recorded, then written, with a new vector for a new text when the
+    embedding server is up (else the next run embeds it: its text no longer matches its vector's hash)."""
+    correction, index = _correction(search, memory_id, action="edit", text=text, priority=priority, who=who)
+    record(workspace, correction)
+    update: dict[str, object] = {}
+    if correction.text:
+        update["summary"] = correction.text.strip()
+        try:
+            [vector] = search.embedder.embed([correction.text.strip()], purpose="document")
+            model, prefix = search.embedder.model_id(), search.embedder.prefix("document")
+            update |= {
+                vector_field(len(vector)): vector,
+                "embed_hash": embed_hash(correction.text.strip(), model, search.embedder.dims, prefix),
+                "embed_model": model,
+            }
+        except ServerError:
+            pass
+    if correction.priority:
+        update["priority"] = correction.priority
+    search.es.update(index=index, id=memory_id, doc=update, refresh="wait_for")
+    return correction

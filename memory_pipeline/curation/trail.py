@@ -1,0 +1,45 @@
+"""The corrections trail: `<workspace>/corrections.jsonl`, one line per change, appended and never rewritten.
+
+A plain file beside MEMORY.md: a person can read who changed what and when, and the pipeline applies it even
+when Elasticsearch is down (the daily logs are written before anything is indexed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memory_pipeline.curation.corrections import Correction
+
+TRAIL = "corrections.jsonl"
+
+
+def trail_path(workspace: Path) -> Path:
+    return workspace / TRAIL
+
+
+def record(workspace: Path, correction: Correction) -> None:
+    """Append `correction` (one write of one line, flushed to disk before the change is made)."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    line = (correction.model_dump_json() + "\n").encode()
+    fd = os.open(trail_path(workspace), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_corrections(workspace: Path, memory_id: str | None = None) -> list[Correction]:
+    """The trail, oldest first (of one memory when `memory_id` is given); a torn last line is skipped."""
+    path = trail_path(workspace)
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            correction = Correction.model_validate_json(line)
+        except ValueError:
+            continue  # a line cut by a crash mid-write: the change it announced was never made
+        if memory_id is None or correction.memory_id == memory_id:
+            found.append(correction)
+    return sorted(found, key=lambda c: c.at)

@@ -1,0 +1,148 @@
+"""The pages: search, a memory with its turn and its neighbours, review, and at a glance; plus the write
+actions (edit, forget, promote, reject); the service lets no write through without its local token.
+
+Every page is rendered with autoescaping: session content is untrusted, and a message holding `<script>`
+shows as text. The token sits in the page (a page of another site cannot read it) and htmx sends it back as
+a header on every write.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Form, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from memory_pipeline.curation import actions
+from memory_pipeline.curation.trail import read_corrections
+from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
+from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
+from memory_pipeline.search.engine import Filters
+from memory_pipeline.service.deps import TOKEN_HEADER, SearchDep, SettingsDep
+from memory_pipeline.settings import Settings
+from memory_pipeline.web.glance import bar_chart, glance
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, template: str, settings: Settings, **context: object) -> HTMLResponse:
+    context |= {"token": settings.service_token(), "token_header": TOKEN_HEADER}
+    return TEMPLATES.TemplateResponse(request, template, context)
+
+
+def _projects(settings: Settings) -> list[str]:
+    workspace = settings.memory_workspace
+    return sorted(project_of(p.parent) for p in workspace.glob("*/.project")) if workspace.exists() else []
+
+
+@router.get("/", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    search: SearchDep,
+    settings: SettingsDep,
+    q: str = "",
+    project: str = "",
+    kind: Annotated[list[Literal["summary", "observation", "note"]], Query()] = [],  # noqa: B006 - FastAPI's own
+    priority: Annotated[list[Literal["high", "medium", "low"]], Query()] = [],  # noqa: B006
+    since: str = "",
+    until: str = "",
+    forgotten: str = "",
+) -> HTMLResponse:
+    filters = Filters(project or None, since or None, until or None, tuple(priority), tuple(kind))
+    rows = search.index(q, k=20, filters=filters) if q.strip() else []
+    return _page(
+        request,
+        "search.html",
+        settings,
+        q=q,
+        rows=rows,
+        strong=[r for r in rows if r.strong],
+        filters=filters,
+        projects=_projects(settings),
+        forgotten=forgotten,
+        degraded=search.degraded,
+    )
+
+
+@router.get("/m/{memory_id}", response_class=HTMLResponse)
+def memory_page(request: Request, search: SearchDep, settings: SettingsDep, memory_id: str) -> HTMLResponse:
+    records = search.detail([memory_id])
+    if not records:
+        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}")
+    return _page(
+        request,
+        "memory.html",
+        settings,
+        memory=records[0],
+        around=search.timeline(memory_id, window=4),
+        trail=read_corrections(settings.memory_workspace, memory_id),
+    )
+
+
+@router.post("/m/{memory_id}/edit")
+def edit_memory(
+    search: SearchDep,
+    settings: SettingsDep,
+    memory_id: str,
+    text: Annotated[str, Form()] = "",
+    priority: Annotated[Literal["", "high", "medium", "low"], Form()] = "",
+) -> Response:
+    try:
+        actions.edit(search, settings.memory_workspace, memory_id, text=text.strip() or None, priority=priority or None)
+    except actions.UnknownMemory:
+        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
+    except ValueError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    return Response(status_code=204, headers={"HX-Redirect": f"/m/{memory_id}"})
+
+
+@router.post("/m/{memory_id}/forget")
+def forget_memory(
+    search: SearchDep,
+    settings: SettingsDep,
+    memory_id: str,
+) -> Response:
+    try:
+        actions.forget(search, settings.memory_workspace, memory_id)
+    except actions.UnknownMemory:
+        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
+    return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
+
+
+@router.get("/review", response_class=HTMLResponse)
+def review_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    projects = []
+    for project in _projects(settings):
+        folder = ensure_project_dir(settings.memory_workspace, project)
+        review, memory = folder / "REVIEW.md", folder / "MEMORY.md"
+        proposals = [p for p in parse_review(review.read_text()) if p.mark == " "] if review.exists() else []
+        projects.append(
+            {"name": project, "proposals": proposals, "memory": memory.read_text() if memory.exists() else ""}
+        )
+    return _page(request, "review.html", settings, projects=projects)
+
+
+@router.post("/review/decide")
+def decide_proposal(
+    settings: SettingsDep,
+    project: Annotated[str, Form()],
+    proposal: Annotated[str, Form()],
+    decision: Annotated[Literal["promote", "reject"], Form()],
+) -> Response:
+    folder = ensure_project_dir(settings.memory_workspace, project)
+    mark = "x" if decision == "promote" else REJECT_MARK
+    try:
+        decide(folder, project, {proposal: mark}, datetime.now(UTC).date().isoformat())
+    except KeyError as exc:
+        raise HTTPException(status_code=404, detail=exc.args[0]) from None
+    return Response(status_code=204, headers={"HX-Redirect": "/review"})
+
+
+@router.get("/glance", response_class=HTMLResponse)
+def glance_page(request: Request, search: SearchDep, settings: SettingsDep, project: str = "") -> HTMLResponse:
+    charts = [bar_chart(s) for s in glance(search.es, project or None)]
+    return _page(request, "glance.html", settings, charts=charts, project=project, projects=_projects(settings))

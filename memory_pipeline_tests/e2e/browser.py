@@ -1,0 +1,79 @@
+"""A real headless browser for the memory browser's tests and screenshots: Debian's chromium and
+chromium-driver (installed with apt the first time, as root), driven by Selenium through the system
+executables (no browser download)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+def ensure_chromium() -> None:
+    if CHROMIUM.exists() and CHROMEDRIVER.exists():
+        return
+    assert os.geteuid() == 0 and shutil.which("apt-get"), "install chromium and chromium-driver (Debian packages)"
+    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+
+
+@contextmanager
+def chromium(width: int = 1280, height: int = 900) -> Iterator[webdriver.Chrome]:
+    ensure_chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# A session whose text attacks the page: a script tag, an img onerror.
+HOSTILE_TURNS = [
+    ("Always use pnpm, never npm. <script>window.__pwned = 1; alert('xss')</script>", "Understood: pnpm only."),
+    (
+        'Why did the checkout page break? <img src=x onerror="window.__pwned = 2">',
+        "The price formatter returned NaN for empty carts; fixed by defaulting the total to 0.",
+    ),
+]
+
+
+def write_session(path: Path, session_id: str, day: str, project: str, turns: list[tuple[str, str]]) -> Path:
+    """A small pi v3 session file: one user message and one assistant reply per turn."""
+    stamp = f"{day}T10:00:00.000Z"
+    epoch_ms = int(datetime.fromisoformat(f"{day}T10:00:00+00:00").timestamp() * 1000)
+    lines = [{"type": "session", "version": 3, "id": session_id, "timestamp": stamp, "cwd": project}]
+    parent = None
+    for n, (asked, answered) in enumerate(turns):
+        for role, text in (("user", asked), ("assistant", answered)):
+            entry_id = f"{role[0]}{n:07d}"
+            when = epoch_ms + 60_000 * n + (1000 if role == "assistant" else 0)
+            message: dict = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": when}
+            if role == "assistant":
+                message |= {"api": "openai-completions", "provider": "local", "model": "m", "stopReason": "stop"}
+            lines.append(
+                {"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp, "message": message}
+            )
+            parent = entry_id
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

@@ -1,0 +1,77 @@
+"""People's corrections, applied to what a re-run derives: forgotten memories stay gone (also reworded, from
+the same turn), edits stay, the newest edit wins, and other memories are untouched."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from memory_pipeline.curation.corrections import Correction, apply_corrections, correct_frame, same_idea
+
+IDEAS = [
+    {
+        "doc_id": "a",
+        "session_id": "s1",
+        "turn_id": "t1",
+        "summary": "The user said always use pnpm.",
+        "priority": "high",
+    },
+    {
+        "doc_id": "b",
+        "session_id": "s1",
+        "turn_id": "t1",
+        "summary": "Vitest replaced Jest for ESM.",
+        "priority": "medium",
+    },
+    {
+        "doc_id": "c",
+        "session_id": "s2",
+        "turn_id": "t9",
+        "summary": "The user said always use pnpm.",
+        "priority": "high",
+    },
+]
+
+
+def _forget(memory: dict, at: str = "2026-12-01T10:00:00+00:00") -> Correction:
+    return Correction(memory_id=memory["doc_id"], action="forget", session_id=memory["session_id"],
+                      turn_id=memory["turn_id"], original=memory["summary"], at=at)  # fmt: skip
+
+
+def test_a_forgotten_memory_never_comes_back_from_its_turn_even_reworded() -> None:
+    forgotten = _forget(IDEAS[0])
+    assert [m["doc_id"] for m in apply_corrections(IDEAS, [forgotten])] == ["b", "c"]  # c: another turn
+    reworded = {**IDEAS[0], "doc_id": "a2", "summary": "The user said: always use pnpm"}
+    assert same_idea(reworded["summary"], IDEAS[0]["summary"])
+    assert [m["doc_id"] for m in apply_corrections([reworded, IDEAS[1]], [forgotten])] == ["b"]
+
+
+def test_edits_keep_the_id_and_the_newest_wins() -> None:
+    older = Correction(memory_id="b", action="edit", session_id="s1", turn_id="t1", original=IDEAS[1]["summary"],
+                       text="Vitest, not Jest", at="2026-12-01T10:00:00+00:00")  # fmt: skip
+    newer = Correction(memory_id="b", action="edit", session_id="s1", turn_id="t1", original=IDEAS[1]["summary"],
+                       priority="high", text="Vitest, not Jest: ESM", at="2026-12-01T11:00:00+00:00")  # fmt: skip
+    [a, b, c] = apply_corrections(IDEAS, [newer, older])
+    assert (b["doc_id"], b["summary"], b["priority"]) == ("b", "Vitest, not Jest: ESM", "high")
+    assert a == IDEAS[0] and c == IDEAS[2] and IDEAS[1]["summary"] == "Vitest replaced Jest for ESM."  # not mutated
+    frame = correct_frame(pl.DataFrame(IDEAS), [newer, _forget(IDEAS[2])])
+    assert frame.schema == pl.DataFrame(IDEAS).schema and frame["doc_id"].to_list() == ["a", "b"]
+
+
+def test_an_edit_must_change_something() -> None:
+    with pytest.raises(ValueError, match="an edit needs a new text or a new priority"):
+        Correction(memory_id="a", action="edit", text="  ")
+
+
+def test_the_trail_is_appended_read_back_in_order_and_survives_a_torn_line(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.curation.trail import read_corrections, record, trail_path
+
+    second = Correction(memory_id="b", action="edit", text="new", at="2026-12-01T11:00:00+00:00")
+    first = _forget(IDEAS[0])
+    record(tmp_path, second)
+    record(tmp_path, first)
+    with trail_path(tmp_path).open("a") as trail:
+        trail.write('{"memory_id": "c", "action": "forg')  # a crash mid-write
+    assert read_corrections(tmp_path) == [first, second]
+    assert read_corrections(tmp_path, "b") == [second] and read_corrections(tmp_path / "none") == []
+    assert len(trail_path(tmp_path).read_text().splitlines()) == 3  # appended, never rewritten
