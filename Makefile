@@ -8,9 +8,11 @@ export UV_PYTHON := $(PYTHON)
 
 .PHONY: run test lint install up down status bench pi-extension screenshots
 
-## run: install, start Elasticsearch + both llama-servers, open the Dagster UI on 127.0.0.1:3000
+PORT ?= 3000
+
+## run: install, start Elasticsearch + both llama-servers, open the Dagster UI on 127.0.0.1:$(PORT) (make run PORT=3001)
 run: install
-	$(UV) run --frozen memory-pipeline dev
+	$(UV) run --frozen memory-pipeline dev --port $(PORT)
 
 ## test: install, lint, start the local servers, run the whole test suite
 test: install lint

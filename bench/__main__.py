@@ -1,4 +1,5 @@
-"""`python -m bench [runtime|ingest|summarize|recall|reflect|rough|secrets|service ...] [--flags]`: run benchmarks.
+"""`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
+service, executor).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import ingest, recall, reflect, rough, runtime, screenshots, secrets, service, summarize
+from bench import executor, ingest, recall, reflect, rough, runtime, screenshots, secrets, service, summarize
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -18,6 +19,7 @@ BENCHMARKS = {
     "rough": rough.main,
     "secrets": secrets.main,
     "service": service.main,
+    "executor": executor.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

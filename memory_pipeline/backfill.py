@@ -7,7 +7,8 @@ failed half way, or whose checks failed, is picked up again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,13 @@ from dagster import (
     RunsFilter,
 )
 from dagster._core.storage.partition_status_cache import AssetPartitionStatus
+from dagster._core.utils import make_new_run_id
 
-from memory_pipeline.partitions import ordered_days, register_days, session_days
+from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.parse import Problem
 
 JOB = "memory_job"
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 @dataclass
@@ -76,21 +77,13 @@ def _days_whose_latest_run_passed(instance: DagsterInstance, days: set[str]) -> 
     for run in instance.get_runs(filters=RunsFilter(job_name=JOB)):  # newest first
         if not undecided:
             break
-        covered = _run_days(run.tags, order) & undecided
+        covered = run_days(run.tags, order) & undecided
         if not covered:
             continue
         undecided -= covered
         if run.status == DagsterRunStatus.SUCCESS and _checks_passed(instance, run.run_id):
             passed |= covered
     return passed
-
-
-def _run_days(tags: dict[str, str], order: list[str]) -> set[str]:
-    if "dagster/partition" in tags:
-        return {tags["dagster/partition"]}
-    if RANGE_START in tags and RANGE_END in tags and tags[RANGE_START] in order and tags[RANGE_END] in order:
-        return set(order[order.index(tags[RANGE_START]) : order.index(tags[RANGE_END]) + 1])
-    return set()
 
 
 def _checks_passed(instance: DagsterInstance, run_id: str) -> bool:
@@ -111,22 +104,55 @@ def day_ranges(days: list[str], order: list[str]) -> list[tuple[str, str]]:
     return ranges
 
 
+StepProgress = Callable[[int, int], None]  # (steps finished, steps in the run)
+_STEP_ENDS = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE, DagsterEventType.STEP_SKIPPED}
+
+
+def _watch_steps(
+    instance: DagsterInstance, run_id: str, total: int, report: StepProgress, done: threading.Event
+) -> None:
+    """Report finished steps of `run_id` as they land in the event log, until `done`, and once more then."""
+    while not done.wait(0.5):
+        report(min(len(instance.all_logs(run_id, of_type=_STEP_ENDS)), total), total)
+    report(min(len(instance.all_logs(run_id, of_type=_STEP_ENDS)), total), total)
+
+
 def run_backfill(
     instance: DagsterInstance,
     first: str,
     last: str,
     definitions: Definitions | None = None,
     run_config: dict[str, Any] | None = None,
+    on_step: StepProgress | None = None,
+    log_level: str = "DEBUG",
 ) -> ExecuteInProcessResult:
     """One run of the job over the partitions [first, last] (the assets' single-run backfill policy), with
-    the code location's definitions unless others are given."""
+    the code location's definitions unless others are given; `on_step` hears of each finished step, and the
+    console shows the run's events from `log_level` up."""
     if definitions is None:
         from memory_pipeline.definitions import defs as definitions
 
     job = definitions.resolve_job_def(JOB)
-    return job.execute_in_process(
-        instance=instance,
-        raise_on_error=False,
-        run_config=run_config,
-        tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
-    )
+    config = {"loggers": {"console": {"config": {"log_level": log_level}}}} | (run_config or {})
+    run_id = make_new_run_id()
+    done = threading.Event()
+    watcher = None
+    if on_step:
+        watcher = threading.Thread(
+            target=_watch_steps,
+            args=(instance, run_id, len(job.nodes_in_topological_order), on_step, done),
+            daemon=True,
+        )
+        watcher.start()
+    try:
+        return job.execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            run_config=config,
+            run_id=run_id,
+            tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
+        )
+    finally:
+        done.set()
+        if watcher:
+            watcher.join()

@@ -212,10 +212,13 @@ def _dagster_home(settings: Settings) -> Path:
 @click.option("--start", help="First day (YYYY-MM-DD) to consider.")
 @click.option("--end", help="Last day (YYYY-MM-DD) to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan and each run's outcome as JSON.")
-def backfill(everything: bool, start: str | None, end: str | None, as_json: bool) -> None:
+@click.option("--verbose", is_flag=True, help="Show the runs' whole event log (by default: warnings and errors).")
+def backfill(everything: bool, start: str | None, end: str | None, as_json: bool, verbose: bool) -> None:
     """Run every day that has sessions and is not done yet (never run, failed, half done or with a failed
     check), as one run per stretch of days."""
     from dagster import DagsterInstance
+    from rich.console import Console
+    from rich.progress import Progress
 
     from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
     from memory_pipeline.partitions import ordered_days
@@ -239,12 +242,27 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
         ranges = day_ranges(plan.todo, ordered_days(instance))
         click.echo(f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)", err=True)
         failed = 0
-        for first, last in ranges:
-            result = run_backfill(instance, first, last)
-            runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
-            if not as_json:
-                click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
-            failed += not result.success
+        # A bar per run on a terminal (steps done of the job's); the event log only when asked (--verbose).
+        console = Console(stderr=True)
+        with Progress(
+            *Progress.get_default_columns(), console=console, disable=as_json or not console.is_terminal
+        ) as bar:
+            for first, last in ranges:
+                task = bar.add_task(f"{first}..{last}", total=None)
+                result = run_backfill(
+                    instance,
+                    first,
+                    last,
+                    on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
+                    log_level="DEBUG" if verbose else "WARNING",
+                )
+                bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
+                runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
+                if not as_json:
+                    bar.console.print(
+                        f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}"
+                    )
+                failed += not result.success
     if as_json:
         click.echo(json.dumps(report, indent=2))
     if failed:

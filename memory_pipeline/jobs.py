@@ -3,7 +3,7 @@ review loop."""
 
 from datetime import UTC, datetime
 
-from dagster import AssetSelection, OpExecutionContext, define_asset_job, job, op
+from dagster import AssetSelection, OpExecutionContext, define_asset_job, in_process_executor, job, op
 
 from memory_pipeline.reflect.review import apply_all
 from memory_pipeline.resources import MemoryWorkspaceResource
@@ -14,6 +14,9 @@ memory_job = define_asset_job(
     description="Session files of the chosen days into memory-raw, the LLM's ideas into memory-summary, "
     "embeddings of both into dense_vector fields, the daily log, reflections, REVIEW.md proposals and rule "
     "maturity; with the acceptance checks.",
+    # One process for all steps: a process per step costs seconds each, far more than most steps' own work
+    # (bench/results.md, "executor"); the steps run one after another anyway on two cores.
+    executor_def=in_process_executor,
 )
 
 friction_job = define_asset_job(

@@ -51,3 +51,15 @@ def instance_with_days(days: Iterable[str], instance: DagsterInstance | None = N
     instance = instance or DagsterInstance.ephemeral()
     register_days(instance, days)
     return instance
+
+
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+
+
+def run_days(tags: dict[str, str], order: list[str]) -> set[str]:
+    """The session days a run covers, from its tags: one partition, or a range in partition `order`."""
+    if "dagster/partition" in tags:
+        return {tags["dagster/partition"]}
+    if RANGE_START in tags and RANGE_END in tags and tags[RANGE_START] in order and tags[RANGE_END] in order:
+        return set(order[order.index(tags[RANGE_START]) : order.index(tags[RANGE_END]) + 1])
+    return set()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dagster import ConfigurableResource, EnvVar
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_elasticsearch import ElasticsearchResource, HostsConfig
 from pydantic import Field
 
 from memory_pipeline.io_managers import PolarsParquetIOManager
+from memory_pipeline.locks import holding_days
+from memory_pipeline.partitions import ordered_days, run_days
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
@@ -92,6 +96,22 @@ class MemoryWorkspaceResource(ConfigurableResource):
         return Path(self.path).expanduser()
 
 
+class DayLocksResource(ConfigurableResource):
+    """One run per session day at a time, for runs from the UI, the sensor, the schedules and the CLI alike:
+    the run holds a lock per day it covers from its first step to its last (see `locks.py`)."""
+
+    folder: str
+    wait_seconds: float = Field(3600.0, description="How long a run waits for another run of its days.")
+
+    @contextmanager
+    def yield_for_execution(self, context: InitResourceContext) -> Iterator[DayLocksResource]:
+        run = context.dagster_run
+        days = sorted(run_days(run.tags, ordered_days(context.instance))) if run and context.instance else []
+        holder = f"run {context.run_id}"
+        with holding_days(Path(self.folder), days, holder, self.wait_seconds, context.log.warning):
+            yield self
+
+
 class ReflectPolicyResource(ConfigurableResource):
     """How reflection condenses and judges: similarity thresholds, age tiers, maturity, auto-promotion."""
 
@@ -168,6 +188,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             redact_patterns=settings.redact_extra_patterns,
         ),
         "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
+        "day_locks": DayLocksResource(folder=str(settings.memory_pipeline_state_dir / "locks")),
         "reflect_policy": ReflectPolicyResource(
             half_life_days=settings.maturity_half_life_days,
             auto_promote_min_sessions=settings.auto_promote_min_sessions,

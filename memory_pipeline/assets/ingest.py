@@ -30,7 +30,7 @@ from memory_pipeline.checks import (
     turn_integrity,
 )
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import SessionsResource
+from memory_pipeline.resources import DayLocksResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
 from memory_pipeline.sessions.turns import group_turns
@@ -42,7 +42,10 @@ _common = daily_assets(INGEST)
 
 @asset(**_common, kinds={"polars"})
 def session_files(
-    context: AssetExecutionContext, sessions: SessionsResource, es: ElasticsearchResource
+    context: AssetExecutionContext,
+    sessions: SessionsResource,
+    es: ElasticsearchResource,
+    day_locks: DayLocksResource,  # held for the whole run: no other run of these days meanwhile
 ) -> Output[pl.DataFrame]:
     """The pi session files of the partition's days, identified by the session id in their header.
 

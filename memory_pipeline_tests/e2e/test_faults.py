@@ -273,8 +273,13 @@ def test_a_day_whose_run_failed_is_backfilled_again(local_runtime: Settings, tmp
         assert not failed.success
         # memory_raw_index was materialised, the rest was not: the day is not done.
         assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == [day]
-        again = run_backfill(instance, day, day, build_definitions(healthy), config)
+        heard: list[tuple[int, int]] = []
+        again = run_backfill(instance, day, day, build_definitions(healthy), config, on_step=lambda *p: heard.append(p))
         assert again.success
+        # The progress bar's source: steps finished so far, never going back, up to the job's number of steps.
+        finished, totals = [done for done, _ in heard], {total for _, total in heard}
+        steps = {e.step_key for e in again.all_events if e.is_step_success or e.is_step_failure or e.is_step_skipped}
+        assert finished == sorted(finished) and finished[-1] == len(steps) > 0 and totals == {len(steps)}
         # Done now, unless a check failed (the small model may fail the one turn twice): then it stays to do.
         checks_passed = all(c.passed for c in again.get_asset_check_evaluations())
         assert plan_backfill(instance, healthy.sessions_dir, everything=False).todo == ([] if checks_passed else [day])
