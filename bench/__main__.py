@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor).
+service, executor, scale).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from bench import executor, ingest, recall, reflect, rough, runtime, screenshots, secrets, service, summarize
+from bench import executor, ingest, recall, reflect, rough, runtime, scale, screenshots, secrets, service, summarize
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -20,6 +20,7 @@ BENCHMARKS = {
     "secrets": secrets.main,
     "service": service.main,
     "executor": executor.main,
+    "scale": scale.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

@@ -39,28 +39,29 @@ TARGET_MESSAGES = 100_000
 SCRATCH = "bench-raw-bulk"
 
 
-def build_corpus(root: Path) -> tuple[int, int]:
-    """Copies of every fixture under new ids, spread over DAYS, until >= TARGET_MESSAGES; (files, bytes)."""
+def build_corpus(root: Path, days: list[str] = DAYS, target: int = TARGET_MESSAGES) -> tuple[int, int]:
+    """Copies of every fixture under new ids, spread over `days` (file by file, in turn), until >= `target`
+    messages; (files, bytes)."""
     shutil.rmtree(root, ignore_errors=True)
     sources = sorted(FIXTURES.glob("*.jsonl"))
     per_round = sum(
         to_frame(session_messages(parse_session(p), Redactor(), "x")[0]).filter(pl.col("doc_id").is_not_null()).height
         for p in sources
     )
-    rounds = -(-TARGET_MESSAGES // per_round)
+    rounds = -(-target // per_round)
     files = size = 0
     for r in range(rounds):
-        day = DAYS[r % len(DAYS)]
-        for source in sources:
+        for i, source in enumerate(sources):
+            day = days[(r * len(sources) + i) % len(days)]
             lines = source.read_bytes().split(b"\n")
             header = json.loads(lines[0])
             header["id"], header["timestamp"] = f"bench-{r:04d}-{source.stem}", f"{day}T08:00:00.000Z"
             lines[0] = json.dumps(header).encode()
-            target = root / f"--bench-{r % 7}--" / f"{header['id']}.jsonl"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b"\n".join(lines))
+            path = root / f"--bench-{r % 7}--" / f"{header['id']}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"\n".join(lines))
             files += 1
-            size += target.stat().st_size
+            size += path.stat().st_size
     return files, size
 
 

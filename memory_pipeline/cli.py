@@ -258,10 +258,8 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
                 )
                 bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
                 runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
-                if not as_json:
-                    bar.console.print(
-                        f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}"
-                    )
+                if not as_json:  # the outcome is the command's output: stdout, whatever the bar does on stderr
+                    click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
                 failed += not result.success
     if as_json:
         click.echo(json.dumps(report, indent=2))

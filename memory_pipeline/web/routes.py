@@ -8,6 +8,7 @@ a header on every write.
 
 from __future__ import annotations
 
+import getpass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,6 +28,8 @@ from memory_pipeline.web.glance import bar_chart, glance
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 router = APIRouter(include_in_schema=False)
+# The service runs as the person on this machine (bound to 127.0.0.1, writes need their token): the trail names them.
+BROWSER_USER = f"{getpass.getuser()} (browser)"
 
 
 def _page(request: Request, template: str, settings: Settings, **context: object) -> HTMLResponse:
@@ -92,7 +95,8 @@ def edit_memory(
     priority: Annotated[Literal["", "high", "medium", "low"], Form()] = "",
 ) -> Response:
     try:
-        actions.edit(search, settings.memory_workspace, memory_id, text=text.strip() or None, priority=priority or None)
+        change = {"text": text.strip() or None, "priority": priority or None}
+        actions.edit(search, settings.memory_workspace, memory_id, **change, who=BROWSER_USER)
     except actions.UnknownMemory:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
     except ValueError as exc:
@@ -107,7 +111,7 @@ def forget_memory(
     memory_id: str,
 ) -> Response:
     try:
-        actions.forget(search, settings.memory_workspace, memory_id)
+        actions.forget(search, settings.memory_workspace, memory_id, who=BROWSER_USER)
     except actions.UnknownMemory:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
     return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
