@@ -88,7 +88,7 @@ def main(flags: list[str]) -> None:
     messages = pl.concat(frames)
     documents = [(doc_id, doc) for doc_id, _, doc, _ in message_documents(messages)]
     texts = observe_turns(group_turns(messages), messages)["summary"].to_list()
-    days_used = messages["partition"].n_unique()
+    days_used = len({json.loads(p.open().readline())["timestamp"][:10] for p in corpus.rglob("*.jsonl")})
     print(f"corpus: {files} files, {messages.height} messages over {days_used} days, {len(texts)} turns")
 
     settings = isolated_settings(load_settings(), WORK, sessions_dir=corpus)
@@ -100,22 +100,21 @@ def main(flags: list[str]) -> None:
     embed_seconds = _raw_embeddings(settings.embeddings_url, settings.api_key("embed"), texts)
     print(f"baseline: bulk {bulk_seconds:.1f} s, embeddings {embed_seconds:.1f} s")
 
+    instance = instance_with_days(DAYS)
     begin = time.perf_counter()
     result = materialize(
         ASSETS,
         resources=build_resources(settings),
-        instance=instance_with_days(DAYS),
+        instance=instance,
         tags={RANGE_START: DAYS[0], RANGE_END: DAYS[-1]},
     )
     total = time.perf_counter() - begin
     assert result.success, "the backfill failed"
-    steps: dict[str, float] = {}
-    starts: dict[str, float] = {}
-    for event in result.all_events:
-        if event.event_type == DagsterEventType.STEP_START:
-            starts[event.step_key] = event.timestamp
-        elif event.event_type == DagsterEventType.STEP_SUCCESS:
-            steps[event.step_key] = event.timestamp - starts[event.step_key]
+    starts = {e.step_key: e.timestamp for e in instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_START)}
+    steps = {
+        e.step_key: e.timestamp - starts[e.step_key]
+        for e in instance.all_logs(result.run_id, of_type=DagsterEventType.STEP_SUCCESS)
+    }
     metadata = {
         ev.asset_key.path[-1]: {k: v.value for k, v in ev.materialization.metadata.items()}
         for ev in result.get_asset_materialization_events()
