@@ -202,7 +202,12 @@ def _dagster_home(settings: Settings) -> Path:
     """The instance the UI shows: DAGSTER_HOME, else the state folder's (as `dev` sets it)."""
     home = Path(os.environ.get("DAGSTER_HOME") or settings.memory_pipeline_state_dir / "dagster")
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text((PROJECT_DIR / "dagster.yaml").read_text())
+    wanted, current = (PROJECT_DIR / "dagster.yaml").read_text(), home / "dagster.yaml"
+    if not current.exists() or current.read_text() != wanted:
+        # Replaced whole, never written in place: another command may be reading it right now.
+        partial = home / f".dagster.yaml.{os.getpid()}"
+        partial.write_text(wanted)
+        os.replace(partial, current)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -221,10 +226,16 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
     from rich.progress import Progress
 
     from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
-    from memory_pipeline.partitions import ordered_days
+    from memory_pipeline.locks import exclusive
+    from memory_pipeline.partitions import SESSION_DAYS, ordered_days
 
     settings = _settings()
-    _dagster_home(settings)
+    home = _dagster_home(settings)
+    # The first use of an instance creates its SQLite storages: two commands doing it at once would both stamp
+    # the schema (Alembic then finds two heads). One at a time; later uses only open them.
+    with exclusive(home / ".storage.lock"), DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions(SESSION_DAYS)
     with DagsterInstance.get() as instance:
         plan = plan_backfill(instance, settings.sessions_dir, everything, start, end)
         for problem in plan.problems:

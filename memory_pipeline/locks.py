@@ -57,3 +57,15 @@ def holding_days(
         for day in sorted(set(days)):
             stack.enter_context(_lock(folder / f"{safe_id(day)}.lock", holder, wait_seconds, on_wait))
         yield
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold `path`'s lock for the block, waiting as long as it takes (for short critical sections)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -61,3 +61,24 @@ def test_overlapping_ranges_do_not_deadlock(tmp_path: Path) -> None:
     for t in threads:
         t.join(30)
     assert sorted(done) == ["A", "B"]
+
+
+def test_exclusive_lets_one_holder_in_at_a_time(tmp_path: Path) -> None:
+    from memory_pipeline.locks import exclusive
+
+    inside: list[int] = []
+    most: list[int] = []
+
+    def hold() -> None:
+        with exclusive(tmp_path / "storage.lock"):
+            inside.append(1)
+            most.append(len(inside))
+            time.sleep(0.05)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(most) == 5 and max(most) == 1
