@@ -14,10 +14,12 @@ PORT ?= 3000
 run: install
 	$(UV) run --frozen memory-pipeline dev --port $(PORT)
 
-## test: install, lint, start the local servers, run the whole test suite
+## test: install, lint, start the local servers, run the whole test suite; then the tests that keep runs in a
+## stored Dagster instance again, on a local PostgreSQL (Debian's, installed if missing)
 test: install lint
 	$(UV) run --frozen memory-pipeline local up
 	$(UV) run --frozen pytest
+	MEMORY_PIPELINE_TEST_DAGSTER_STORAGE=postgres $(UV) run --frozen pytest -m dagster_storage
 
 lint: install
 	$(UV) run --frozen ruff check memory_pipeline memory_pipeline_tests bench

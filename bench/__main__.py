@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale).
+service, executor, scale, scaleout).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -8,7 +8,20 @@ from __future__ import annotations
 
 import sys
 
-from bench import executor, ingest, recall, reflect, rough, runtime, scale, screenshots, secrets, service, summarize
+from bench import (
+    executor,
+    ingest,
+    recall,
+    reflect,
+    rough,
+    runtime,
+    scale,
+    scaleout,
+    screenshots,
+    secrets,
+    service,
+    summarize,
+)
 
 BENCHMARKS = {
     "runtime": runtime.main,
@@ -21,6 +34,7 @@ BENCHMARKS = {
     "service": service.main,
     "executor": executor.main,
     "scale": scale.main,
+    "scaleout": scaleout.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

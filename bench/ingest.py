@@ -39,11 +39,13 @@ TARGET_MESSAGES = 100_000
 SCRATCH = "bench-raw-bulk"
 
 
-def build_corpus(root: Path, days: list[str] = DAYS, target: int = TARGET_MESSAGES) -> tuple[int, int]:
-    """Copies of every fixture under new ids, spread over `days` (file by file, in turn), until >= `target`
-    messages; (files, bytes)."""
+def build_corpus(
+    root: Path, days: list[str] = DAYS, target: int = TARGET_MESSAGES, sources: list[Path] | None = None
+) -> tuple[int, int]:
+    """Copies of `sources` (default: every fixture) under new ids, spread over `days` (file by file, in turn),
+    until >= `target` messages; (files, bytes)."""
     shutil.rmtree(root, ignore_errors=True)
-    sources = sorted(FIXTURES.glob("*.jsonl"))
+    sources = sources or sorted(FIXTURES.glob("*.jsonl"))
     per_round = sum(
         to_frame(session_messages(parse_session(p), Redactor(), "x")[0]).filter(pl.col("doc_id").is_not_null()).height
         for p in sources
@@ -55,9 +57,9 @@ def build_corpus(root: Path, days: list[str] = DAYS, target: int = TARGET_MESSAG
             day = days[(r * len(sources) + i) % len(days)]
             lines = source.read_bytes().split(b"\n")
             header = json.loads(lines[0])
-            header["id"], header["timestamp"] = f"bench-{r:04d}-{source.stem}", f"{day}T08:00:00.000Z"
+            header["id"], header["timestamp"] = f"bench-{r:04d}-{i:04d}-{source.stem}", f"{day}T08:00:00.000Z"
             lines[0] = json.dumps(header).encode()
-            path = root / f"--bench-{r % 7}--" / f"{header['id']}.jsonl"
+            path = root / f"--bench-{(r * len(sources) + i) % 7}--" / f"{header['id']}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"\n".join(lines))
             files += 1

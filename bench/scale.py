@@ -10,6 +10,12 @@ uv run python -m bench scale
 - baseline: raw `_bulk` of the same memory-raw documents (pre-serialised, 1,000 per request) plus raw batched
   `/v1/embeddings` requests of the same observation texts (32 per request), the upper bound of both servers;
 - per-step overhead: the run's wall time minus the time inside its steps.
+
+uv run python -m bench scale --two-years
+
+The same on a history shaped like the one in issue 14 (272 sessions, about 5,900 messages, spread over 722
+days: four copies of the large real session and 268 small ones), against mem0's 73 s for the same 5,882
+messages quoted there (mem0 is not run here).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import httpx
 import polars as pl
 from dagster import DagsterEventType, materialize
 
-from bench.ingest import build_corpus
+from bench.ingest import FIXTURES, build_corpus
 from bench.results_file import table, write_section
 from memory_pipeline.assets import ingest, recall
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
@@ -41,6 +47,10 @@ from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
 
 WORK = Path(__file__).with_name(".work") / "scale"
 DAYS = [(date(2023, 1, 1) + timedelta(days=d)).isoformat() for d in range(365)]
+# Two years: 272 sessions on 272 days spread over 722.
+SPAN = [(date(2023, 1, 1) + timedelta(days=d)).isoformat() for d in range(722)]
+TWO_YEARS = [SPAN[i * 722 // 272] for i in range(271)] + [SPAN[-1]]
+MEM0_SECONDS = 73.0
 SCRATCH = "bench-scale-bulk"
 ASSETS = [
     ingest.session_files,
@@ -80,10 +90,24 @@ def _raw_embeddings(url: str, key: str | None, texts: list[str]) -> float:
         return time.perf_counter() - begin
 
 
+def two_year_sources() -> list[Path]:
+    """272 sessions: the large real one four times, then the small fixtures in turn (about 5,900 messages)."""
+    fixtures = sorted(FIXTURES.glob("*.jsonl"))
+    large = [p for p in fixtures if p.stat().st_size > 100_000]
+    small = [p for p in fixtures if p not in large]
+    return large[:1] * 4 + [small[i % len(small)] for i in range(268)]
+
+
 def main(flags: list[str]) -> None:
+    two_years = "--two-years" in flags
+    days = TWO_YEARS if two_years else DAYS
     shutil.rmtree(WORK, ignore_errors=True)
     corpus = WORK / "sessions"
-    files, size = build_corpus(corpus, DAYS)
+    if two_years:
+        sources = two_year_sources()
+        files, size = build_corpus(corpus, days, target=1, sources=sources)
+    else:
+        files, size = build_corpus(corpus, days)
     frames = [to_frame(session_messages(parse_session(p), Redactor(), "x")[0]) for p in sorted(corpus.rglob("*.jsonl"))]
     messages = pl.concat(frames)
     documents = [(doc_id, doc) for doc_id, _, doc, _ in message_documents(messages)]
@@ -93,20 +117,20 @@ def main(flags: list[str]) -> None:
 
     settings = isolated_settings(load_settings(), WORK, sessions_dir=corpus)
     with make_client(settings, request_timeout=300) as client:
-        delete_days(client, PIPELINE_INDICES, DAYS)
+        delete_days(client, PIPELINE_INDICES, days)
         if client.indices.exists(index=SCRATCH):
             client.indices.delete(index=SCRATCH)
         bulk_seconds = _raw_bulk(client, documents)
     embed_seconds = _raw_embeddings(settings.embeddings_url, settings.api_key("embed"), texts)
     print(f"baseline: bulk {bulk_seconds:.1f} s, embeddings {embed_seconds:.1f} s")
 
-    instance = instance_with_days(DAYS)
+    instance = instance_with_days(days)
     begin = time.perf_counter()
     result = materialize(
         ASSETS,
         resources=build_resources(settings),
         instance=instance,
-        tags={RANGE_START: DAYS[0], RANGE_END: DAYS[-1]},
+        tags={RANGE_START: days[0], RANGE_END: days[-1]},
     )
     total = time.perf_counter() - begin
     assert result.success, "the backfill failed"
@@ -121,7 +145,7 @@ def main(flags: list[str]) -> None:
     }
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
     with make_client(settings, request_timeout=300) as client:
-        delete_days(client, PIPELINE_INDICES, DAYS)
+        delete_days(client, PIPELINE_INDICES, days)
     shutil.rmtree(WORK, ignore_errors=True)
 
     baseline = bulk_seconds + embed_seconds
@@ -129,6 +153,29 @@ def main(flags: list[str]) -> None:
     rows = [[name, f"{seconds:.1f}"] for name, seconds in steps.items()]
     embedded = metadata["embeddings"]["embedded"]
     rate, raw_rate = float(metadata["embeddings"]["texts_per_second"]), len(texts) / embed_seconds
+    if two_years:
+        body = (
+            f"Corpus: {files} session files ({size / 2**20:.1f} MB), {messages.height:,} messages on {days_used} "
+            f"days spread over 722 ({days[0]}..{days[-1]}), {len(documents):,} memory-raw documents, {len(texts):,} "
+            "turn observations; one single-run backfill of the range, in one process, checks included.\n\n"
+            + table(
+                ["figure", "seconds", "vs mem0"],
+                [
+                    ["raw `_bulk` + raw `/v1/embeddings` (baseline)", f"{baseline:.1f}", "-"],
+                    [
+                        "pipeline: ingest + observations + embeddings + vectors",
+                        f"{total:.1f}",
+                        f"{total / MEM0_SECONDS:.2f}x",
+                    ],
+                    ["mem0, as quoted in issue 14 (not run here)", f"{MEM0_SECONDS:.0f}", "1.00x"],
+                ],
+            )
+            + f"\n\nPipeline {total / baseline:.2f}x the baseline; checks: {sum(checks.values())} of {len(checks)} "
+            "passed. Target: under mem0's 73 s.\n"
+        )
+        write_section("scale-two-years", "uv run python -m bench scale --two-years", body)
+        print(body)
+        return
     body = (
         f"Corpus: {files} session files ({size / 2**20:.0f} MB), {messages.height:,} messages over {days_used} days "
         f"of 2023 ({len(DAYS)} dynamic partitions), {len(documents):,} memory-raw documents, {len(texts):,} turn "

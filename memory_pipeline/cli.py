@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,12 +13,12 @@ from pathlib import Path
 
 import click
 
+from memory_pipeline.instance import PROJECT_DIR, prepare_dagster_home
 from memory_pipeline.local.process import RuntimeProblem
 from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
 from memory_pipeline.settings import ConfigError, ServiceName, Settings, load_settings
 
-SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed")
-PROJECT_DIR = Path(__file__).resolve().parents[1]
+SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
 
 
 SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"
@@ -114,10 +115,32 @@ def _run(action):  # noqa: ANN001, ANN202 - tiny local decorator
 
 @local.command()
 @only_option
+@click.option(
+    "--nodes",
+    type=click.IntRange(1, 5),
+    default=None,
+    help="Run Elasticsearch as this many nodes (3: a cluster with one replica of every index); remembered "
+    "until changed. Default: as last time, else 1.",
+)
+@click.option(
+    "--postgres/--sqlite",
+    "postgres",
+    default=None,
+    help="Keep Dagster's runs, events and schedules in a local PostgreSQL (Debian's, installed if missing), or "
+    "in SQLite under DAGSTER_HOME; remembered until changed. Default: as last time, else SQLite.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the servers' status as JSON.")
-def up(only: tuple[ServiceName, ...], as_json: bool) -> None:
+def up(only: tuple[ServiceName, ...], nodes: int | None, postgres: bool | None, as_json: bool) -> None:
     """Start the local servers that are not running (idempotent); wait until ready."""
-    runtime = LocalRuntime(_settings(), progress=_echo_progress)
+    settings = _settings()
+    if nodes is not None:
+        settings = settings.model_copy(update={"local_es_nodes": nodes})
+    if postgres is not None:
+        settings = settings.model_copy(update={"local_postgres": postgres})
+        # Remembered, so every later command keeps Dagster's storage where this one put it.
+        settings.postgres_choice_path.parent.mkdir(parents=True, exist_ok=True)
+        settings.postgres_choice_path.write_text("postgres\n" if postgres else "sqlite\n")
+    runtime = LocalRuntime(settings, progress=_echo_progress)
     rows = _run(lambda: runtime.up(only or None))
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
 
@@ -150,12 +173,12 @@ def dev(port: int, no_local: bool) -> None:
     settings = _settings()
     if not no_local:
         click.echo(_table(_run(lambda: LocalRuntime(settings, progress=_echo_progress).up())))
+    # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
+    _run(lambda: prepare_dagster_home(settings))  # exports DAGSTER_HOME (and the storage URL) to `dagster dev`
     env = dict(os.environ)
     if settings.sessions_dir == SAMPLE_SESSIONS:
         env["SESSIONS_DIR"] = str(SAMPLE_SESSIONS)
         click.echo("~/.pi/agent/sessions does not exist: using the sample sessions in data/sessions", err=True)
-    # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
-    env["DAGSTER_HOME"] = str(_dagster_home(settings))
     click.echo(
         f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})", err=True
     )
@@ -198,20 +221,6 @@ def dev(port: int, no_local: bool) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _dagster_home(settings: Settings) -> Path:
-    """The instance the UI shows: DAGSTER_HOME, else the state folder's (as `dev` sets it)."""
-    home = Path(os.environ.get("DAGSTER_HOME") or settings.memory_pipeline_state_dir / "dagster")
-    home.mkdir(parents=True, exist_ok=True)
-    wanted, current = (PROJECT_DIR / "dagster.yaml").read_text(), home / "dagster.yaml"
-    if not current.exists() or current.read_text() != wanted:
-        # Replaced whole, never written in place: another command may be reading it right now.
-        partial = home / f".dagster.yaml.{os.getpid()}"
-        partial.write_text(wanted)
-        os.replace(partial, current)
-    os.environ["DAGSTER_HOME"] = str(home)
-    return home
-
-
 @main.command()
 @click.option("--all", "everything", is_flag=True, help="Every day with sessions, not only the ones not done.")
 @click.option("--start", help="First day (YYYY-MM-DD) to consider.")
@@ -230,7 +239,7 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
     from memory_pipeline.partitions import SESSION_DAYS, ordered_days
 
     settings = _settings()
-    home = _dagster_home(settings)
+    home = _run(lambda: prepare_dagster_home(settings))
     # The first use of an instance creates its SQLite storages: two commands doing it at once would both stamp
     # the schema (Alembic then finds two heads). One at a time; later uses only open them.
     with exclusive(home / ".storage.lock"), DagsterInstance.get() as instance:
@@ -509,8 +518,11 @@ def config(as_json: bool) -> None:
     """Print the effective configuration as JSON (secrets masked)."""
     settings = _settings()
     shown = settings.model_dump(mode="json")
-    if shown.get("es_api_key"):
-        shown["es_api_key"] = "***"
+    for key in ("es_api_key", "llama_api_key", "embed_api_key"):
+        if shown.get(key):
+            shown[key] = "***"
+    if shown.get("dagster_postgres_url"):
+        shown["dagster_postgres_url"] = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", shown["dagster_postgres_url"])
     shown |= {
         "effective_elasticsearch_url": settings.elasticsearch_url,
         "effective_chat_url": settings.chat_url,

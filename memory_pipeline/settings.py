@@ -8,6 +8,7 @@ means the user brings their own server and nothing local starts for it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -19,7 +20,8 @@ from pydantic import AnyHttpUrl, Field, ValidationError, field_validator, model_
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Port = Annotated[int, Field(ge=1, le=65535)]
-ServiceName = Literal["elasticsearch", "chat", "embed"]
+POSTGRES_ROLE = "memory_pipeline"
+ServiceName = Literal["elasticsearch", "chat", "embed", "postgres"]
 
 
 class ConfigError(ValueError):
@@ -65,6 +67,11 @@ class Settings(BaseSettings):
         None, description='Prefix for stored texts (jina: "Document: "); unset = by model.'
     )
     embed_query_prefix: str | None = Field(None, description='Prefix for queries (jina: "Query: "); unset = by model.')
+    dagster_postgres_url: str | None = Field(
+        None,
+        description="PostgreSQL for Dagster's run, event and schedule storage (postgresql://user:pass@host:port/db); "
+        "unset = SQLite in DAGSTER_HOME, or the local PostgreSQL after `local up --postgres`.",
+    )
     embed_max_tokens: int | None = Field(
         None, ge=16, description="Tokens one input may hold; unset = the server's context (llama-server), else 512."
     )
@@ -94,9 +101,25 @@ class Settings(BaseSettings):
     local_llama_port: Port = 8080
     local_embed_port: Port = 8081
     local_es_heap_mb: int = Field(512, ge=256, le=8192)
+    local_es_nodes: int | None = Field(
+        None,
+        ge=1,
+        le=5,
+        description="Nodes of the local Elasticsearch (`local up --nodes N`); default: as the last `local up` left it, "
+        "else 1. Node i serves HTTP on LOCAL_ES_PORT+i-1 and transport on LOCAL_ES_PORT+100+i-1.",
+    )
     local_threads: int = Field(2, ge=1, le=256)
     local_llama_slots: int = Field(1, ge=1, le=64, description="Parallel slots of the local chat server.")
     local_llama_ctx: int = Field(8192, ge=512, le=131072, description="Context tokens per chat slot.")
+    local_postgres: bool | None = Field(
+        None,
+        description="Keep Dagster's storage in a local PostgreSQL (`local up --postgres`); default: as the last "
+        "`local up` left it, else off (SQLite).",
+    )
+    local_postgres_port: Port = 5433
+    local_postgres_password_file: Path | None = Field(
+        None, description="Password of the local PostgreSQL, made on first use; default <state>/postgres-password."
+    )
     local_api_key_file: Path | None = Field(
         None,
         description="Key the local llama-servers require, made on first use; default <state>/llama-api-key.",
@@ -137,6 +160,7 @@ class Settings(BaseSettings):
             "LOCAL_ES_PORT": self.local_es_port,
             "LOCAL_LLAMA_PORT": self.local_llama_port,
             "LOCAL_EMBED_PORT": self.local_embed_port,
+            "LOCAL_POSTGRES_PORT": self.local_postgres_port,
         }
         if len(set(ports.values())) != len(ports):
             raise ValueError(f"LOCAL_*_PORT values must differ, got {ports}")
@@ -145,6 +169,64 @@ class Settings(BaseSettings):
     @cached_property
     def elasticsearch_url(self) -> str:
         return _strip(self.es_url) or f"http://127.0.0.1:{self.local_es_port}"
+
+    @property
+    def es_nodes_path(self) -> Path:
+        """Where `local up` records how many Elasticsearch nodes it runs, so every later command finds them."""
+        return self.memory_pipeline_state_dir / "run" / "elasticsearch-nodes"
+
+    @property
+    def es_node_count(self) -> int:
+        """How many nodes the local Elasticsearch has: LOCAL_ES_NODES, else what `local up` recorded, else 1."""
+        if self.local_es_nodes is not None:
+            return self.local_es_nodes
+        try:
+            return max(1, int(self.es_nodes_path.read_text().strip()))
+        except (OSError, ValueError):
+            return 1
+
+    @property
+    def elasticsearch_hosts(self) -> list[str]:
+        """Every node a client may send requests to: ES_URL, or each local node (so a client goes on
+        through another node when one dies)."""
+        if self.es_url is not None:
+            return [self.elasticsearch_url]
+        return [f"http://127.0.0.1:{self.local_es_port + i}" for i in range(self.es_node_count)]
+
+    @property
+    def postgres_choice_path(self) -> Path:
+        """Where `local up --postgres` records that Dagster's storage is the local PostgreSQL."""
+        return self.memory_pipeline_state_dir / "run" / "dagster-storage"
+
+    @property
+    def uses_local_postgres(self) -> bool:
+        """Whether the local runtime runs a PostgreSQL for Dagster: LOCAL_POSTGRES, else what `local up` recorded
+        (never when DAGSTER_POSTGRES_URL names the user's own)."""
+        if self.dagster_postgres_url is not None:
+            return False
+        if self.local_postgres is not None:
+            return self.local_postgres
+        try:
+            return self.postgres_choice_path.read_text().strip() == "postgres"
+        except OSError:
+            return False
+
+    @property
+    def postgres_password_path(self) -> Path:
+        """The local PostgreSQL's password for its one role (made on first use, owner-only)."""
+        path = self.local_postgres_password_file or self.memory_pipeline_state_dir / "postgres-password"
+        return path.expanduser().absolute()
+
+    def dagster_storage_url(self) -> str | None:
+        """The PostgreSQL URL Dagster keeps its runs, events and schedules in; None = SQLite in DAGSTER_HOME."""
+        if self.dagster_postgres_url is not None:
+            return self.dagster_postgres_url
+        if not self.uses_local_postgres:
+            return None
+        # A database per state folder: two checkouts (or tests) sharing one server never share run history.
+        database = "dagster_" + hashlib.sha1(str(self.memory_pipeline_state_dir).encode()).hexdigest()[:12]
+        password = local_secret(self.postgres_password_path)
+        return f"postgresql://{POSTGRES_ROLE}:{password}@127.0.0.1:{self.local_postgres_port}/{database}"
 
     @cached_property
     def chat_url(self) -> str:
@@ -176,7 +258,13 @@ class Settings(BaseSettings):
 
     def is_local(self, service: ServiceName) -> bool:
         """Whether the local runtime owns this server (its URL is not configured)."""
-        return {"elasticsearch": self.es_url, "chat": self.llama_url, "embed": self.embed_url}[service] is None
+        configured = {
+            "elasticsearch": self.es_url,
+            "chat": self.llama_url,
+            "embed": self.embed_url,
+            "postgres": self.dagster_postgres_url,
+        }
+        return configured[service] is None
 
 
 def local_secret(path: Path) -> str:
@@ -224,6 +312,10 @@ def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Sett
             "local_llama_port": base.local_llama_port,
             "local_embed_port": base.local_embed_port,
             "local_api_key_file": base.api_key_path,  # the servers are base's: so is their key
+            "local_postgres": base.uses_local_postgres,
+            "local_postgres_port": base.local_postgres_port,
+            "local_postgres_password_file": base.postgres_password_path,
+            "dagster_postgres_url": base.dagster_postgres_url,
             **overrides,
         }
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +21,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+# `make test` runs the tests marked dagster_storage a second time with this set to "postgres": the CLI's
+# Dagster instance (runs, events, schedules) then lives in the local PostgreSQL.
+STORAGE_VARIABLE = "MEMORY_PIPELINE_TEST_DAGSTER_STORAGE"
+
+
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return load_settings()
+    storage = os.environ.get(STORAGE_VARIABLE, "sqlite")
+    assert storage in ("sqlite", "postgres"), f"{STORAGE_VARIABLE} must be sqlite or postgres, not {storage!r}"
+    return load_settings(local_postgres=storage == "postgres")
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@
 Only servers whose URL is not configured are local; a configured URL is the
 user's own server, shown by `status` and never started or stopped here.
 `up` is idempotent, and `down` stops exactly the processes `up` recorded.
+Elasticsearch runs as one node, or as a cluster of N (`up --nodes N`, remembered
+for every later command until `up --nodes 1`).
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from memory_pipeline.local.process import (
     stop_process,
     wait_until,
 )
-from memory_pipeline.local.services import LocalService, all_services
+from memory_pipeline.local.services import SINGLE_NODE_FLAG, ElasticsearchService, LocalService, all_services
 from memory_pipeline.settings import ServiceName, Settings
 from memory_pipeline.stores.openai_compat import RejectedRequest
 
 
 class ServiceStatus(BaseModel):
-    name: ServiceName
+    name: str  # a server's own name: elasticsearch, elasticsearch-2 (second node), chat, embed
     url: str
     mode: str  # "local" or "external"
     state: str  # running, started, stopped, stale, external, unreachable, unauthorized
@@ -48,17 +50,39 @@ class LocalRuntime:
         self.progress = progress
         self.run_dir = settings.memory_pipeline_state_dir / "run"
 
-    def services(self, names: Iterable[ServiceName] | None = None) -> list[LocalService]:
+    def services(self, names: Iterable[ServiceName] | None = None, recorded: bool = False) -> list[LocalService]:
+        """The servers of these kinds (all by default); with `recorded`, also Elasticsearch nodes beyond the
+        configured count that `up` once started (so `down` and `status` never lose one)."""
         wanted = set(names) if names is not None else None
-        return [s for s in all_services(self.settings) if wanted is None or s.name in wanted]
+        nodes, postgres = self.settings.es_node_count, self.settings.uses_local_postgres
+        if recorded:
+            nodes = max([nodes, *(n for n in range(2, 10) if read_record(self.run_dir, f"elasticsearch-{n}"))])
+            postgres = postgres or read_record(self.run_dir, "postgres") is not None
+        return [s for s in all_services(self.settings, nodes, postgres) if wanted is None or s.kind in wanted]
+
+    def _check_shape(self, services: list[LocalService]) -> None:
+        """A running single node cannot become a cluster's first node, nor the other way round."""
+        first = next((s for s in services if isinstance(s, ElasticsearchService) and s.node == 1), None)
+        record = read_record(self.run_dir, "elasticsearch") if first else None
+        if first is None or record is None or owned_process(record) is None:
+            return
+        running_single = SINGLE_NODE_FLAG in record.argv
+        if running_single != (first.nodes == 1):
+            shape = "a single node" if running_single else "a cluster"
+            raise RuntimeProblem(
+                f"elasticsearch: {shape} is running and {first.nodes} node(s) were asked for: stop it first "
+                f"(`memory-pipeline local down --only elasticsearch`)"
+            )
 
     def up(self, names: Iterable[ServiceName] | None = None) -> list[ServiceStatus]:
         """Start every local server not already running; wait until all are ready."""
         started: list[tuple[LocalService, psutil.Process, float]] = []
         results: dict[str, ServiceStatus] = {}
+        wanted = self.services(names)
+        self._check_shape(wanted)
         try:
-            for service in self.services(names):
-                if not self.settings.is_local(service.name):
+            for service in wanted:
+                if not self.settings.is_local(service.kind):
                     results[service.name] = self._status(service)
                     continue
                 begin = time.monotonic()
@@ -114,14 +138,18 @@ class LocalRuntime:
                 if service.name not in results:
                     self._stop(service)
             raise
-        return [results[s.name] for s in self.services(names) if s.name in results]
+        # Remembered, so every later command (and `up` without options) finds the same shape.
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if any(isinstance(s, ElasticsearchService) for s in wanted) and self.settings.is_local("elasticsearch"):
+            self.settings.es_nodes_path.write_text(f"{self.settings.es_node_count}\n")
+        return [results[s.name] for s in wanted if s.name in results]
 
     def down(self, names: Iterable[ServiceName] | None = None) -> list[str]:
         """Stop the servers `up` recorded (only those); the names of those that were running."""
-        return [s.name for s in self.services(names) if self._stop(s)]
+        return [s.name for s in self.services(names, recorded=True) if self._stop(s)]
 
     def status(self) -> list[ServiceStatus]:
-        return [self._status(service) for service in self.services()]
+        return [self._status(service) for service in self.services(recorded=True)]
 
     def _stop(self, service: LocalService) -> bool:
         record = read_record(self.run_dir, service.name)
@@ -134,7 +162,7 @@ class LocalRuntime:
         return was_running
 
     def _status(self, service: LocalService, state: str | None = None, seconds: float | None = None) -> ServiceStatus:
-        local = self.settings.is_local(service.name)
+        local = self.settings.is_local(service.kind)
         status = ServiceStatus(
             name=service.name,
             url=service.url,
@@ -157,7 +185,7 @@ class LocalRuntime:
             described = service.describe()
             status.version, status.model, status.health = described["version"], described["model"], described["health"]
         except RejectedRequest as exc:
-            variable = {"chat": "LLAMA_API_KEY", "embed": "EMBED_API_KEY"}.get(service.name, "its key")
+            variable = {"chat": "LLAMA_API_KEY", "embed": "EMBED_API_KEY"}.get(service.kind, "its key")
             status.health = f"refused with HTTP {exc.status}: set {variable}"
             status.state = "unauthorized" if exc.status in (401, 403) else status.state
         except Exception as exc:  # noqa: BLE001 - status reports, it does not fail

@@ -9,14 +9,17 @@ import re
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from elasticsearch import Elasticsearch
 
 from memory_pipeline.local.artifacts import Progress, fetch_elasticsearch, pinned_version
 from memory_pipeline.local.llama_build import PACKAGE, ensure_llama_server
 from memory_pipeline.local.models import CHAT_MODEL, EMBED_MODEL
 from memory_pipeline.local.process import RuntimeProblem
-from memory_pipeline.settings import ServiceName, Settings
+from memory_pipeline.settings import POSTGRES_ROLE, ServiceName, Settings, local_secret
 from memory_pipeline.stores.elasticsearch import cluster_summary, make_client
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
@@ -35,7 +38,8 @@ class LaunchSpec:
 
 
 class LocalService(ABC):
-    name: ServiceName
+    kind: ServiceName  # which configured server this is (ES_URL, LLAMA_URL or EMBED_URL decides if it is local)
+    name: str  # its own name: PID file, log, status row (`elasticsearch-2` for a second node)
     ready_timeout: float = 60.0
 
     def __init__(self, settings: Settings) -> None:
@@ -51,7 +55,12 @@ class LocalService(ABC):
 
     @property
     def port_variable(self) -> str:
-        return {"elasticsearch": "LOCAL_ES_PORT", "chat": "LOCAL_LLAMA_PORT", "embed": "LOCAL_EMBED_PORT"}[self.name]
+        return {
+            "elasticsearch": "LOCAL_ES_PORT",
+            "chat": "LOCAL_LLAMA_PORT",
+            "embed": "LOCAL_EMBED_PORT",
+            "postgres": "LOCAL_POSTGRES_PORT",
+        }[self.kind]
 
     @property
     def log_path(self) -> Path:
@@ -101,6 +110,40 @@ def _reachable(path: Path, user: str, writable: bool = False) -> bool:
     return probe.returncode == 0
 
 
+def data_root(settings: Settings, folder: str, progress: Progress) -> Path:
+    """Where a server that refuses root keeps its data: `<state>/<folder>`, unless (as root) the service user
+    cannot reach it because a parent folder is private; then a folder of its own under /var/lib, named after
+    the state folder so a restart finds the same data."""
+    preferred = settings.memory_pipeline_state_dir / folder
+    preferred.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or _reachable(preferred, _ensure_service_user()):
+        return preferred
+    digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:12]
+    fallback = FALLBACK_DATA_ROOT / digest / folder
+    fallback.mkdir(parents=True, exist_ok=True)
+    progress(
+        f"{folder}: {preferred} is not reachable by the {SERVICE_USER!r} user (a parent folder is private); "
+        f"keeping its data in {fallback}"
+    )
+    return fallback
+
+
+def hand_over(root: Path, writable: Path) -> str | None:
+    """As root, give `root` to the service user the server runs as (its name); as anyone else, None."""
+    if os.geteuid() != 0:
+        return None
+    user = _ensure_service_user()
+    entry = pwd.getpwnam(user)
+    for folder, subdirs, files in os.walk(root):
+        for item in [folder, *(os.path.join(folder, n) for n in subdirs + files)]:
+            os.chown(item, entry.pw_uid, entry.pw_gid)
+    if not _reachable(writable, user, writable=True):
+        raise RuntimeProblem(
+            f"the {user!r} user cannot write {writable}: set MEMORY_PIPELINE_STATE_DIR to a folder others can traverse"
+        )
+    return user
+
+
 def _ensure_service_user() -> str:
     try:
         pwd.getpwnam(SERVICE_USER)
@@ -118,57 +161,45 @@ def _ensure_service_user() -> str:
     return SERVICE_USER
 
 
+SINGLE_NODE_FLAG = "-Ediscovery.type=single-node"
+
+
 class ElasticsearchService(LocalService):
-    name: ServiceName = "elasticsearch"
+    """Node `node` (1-based) of the local Elasticsearch: one node on its own (`discovery.type=single-node`),
+    or one of `nodes` forming a cluster on 127.0.0.1 (node i: HTTP on LOCAL_ES_PORT+i-1, transport on
+    LOCAL_ES_PORT+100+i-1). A cluster keeps its data apart from the single node's: neither can join the other."""
+
+    kind: ServiceName = "elasticsearch"
     ready_timeout = 180.0
+
+    def __init__(self, settings: Settings, node: int = 1, nodes: int = 1) -> None:
+        super().__init__(settings)
+        self.node, self.nodes = node, nodes
+        self.name = "elasticsearch" if node == 1 else f"elasticsearch-{node}"
 
     @property
     def port(self) -> int:
-        return self.settings.local_es_port
+        return self.settings.local_es_port + self.node - 1
+
+    def transport_port(self, node: int) -> int:
+        return self.settings.local_es_port + 100 + node - 1
 
     @property
     def url(self) -> str:
-        return self.settings.elasticsearch_url
-
-    def data_root(self, progress: Progress) -> Path:
-        """Where ES keeps its config, data and logs: the state folder, unless (as root) the service user
-        cannot reach it because a parent folder is private; then a folder of its own under /var/lib, named
-        after the state folder so a restart finds the same data."""
-        preferred = self.settings.memory_pipeline_state_dir / "elasticsearch"
-        preferred.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() != 0 or _reachable(preferred, _ensure_service_user()):
-            return preferred
-        digest = hashlib.sha1(str(preferred).encode()).hexdigest()[:12]
-        fallback = FALLBACK_DATA_ROOT / digest / "elasticsearch"
-        progress(
-            f"elasticsearch: {preferred} is not reachable by the {SERVICE_USER!r} user (a parent folder is "
-            f"private); keeping its data in {fallback}"
-        )
-        return fallback
+        return self.settings.elasticsearch_url if self.node == 1 else f"http://127.0.0.1:{self.port}"
 
     def prepare(self, progress: Progress) -> LaunchSpec:
         java_home = find_java()
         home = fetch_elasticsearch(self.settings.memory_pipeline_cache_dir, progress)
-        state = self.data_root(progress)
+        folder = "elasticsearch" if self.nodes == 1 else f"elasticsearch-cluster/node-{self.node}"
+        state = data_root(self.settings, folder, progress)
         config = state / "config"
         if not (config / "jvm.options").exists():
             shutil.copytree(home / "config", config, dirs_exist_ok=True)
         dirs = {name: state / name for name in ("data", "logs", "tmp")}
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
-        user = None
-        if os.geteuid() == 0:
-            user = _ensure_service_user()
-            entry = pwd.getpwnam(user)
-            for path in (state, config, *dirs.values()):
-                for root, subdirs, files in os.walk(path):
-                    for item in [root, *(os.path.join(root, n) for n in subdirs + files)]:
-                        os.chown(item, entry.pw_uid, entry.pw_gid)
-            if not _reachable(dirs["data"], user, writable=True):
-                raise RuntimeProblem(
-                    f"the {user!r} user cannot write {dirs['data']}: set MEMORY_PIPELINE_STATE_DIR to a folder "
-                    f"others can traverse"
-                )
+        user = hand_over(state, dirs["data"])
         heap = self.settings.local_es_heap_mb
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -181,9 +212,6 @@ class ElasticsearchService(LocalService):
             "CLI_JAVA_OPTS": f"-Djava.io.tmpdir={dirs['tmp']}",
         }
         settings = {
-            "cluster.name": "memory-pipeline-local",
-            "node.name": "memory-pipeline",
-            "discovery.type": "single-node",
             "network.host": "127.0.0.1",
             "http.port": str(self.port),
             "xpack.security.enabled": "false",
@@ -192,19 +220,39 @@ class ElasticsearchService(LocalService):
             # A nearly full developer disk must not turn every index read-only.
             "cluster.routing.allocation.disk.threshold_enabled": "false",
         }
+        if self.nodes == 1:
+            settings |= {"cluster.name": "memory-pipeline-local", "node.name": "memory-pipeline"}
+        else:
+            names = [f"memory-pipeline-{i}" for i in range(1, self.nodes + 1)]
+            settings |= {
+                "cluster.name": f"memory-pipeline-{self.nodes}-nodes",
+                "node.name": names[self.node - 1],
+                "transport.port": str(self.transport_port(self.node)),
+                "discovery.seed_hosts": ",".join(
+                    f"127.0.0.1:{self.transport_port(i)}" for i in range(1, len(names) + 1)
+                ),
+                # Read only when the cluster first forms; a node that returns finds it through the seed hosts.
+                "cluster.initial_master_nodes": ",".join(names),
+            }
         argv = [str(home / "bin" / "elasticsearch"), *(f"-E{k}={v}" for k, v in settings.items())]
+        if self.nodes == 1:
+            argv.append(SINGLE_NODE_FLAG)
         return LaunchSpec(argv=argv, env=env, cwd=home, user=user)
+
+    def _client(self) -> Elasticsearch:
+        return make_client(self.settings, hosts=[self.url], request_timeout=5, max_retries=0)
 
     def is_ready(self) -> bool:
         try:
-            with make_client(self.settings, request_timeout=5, max_retries=0) as client:
+            with self._client() as client:
                 health = client.cluster.health(wait_for_status="yellow", timeout="2s")
+                # A node answers health only once it is in a cluster with an elected master.
                 return health["status"] in ("yellow", "green")
         except Exception:  # noqa: BLE001 - any failure here means "not yet"
             return False
 
     def describe(self) -> dict[str, str]:
-        with make_client(self.settings, request_timeout=5, max_retries=0) as client:
+        with self._client() as client:
             summary = cluster_summary(client)
         return {"version": summary["version"], "model": "-", "health": summary["health"]}
 
@@ -214,7 +262,7 @@ class LlamaService(LocalService):
 
     def __init__(self, settings: Settings, name: ServiceName) -> None:
         super().__init__(settings)
-        self.name = name
+        self.kind = self.name = name
         self.model = CHAT_MODEL if name == "chat" else EMBED_MODEL
 
     @property
@@ -285,5 +333,147 @@ class LlamaService(LocalService):
             return {"version": version, "model": client.model_id(), "health": client.health()}
 
 
-def all_services(settings: Settings) -> list[LocalService]:
-    return [ElasticsearchService(settings), LlamaService(settings, "chat"), LlamaService(settings, "embed")]
+POSTGRES_PACKAGE = "postgresql"
+
+
+def find_postgres(progress: Progress) -> Path:
+    """The bin folder of Debian's PostgreSQL (the newest installed); installed with apt when missing, as root."""
+
+    def installed() -> list[Path]:
+        return sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parts[-3]))
+
+    if not installed():
+        progress(f"postgres: installing Debian's {POSTGRES_PACKAGE} with apt-get")
+        apt_install([POSTGRES_PACKAGE])
+    return installed()[-1].parent
+
+
+class PostgresService(LocalService):
+    """Debian's PostgreSQL for Dagster's run, event and schedule storage (`local up --postgres`): TCP on
+    127.0.0.1 only (no Unix socket), one password-protected role, a database per state folder."""
+
+    kind: ServiceName = "postgres"
+    name = "postgres"
+
+    @property
+    def port(self) -> int:
+        return self.settings.local_postgres_port
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://127.0.0.1:{self.port}"
+
+    def prepare(self, progress: Progress) -> LaunchSpec:
+        binaries = find_postgres(progress)
+        root = data_root(self.settings, "postgres", progress)
+        data = root / "data"
+        password = local_secret(self.settings.postgres_password_path)
+        user = hand_over(root, root)
+        if not (data / "PG_VERSION").exists():
+            progress(f"postgres: initdb in {data}")
+            shutil.rmtree(data, ignore_errors=True)  # a half-made cluster from an interrupted initdb
+            secret = root / ".pwfile"
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(password + "\n")
+            hand_over(root, root)
+            try:
+                run_as(
+                    [
+                        str(binaries / "initdb"),
+                        "-D",
+                        str(data),
+                        "-U",
+                        POSTGRES_ROLE,
+                        "--auth=scram-sha-256",
+                        f"--pwfile={secret}",
+                        "-E",
+                        "UTF8",
+                        "--locale=C",
+                    ],
+                    user,
+                )
+            finally:
+                secret.unlink(missing_ok=True)
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "port": str(self.port),
+            "unix_socket_directories": "",
+            "max_connections": "100",
+            "shared_buffers": "128MB",
+            # Run history, not the only copy of anything: a crash may lose the last moments, never corrupt.
+            "synchronous_commit": "off",
+        }
+        argv = [str(binaries / "postgres"), "-D", str(data), *(f"-c{k}={v}" for k, v in settings.items())]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+        return LaunchSpec(argv=argv, env=env, cwd=root, user=user)
+
+    def _query(self, sql: str) -> str:
+        import psycopg2
+
+        password = local_secret(self.settings.postgres_password_path)
+        with (
+            closing(
+                psycopg2.connect(
+                    host="127.0.0.1",
+                    port=self.port,
+                    user=POSTGRES_ROLE,
+                    password=password,
+                    dbname="postgres",
+                    connect_timeout=3,
+                )
+            ) as connection,
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(sql)
+            return str(cursor.fetchone()[0])
+
+    def is_ready(self) -> bool:
+        try:
+            return self._query("SELECT 1") == "1"
+        except Exception:  # noqa: BLE001 - any failure here means "not yet"
+            return False
+
+    def describe(self) -> dict[str, str]:
+        return {"version": self._query("SHOW server_version").split()[0], "model": "-", "health": "ok"}
+
+
+def run_as(argv: list[str], user: str | None) -> None:
+    """Run a set-up command (as `user` when given); a failure raises with its output."""
+    kwargs: dict[str, object] = {}
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        kwargs = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    if result.returncode != 0:
+        raise RuntimeProblem(f"{Path(argv[0]).name} failed: {(result.stderr or result.stdout).strip()[-2000:]}")
+
+
+def apt_install(packages: list[str]) -> None:
+    """Install Debian packages (as root, with apt-get); else say which to install."""
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise RuntimeProblem(
+            f"install the Debian package(s) {' '.join(packages)} (apt-get install {' '.join(packages)})"
+        )
+    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+    for argv in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+    ):
+        result = subprocess.run(argv, capture_output=True, text=True, env=env)
+        if result.returncode != 0:
+            raise RuntimeProblem(f"{' '.join(argv)} failed: {result.stderr.strip()[-2000:]}")
+
+
+def all_services(settings: Settings, es_nodes: int | None = None, postgres: bool | None = None) -> list[LocalService]:
+    """Every local server: the Elasticsearch node(s) (`es_nodes`, default as settings say), chat, embed, and
+    PostgreSQL when Dagster's storage is the local one (`postgres`, default as settings say)."""
+    nodes = es_nodes or settings.es_node_count
+    services: list[LocalService] = [
+        *(ElasticsearchService(settings, node, nodes) for node in range(1, nodes + 1)),
+        LlamaService(settings, "chat"),
+        LlamaService(settings, "embed"),
+    ]
+    if settings.uses_local_postgres if postgres is None else postgres:
+        services.append(PostgresService(settings))
+    return services

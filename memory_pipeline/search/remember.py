@@ -71,7 +71,7 @@ def remember(search: MemorySearch, note: Note, redactor: Redactor, now: datetime
     existing = search.get([doc_id])
     if existing:
         return existing[0]  # the first time it was said stays its date
-    ensure_index(search.es, NOTES_INDEX, NOTE_MAPPINGS, {"number_of_shards": 1, "number_of_replicas": 0})
+    ensure_index(search.es, NOTES_INDEX, NOTE_MAPPINGS)
     try:
         [vector] = search.embedder.embed([str(document["summary"])], purpose="document")
     except ServerError:

@@ -20,7 +20,7 @@ from memory_pipeline.settings import Settings
 
 def client_kwargs(settings: Settings) -> dict[str, Any]:
     """Constructor arguments for `elasticsearch.Elasticsearch` (and dagster-elasticsearch's HostsConfig)."""
-    kwargs: dict[str, Any] = {"hosts": [settings.elasticsearch_url], "verify_certs": settings.es_verify_certs}
+    kwargs: dict[str, Any] = {"hosts": settings.elasticsearch_hosts, "verify_certs": settings.es_verify_certs}
     if settings.es_api_key:
         kwargs["api_key"] = settings.es_api_key
     if settings.es_ca_certs:
@@ -45,6 +45,11 @@ def cluster_summary(client: Elasticsearch) -> dict[str, str]:
 # --- writing and reading documents ------------------------------------------------------
 
 
+# One primary shard (an index is small per user), and a replica wherever a second node exists: a single
+# node stays green, a cluster keeps every document on two nodes, so losing one loses nothing.
+INDEX_SETTINGS: dict[str, Any] = {"number_of_shards": 1, "auto_expand_replicas": "0-1"}
+
+
 class IndexingError(RuntimeError):
     """Elasticsearch refused documents (after retries); the message names the index and the first reasons."""
 
@@ -52,12 +57,13 @@ class IndexingError(RuntimeError):
 def ensure_index(
     client: Elasticsearch, index: str, mappings: dict[str, Any], settings: dict[str, Any] | None = None
 ) -> bool:
-    """Create `index` with explicit mappings, or add new fields to an existing one; True if created."""
+    """Create `index` with explicit mappings (and `INDEX_SETTINGS`, `settings` added), or add new fields to an
+    existing one; True if created."""
     if client.indices.exists(index=index):
         client.indices.put_mapping(index=index, **mappings)
         return False
     try:
-        client.indices.create(index=index, mappings=mappings, settings=settings or {})
+        client.indices.create(index=index, mappings=mappings, settings={**INDEX_SETTINGS, **(settings or {})})
     except BadRequestError as exc:
         if exc.error != "resource_already_exists_exception":
             raise

@@ -19,7 +19,7 @@ import polars as pl
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.sessions.load import PARSER_VERSION, Recorded
-from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_hashes, stored_sources
+from memory_pipeline.stores.elasticsearch import INDEX_SETTINGS, bulk_apply, ensure_index, stored_hashes, stored_sources
 from memory_pipeline.stores.indices import (
     RAW_DOC_FIELDS,
     RAW_FILES_INDEX,
@@ -30,12 +30,12 @@ from memory_pipeline.stores.indices import (
     RawMessageDoc,
 )
 
-RAW_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "1s"}
+RAW_SETTINGS = {**INDEX_SETTINGS, "refresh_interval": "1s"}
 
 
 def ensure_raw_indices(client: Elasticsearch) -> None:
     ensure_index(client, RAW_INDEX, RAW_MAPPINGS, RAW_SETTINGS)
-    ensure_index(client, RAW_FILES_INDEX, RAW_FILES_MAPPINGS, {"number_of_shards": 1, "number_of_replicas": 0})
+    ensure_index(client, RAW_FILES_INDEX, RAW_FILES_MAPPINGS)
 
 
 def read_manifest(client: Elasticsearch, partitions: list[str]) -> dict[str, tuple[str, Recorded]]:

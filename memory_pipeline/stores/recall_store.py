@@ -24,8 +24,6 @@ from memory_pipeline.stores.indices import (
     vector_mapping,
 )
 
-_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
-
 
 def embed_hash(text: str, model: str, dims: int | None, prefix: str) -> str:
     return hashlib.sha1(f"{model}\x1f{dims}\x1f{prefix}\x1f{text}".encode()).hexdigest()
@@ -33,7 +31,7 @@ def embed_hash(text: str, model: str, dims: int | None, prefix: str) -> str:
 
 def ensure_vectors(client: Elasticsearch, dims: int) -> None:
     """Both recall indices exist and have `vector_<dims>` (indexed, cosine) and the embed bookkeeping fields."""
-    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
+    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS)
     properties = {
         **EMBED_FIELDS,
         vector_field(dims): vector_mapping(dims),
@@ -65,7 +63,7 @@ def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions
 
 def write_observations(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> tuple[int, int]:
     """Observation documents equal to the frame for these days (vectors on them are kept)."""
-    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS, _SETTINGS)
+    ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS)
     rows = ((row["doc_id"], row) for row in observations.iter_rows(named=True))
     counts = sync_documents(client, OBSERVATION_INDEX, {"terms": {"partition": partitions}}, rows, partial=True)
     return counts.written, counts.deleted

@@ -23,11 +23,9 @@ from memory_pipeline.stores.indices import (
     vector_mapping,
 )
 
-_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0}
-
 
 def ensure_reflections(client: Elasticsearch, dims: int) -> None:
-    ensure_index(client, REFLECTION_INDEX, REFLECTION_MAPPINGS, _SETTINGS)
+    ensure_index(client, REFLECTION_INDEX, REFLECTION_MAPPINGS)
     client.indices.put_mapping(
         index=REFLECTION_INDEX,
         properties={vector_field(dims): vector_mapping(dims)},

@@ -64,9 +64,8 @@ def summary_doc_id(session_id: str, turn_id: str, summary: str) -> str:
 
 
 def ensure_summary_indices(client: Elasticsearch) -> None:
-    settings = {"number_of_shards": 1, "number_of_replicas": 0}
-    ensure_index(client, SUMMARY_INDEX, SUMMARY_MAPPINGS, settings)
-    ensure_index(client, LEDGER_INDEX, LEDGER_MAPPINGS, settings)
+    ensure_index(client, SUMMARY_INDEX, SUMMARY_MAPPINGS)
+    ensure_index(client, LEDGER_INDEX, LEDGER_MAPPINGS)
 
 
 def read_ledger(client: Elasticsearch, partitions: list[str]) -> dict[tuple[str, str], LedgerDoc]:

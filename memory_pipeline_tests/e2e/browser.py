@@ -5,9 +5,6 @@ executables (no browser download)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -16,21 +13,14 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from memory_pipeline.local.services import apt_install
+
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 
 def ensure_chromium() -> None:
-    if CHROMIUM.exists() and CHROMEDRIVER.exists():
-        return
-    assert os.geteuid() == 0 and shutil.which("apt-get"), "install chromium and chromium-driver (Debian packages)"
-    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "chromium-driver"],
-        check=True,
-        env=env,
-        capture_output=True,
-    )
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        apt_install(["chromium", "chromium-driver"])
 
 
 @contextmanager

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dagster import ExecuteInProcessResult, materialize
+from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
 from memory_pipeline.assets import ingest, recall
+from memory_pipeline.instance import STORAGE_URL_VARIABLE, sqlalchemy_url
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, isolated_settings
@@ -49,8 +50,28 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         "LOCAL_LLAMA_PORT": str(settings.local_llama_port),
         "LOCAL_EMBED_PORT": str(settings.local_embed_port),
         "LOCAL_API_KEY_FILE": str(settings.api_key_path),
+        **storage_env(settings),
         **extra,
     }
+
+
+def storage_env(settings: Settings) -> dict[str, str]:
+    """Where Dagster's storage is: the local PostgreSQL when `settings` use it (a database per state folder)."""
+    if not settings.uses_local_postgres:
+        return {"LOCAL_POSTGRES": "false"}
+    return {
+        "LOCAL_POSTGRES": "true",
+        "LOCAL_POSTGRES_PORT": str(settings.local_postgres_port),
+        "LOCAL_POSTGRES_PASSWORD_FILE": str(settings.postgres_password_path),
+    }
+
+
+def stored_instance(settings: Settings, home: Path) -> DagsterInstance:
+    """The Dagster instance in `home` as the CLI under `settings` made it (SQLite there, or PostgreSQL)."""
+    url = settings.dagster_storage_url()
+    if url is not None:
+        os.environ[STORAGE_URL_VARIABLE] = sqlalchemy_url(url)
+    return DagsterInstance.from_config(str(home))
 
 
 def reset_days(settings: Settings, days: list[str]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from memory_pipeline.local.process import port_in_use
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import ServiceName, Settings, isolated_settings, load_settings
 
@@ -19,19 +20,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def private_runtime(tmp_path: Path, shared: Settings, cache: Path | None = None) -> LocalRuntime:
-    """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default."""
+def free_port_range(count: int) -> int:
+    """The first of `count` consecutive free ports (and `count` more, 100 above: an ES cluster's transport)."""
+    for _ in range(50):
+        first = free_port()
+        wanted = [p for base in (first, first + 100) for p in range(base, base + count)]
+        if first + 100 + count < 65536 and not any(port_in_use(p) for p in wanted):
+            return first
+    raise RuntimeError(f"no {count} consecutive free ports found")
+
+
+def private_runtime(
+    tmp_path: Path, shared: Settings, cache: Path | None = None, es_nodes: int = 1, postgres: bool = False
+) -> LocalRuntime:
+    """A runtime with its own state folder and ports, reusing the shared cache (no rebuilds) by default;
+    its Elasticsearch has `es_nodes` nodes, and it runs a PostgreSQL for Dagster if `postgres`."""
     settings = load_settings(
         memory_pipeline_state_dir=tmp_path / "state",
         memory_pipeline_cache_dir=cache or shared.memory_pipeline_cache_dir,
-        local_es_port=free_port(),
+        local_es_port=free_port_range(es_nodes) if es_nodes > 1 else free_port(),
         local_llama_port=free_port(),
         local_embed_port=free_port(),
+        local_es_nodes=es_nodes,
+        local_postgres=postgres,
+        local_postgres_port=free_port(),
     )
     return LocalRuntime(settings, progress=lambda m: None)
 
 
-def kill(runtime: LocalRuntime, name: ServiceName) -> int:
+def kill(runtime: LocalRuntime, name: str) -> int:
     """SIGKILL one server of `runtime` (no shutdown, as a crash or the OOM killer would); its pid."""
     pid = next(s.pid for s in runtime.status() if s.name == name)
     assert pid, f"{name} is not running"

@@ -9,12 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dagster import DagsterEventType, DagsterInstance
 
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, SUMMARY_INDEX
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, reset_days
+from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
+
+pytestmark = pytest.mark.dagster_storage
 
 DAY = "2024-09-02"
 
@@ -42,7 +45,7 @@ def test_two_runs_of_one_day_at_once_run_one_after_the_other(local_runtime: Sett
     assert all(r["success"] for r in runs) and runs[0]["run_id"] != runs[1]["run_id"]
     assert any("is being run by run" in err for _, err in outputs)  # one of them said it waited
 
-    with DagsterInstance.from_config(str(tmp_path / "dagster")) as instance:
+    with stored_instance(settings, tmp_path / "dagster") as instance:
         first, second = sorted((_steps(instance, r["run_id"]) for r in runs), key=lambda window: window[0])
         assert first[1] <= second[0]  # no step of one ran while the other was running
         calls = []

@@ -280,6 +280,7 @@ def test_range_backfill_runs_as_one_run(local_runtime: Settings, tmp_path: Path,
         assert again.metadata["memory_raw_index"]["written"] == 0 and all(again.checks.values())
 
 
+@pytest.mark.dagster_storage
 def test_backfill_command_ingests_the_missing_days_once(local_runtime: Settings, tmp_path: Path, day: str) -> None:
     import subprocess
     import sys

@@ -163,7 +163,7 @@ def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: S
     import os
     import shutil
 
-    from memory_pipeline.local.services import ElasticsearchService
+    from memory_pipeline.local.services import data_root
     from memory_pipeline.stores.elasticsearch import make_client
 
     private = tmp_path / "private"
@@ -171,7 +171,7 @@ def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: S
     runtime = private_runtime(private, local_runtime)
     messages: list[str] = []
     runtime.progress = messages.append
-    root = ElasticsearchService(runtime.settings).data_root(messages.append)
+    root = data_root(runtime.settings, "elasticsearch", messages.append)
     if os.geteuid() != 0:  # ES runs as the caller, who can reach their own folders: nothing moves
         assert root == runtime.settings.memory_pipeline_state_dir / "elasticsearch" and not messages
         return

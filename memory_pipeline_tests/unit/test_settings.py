@@ -24,6 +24,12 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "LOCAL_LLAMA_PORT",
         "LOCAL_EMBED_PORT",
         "ES_VERIFY_CERTS",
+        "LLAMA_API_KEY",
+        "EMBED_API_KEY",
+        "DAGSTER_POSTGRES_URL",
+        "LOCAL_POSTGRES",
+        "LOCAL_ES_NODES",
+        "MEMORY_PIPELINE_STATE_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env
@@ -140,3 +146,57 @@ def test_local_servers_get_a_generated_key_users_servers_their_own(tmp_path: Pat
     assert (
         own.api_key("chat") == "users-key" and own.api_key("embed") == (tmp_path / "llama-api-key").read_text().strip()
     )
+
+
+def test_config_masks_every_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ES_URL", "https://es.example.test")
+    monkeypatch.setenv("ES_API_KEY", "es-secret")
+    monkeypatch.setenv("LLAMA_API_KEY", "llama-secret")
+    monkeypatch.setenv("EMBED_API_KEY", "embed-secret")
+    monkeypatch.setenv("DAGSTER_POSTGRES_URL", "postgresql://dagster:pg-secret@db.example.test:5432/runs")
+    result = CliRunner().invoke(main, ["config"])
+    assert result.exit_code == 0
+    for secret in ("es-secret", "llama-secret", "embed-secret", "pg-secret"):
+        assert secret not in result.output
+    assert json.loads(result.output)["dagster_postgres_url"] == "postgresql://dagster:***@db.example.test:5432/runs"
+
+
+def test_the_local_elasticsearch_shape_is_remembered_and_every_node_is_a_host(tmp_path: Path) -> None:
+    settings = load_settings(memory_pipeline_state_dir=tmp_path / "state", local_es_port=19200)
+    assert settings.es_node_count == 1 and settings.elasticsearch_hosts == ["http://127.0.0.1:19200"]
+    settings.es_nodes_path.parent.mkdir(parents=True)
+    settings.es_nodes_path.write_text("3\n")  # as `local up --nodes 3` leaves it
+    assert settings.elasticsearch_hosts == [f"http://127.0.0.1:{p}" for p in (19200, 19201, 19202)]
+    assert load_settings(memory_pipeline_state_dir=tmp_path / "state", local_es_nodes=1).es_node_count == 1
+    own = load_settings(memory_pipeline_state_dir=tmp_path / "state", es_url="https://es.example.test")
+    assert own.elasticsearch_hosts == ["https://es.example.test"], "a cluster of the user's is never the local one"
+
+
+def test_dagster_storage_is_sqlite_unless_postgres_is_chosen(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert load_settings(memory_pipeline_state_dir=state).dagster_storage_url() is None
+    local = load_settings(memory_pipeline_state_dir=state, local_postgres=True, local_postgres_port=15433)
+    url = local.dagster_storage_url()
+    password = local.postgres_password_path.read_text().strip()
+    assert url is not None and url.startswith(f"postgresql://memory_pipeline:{password}@127.0.0.1:15433/dagster_")
+    other = load_settings(memory_pipeline_state_dir=tmp_path / "other", local_postgres=True, local_postgres_port=15433)
+    assert other.dagster_storage_url() != url, "two state folders never share one database"
+    state.joinpath("run").mkdir(parents=True)
+    state.joinpath("run", "dagster-storage").write_text("postgres\n")  # as `local up --postgres` leaves it
+    assert load_settings(memory_pipeline_state_dir=state).uses_local_postgres
+    own = load_settings(memory_pipeline_state_dir=state, dagster_postgres_url="postgresql://u:p@db/x")
+    assert not own.uses_local_postgres and own.dagster_storage_url() == "postgresql://u:p@db/x"
+    assert not own.is_local("postgres") and local.is_local("postgres")
+
+
+def test_the_instance_yaml_names_postgres_without_its_password(tmp_path: Path) -> None:
+    from memory_pipeline.instance import STORAGE_URL_VARIABLE, instance_yaml, sqlalchemy_url
+
+    sqlite = load_settings(memory_pipeline_state_dir=tmp_path / "state")
+    assert "storage:" not in instance_yaml(sqlite)
+    own = load_settings(memory_pipeline_state_dir=tmp_path / "state", dagster_postgres_url="postgresql://u:pw9@db/x")
+    text = instance_yaml(own)
+    assert f"env: {STORAGE_URL_VARIABLE}" in text and "pw9" not in text
+    assert sqlalchemy_url("postgresql://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
+    assert sqlalchemy_url("postgres://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
+    assert sqlalchemy_url("postgresql+psycopg2://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
