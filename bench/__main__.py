@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout).
+service, executor, scale, scaleout, hard).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -10,6 +10,7 @@ import sys
 
 from bench import (
     executor,
+    hard,
     ingest,
     recall,
     reflect,
@@ -35,6 +36,7 @@ BENCHMARKS = {
     "executor": executor.main,
     "scale": scale.main,
     "scaleout": scaleout.main,
+    "hard": hard.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

@@ -165,10 +165,10 @@ def _id(rng: random.Random) -> str:
 class Session:
     """A pi v3 session file under construction, with the turns that planted memories point to."""
 
-    def __init__(self, rng: random.Random, number: int, started: datetime) -> None:
-        self.rng, self.clock = rng, started
+    def __init__(self, rng: random.Random, number: int, started: datetime, cwd: str = PROJECT) -> None:
+        self.rng, self.clock, self.cwd = rng, started, cwd
         self.id = f"00000000-0000-4000-8000-{number:012d}"
-        self.lines = [{"type": "session", "version": 3, "id": self.id, "timestamp": _ts(started), "cwd": PROJECT}]
+        self.lines = [{"type": "session", "version": 3, "id": self.id, "timestamp": _ts(started), "cwd": cwd}]
         self.parent: str | None = None
         self.calls = 0
 
@@ -222,7 +222,7 @@ class Session:
 
     def write(self, folder: Path) -> str:
         name = f"{self.lines[0]['timestamp'].replace(':', '-').replace('.', '-')}_{self.id}.jsonl"
-        path = folder / "--home-dev-shop-api--" / name
+        path = folder / f"--{self.cwd.strip('/').replace('/', '-')}--" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in self.lines))
         return str(path.relative_to(folder))

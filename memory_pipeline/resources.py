@@ -160,7 +160,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
             connection_config=HostsConfig(
-                hosts=[settings.elasticsearch_url],
+                hosts=settings.elasticsearch_hosts,
                 api_key=settings.es_api_key,
                 verify_certs=settings.es_verify_certs,
                 ca_certs=str(settings.es_ca_certs) if settings.es_ca_certs else None,

@@ -177,9 +177,7 @@ class LocalRuntime:
                 status.state = "stale" if record else "stopped"
                 return status
             status.pid = process.pid
-            status.rss_mb = round(
-                sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20, 1
-            )
+            status.rss_mb = round(_tree_rss(process) / 2**20, 1)
             status.state = state or "running"
         try:
             described = service.describe()
@@ -193,3 +191,15 @@ class LocalRuntime:
             if not local:
                 status.state = "unreachable"
         return status
+
+
+def _tree_rss(process: psutil.Process) -> int:
+    """Resident memory of a server and its children; a child that exits meanwhile (a PostgreSQL backend whose
+    connection just closed) counts for nothing."""
+    total = 0
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            total += member.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+    return total

@@ -1,6 +1,8 @@
-"""The three layers over `memory-summary` and `memory-observations`.
+"""The three layers over `memory-summary`, `memory-observations` and `memory-notes`.
 
-1. index: a compact ranked list for a query (BM25 and kNN fused by RRF, with filters);
+1. index: a compact ranked list for a query: three channels (BM25 over the memories, BM25 over the raw
+   messages of their turns, kNN over the memories) fused by weighted RRF from a candidate pool of fixed depth,
+   with the time the question names favoured and a relevance floor marking what is an answer (`Ranking`);
 2. timeline: the chronological neighbours of a hit, in the same project;
 3. detail: the full records of chosen ids, with the messages of their source turns.
 Every row's `id` is the document id: a stable citation.
@@ -8,12 +10,15 @@ Every row's `id` is the document id: a stable citation.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from datetime import date
 from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.search.rrf import reciprocal_rank_fusion
+from memory_pipeline.recall.observations import observation_id
+from memory_pipeline.search.query import QueryPlan, plan_query
+from memory_pipeline.search.rrf import RRF_K, reciprocal_rank_fusion
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, SEARCH_INDICES, vector_field
 from memory_pipeline.stores.openai_compat import ServerError
@@ -24,10 +29,42 @@ _SOURCE = [
     "superseded_by", "author",
 ]  # fmt: skip
 KIND_INDEX = {kind: index for index, kind in SEARCH_INDICES.items()}
-BM25_MINIMUM_SHOULD_MATCH = "2<50%"
-# A hit only the embeddings found, below this cosine similarity, is a guess rather than a match (MiniLM: related
-# sentences score 0.5-0.8, unrelated ones 0.0-0.35).
-STRONG_SIMILARITY = 0.5
+MEMORY_FIELDS = ["summary", "tags.text^0.5", "project.text^0.3"]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How `MemorySearch.index` ranks. `DEFAULT` is the variant the hard benchmark chose on its tuning split
+    (bench/results.md, section `hard`, which lists every variant tried); `V0` is the ranking before it."""
+
+    plan: bool = True  # match on the question's informative words; favour the time it names
+    minimum_should_match: str | None = None  # of those words, for a BM25 hit (None: any one)
+    depth: int | None = 50  # candidates per channel, whatever k is (None: grows with k, as V0 did)
+    bm25: float = 1.0  # channel weights in the fusion
+    raw: float = 1.0
+    knn: float = 1.0
+    phrase: float = 0.0  # boost of the words as a phrase (slop 3), in both BM25 channels
+    time_boost: float = 1.0  # for a candidate in the time the question names, in first places of one channel
+    recency: float = 0.0  # for the newest candidate (falling to 0 for the oldest), in the same units
+    strong_terms: str = "2<75%"  # share of the informative words a BM25 hit must match to be an answer
+    weak: float = 0.0  # weight, relative to its channel's, of a BM25 hit below that share (one common word)
+    supersede: float | None = None  # cosine between two results at which the newer one is put above the older
+    # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split: at 0.33, 81% of the
+    # questions with no answer get none, and 20% of the others are flagged as guesses.
+    strong_similarity: float = 0.33
+
+
+V0 = Ranking(
+    plan=False,
+    minimum_should_match="2<50%",
+    depth=None,
+    raw=0.0,
+    time_boost=0.0,
+    strong_terms="",
+    weak=1.0,
+    strong_similarity=0.5,
+)
+DEFAULT = Ranking()
 _RAW_SOURCE = [
     "doc_id", "entry_id", "role", "content", "tool_name", "tool_calls", "is_error", "exit_code", "entry_type",
     "message_timestamp", "message_index",
@@ -72,13 +109,10 @@ class Row:
     tags: list[str] = field(default_factory=list)
     superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
     author: str | None = None  # who stored a note on purpose (notes only)
-    bm25: float | None = None  # the BM25 score, when the words matched
+    bm25: float | None = None  # the BM25 score, when the words matched (the memory's, else its turn's messages)
     similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
-
-    @property
-    def strong(self) -> bool:
-        """Matched on the query's words, or close in meaning: an answer rather than a guess."""
-        return self.bm25 is not None or (self.similarity or 0.0) >= STRONG_SIMILARITY
+    strong: bool = False  # above the relevance floor: an answer rather than a guess (set by `index`)
+    messages: list[str] = field(default_factory=list)  # raw messages of its turn that matched, best first
 
     @property
     def one_line(self) -> str:
@@ -123,73 +157,197 @@ class MemorySearch:
             return []
         return self.es.search(index=indices, size=size, source=_SOURCE, **body)["hits"]["hits"]
 
-    def bm25(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
-        # Most of a longer query's terms must match: one shared common word ("theme") is no evidence, and
-        # a long list of such weak hits would push the kNN channel's good ones down in the fusion.
-        return self._hits(
-            filters,
-            k,
-            query={
-                "bool": {
-                    "must": [
-                        {
-                            "multi_match": {
-                                "query": query,
-                                "fields": ["summary", "tags.text^0.5", "project.text^0.3"],
-                                "minimum_should_match": BM25_MINIMUM_SHOULD_MATCH,
-                            }
-                        }
-                    ],
-                    "filter": filters.clauses(),
-                }
-            },
-        )
+    def _memory_bm25(self, plan: QueryPlan, depth: int, filters: Filters, ranking: Ranking) -> dict[str, Any]:
+        match: dict[str, Any] = {"query": plan.text, "fields": MEMORY_FIELDS}
+        if ranking.minimum_should_match:
+            match["minimum_should_match"] = ranking.minimum_should_match
+        should: list[dict[str, Any]] = []
+        if ranking.strong_terms:
+            # Named, scoring nothing: which hits match enough of the words to be an answer.
+            most = {"query": plan.text, "fields": MEMORY_FIELDS, "minimum_should_match": ranking.strong_terms}
+            should.append({"multi_match": {**most, "_name": "most", "boost": 0.0}})
+        if ranking.phrase:
+            should.append({"match_phrase": {"summary": {"query": plan.text, "slop": 3, "boost": ranking.phrase}}})
+        query = {"bool": {"must": [{"multi_match": match}], "should": should, "filter": filters.clauses()}}
+        return {"query": query, "size": depth, "_source": _SOURCE}
 
-    def knn(self, query: str, k: int, filters: Filters = Filters()) -> list[dict[str, Any]]:
-        [vector] = self.embedder.embed([query], purpose="query")
+    def _raw_bm25(self, plan: QueryPlan, depth: int, filters: Filters, ranking: Ranking) -> dict[str, Any]:
+        match: dict[str, Any] = {"query": plan.text}
+        if ranking.minimum_should_match:
+            match["minimum_should_match"] = ranking.minimum_should_match
+        should: list[dict[str, Any]] = []
+        if ranking.strong_terms:
+            most = {"query": plan.text, "minimum_should_match": ranking.strong_terms, "_name": "most", "boost": 0.0}
+            should.append({"match": {"content": most}})
+        if ranking.phrase:
+            should.append({"match_phrase": {"content": {"query": plan.text, "slop": 3, "boost": ranking.phrase}}})
+        scope: list[dict[str, Any]] = [{"term": {"project": filters.project}}] if filters.project else []
+        if filters.since or filters.until:
+            bounds = {k: v for k, v in (("gte", filters.since), ("lte", filters.until)) if v}
+            scope.append({"range": {"message_timestamp": bounds}})
+        query = {"bool": {"must": [{"match": {"content": match}}], "should": should, "filter": scope}}
+        # Several messages of one turn may match: ask for more, keep each turn's best.
+        return {"query": query, "size": 3 * depth, "_source": ["session_id", "turn_id"]}
+
+    def _knn(self, vector: list[float], depth: int, filters: Filters) -> tuple[list[str], dict[str, Any]] | None:
         field = vector_field(len(vector))
         # Only indices that hold vectors of this size (a notes index made while the embedder was down has none).
         mappings = self.es.indices.get_field_mapping(index=filters.indices(), fields=field, ignore_unavailable=True)
         indices = [index for index, found in mappings.body.items() if found.get("mappings")]
         if not indices:
-            return []
-        knn: dict[str, Any] = {
-            "field": field,
-            "query_vector": vector,
-            "k": k,
-            "num_candidates": max(50, 4 * k),
-        }
+            return None
+        knn: dict[str, Any] = {"field": field, "query_vector": vector, "k": depth, "num_candidates": max(50, 4 * depth)}
         if filters.clauses():
             knn["filter"] = filters.clauses()
-        return self.es.search(index=indices, size=k, source=_SOURCE, knn=knn)["hits"]["hits"]
+        return indices, {"knn": knn, "size": depth, "_source": _SOURCE}
 
-    def index(self, query: str, k: int = 10, filters: Filters = Filters(), mode: Mode = "hybrid") -> list[Row]:
-        """Layer 1: a compact ranked list."""
-        depth = max(k * 3, 30)
-        lists = []
+    def index(
+        self,
+        query: str,
+        k: int = 10,
+        filters: Filters = Filters(),
+        mode: Mode = "hybrid",
+        ranking: Ranking = DEFAULT,
+        today: date | None = None,
+    ) -> list[Row]:
+        """Layer 1: a compact ranked list. `today` anchors the times a question names ("last week")."""
+        plan = plan_query(query, today or date.today()) if ranking.plan else QueryPlan(text=query)
+        if not plan.text.strip():
+            plan = replace(plan, text=query)  # nothing but glue: match what was asked rather than nothing
+        depth = ranking.depth or max(k * 3, 30)
         self.degraded = None
+        channels: list[tuple[str, list[str], dict[str, Any]]] = []
+        # No existence checks (a round trip each): the searches skip indices not made yet.
         if mode in ("hybrid", "bm25"):
-            lists.append(self.bm25(query, depth, filters))
+            channels.append(("bm25", filters.indices(), self._memory_bm25(plan, depth, filters, ranking)))
+        raw_allowed = not filters.priority and (not filters.kind or "observation" in filters.kind)
+        if mode in ("hybrid", "bm25") and ranking.raw and raw_allowed:
+            channels.append(("raw", [RAW_INDEX], self._raw_bm25(plan, depth, filters, ranking)))
+        vector: list[float] | None = None
         if mode in ("hybrid", "knn"):
             try:
-                lists.append(self.knn(query, depth, filters))
+                [vector] = self.embedder.embed([query], purpose="query")
+                knn = self._knn(vector, depth, filters)
+                if knn:
+                    channels.append(("knn", *knn))
             except ServerError:
                 if mode == "knn":
                     raise
                 # The embedding server is down: BM25 alone still answers (a briefing must not fail on it).
                 self.degraded = f"{self.embedder.base_url} unreachable: BM25 only"
-        hits = {hit["_id"]: hit for ranking in lists for hit in ranking}
-        recency = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
-        fused = reciprocal_rank_fusion([[h["_id"] for h in ranking] for ranking in lists], recency)
-        bm25 = {h["_id"]: h["_score"] for h in lists[0]} if mode != "knn" else {}
-        # Elasticsearch reports a cosine kNN hit as (1 + cosine) / 2.
-        knn = {h["_id"]: 2 * h["_score"] - 1 for h in lists[-1]} if mode != "bm25" and not self.degraded else {}
+        if not channels:
+            return []
+        searches: list[dict[str, Any]] = []
+        for _, indices, body in channels:
+            searches += [{"index": indices, "ignore_unavailable": True}, body]
+        responses = self.es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
+        hits: dict[str, dict[str, Any]] = {}
+        rankings: dict[str, list[str]] = {}
+        bm25: dict[str, float] = {}
+        similarity: dict[str, float] = {}
+        strong: set[str] = set()
+        turn_messages: dict[str, list[str]] = {}
+        partial: dict[str, set[str]] = {}
+        for (name, _, _), response in zip(channels, responses, strict=True):
+            if "error" in response:
+                raise RuntimeError(f"search channel {name} failed: {response['error']}")
+            ranked: list[str] = []
+            for hit in response["hits"]["hits"]:
+                if name == "raw":
+                    source = hit["_source"]
+                    doc_id = observation_id(source["session_id"], source["turn_id"])
+                    if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
+                        turn_messages.setdefault(doc_id, []).append(hit["_id"])  # worth showing: most words matched
+                else:
+                    doc_id = hit["_id"]
+                    hits.setdefault(doc_id, hit)
+                if doc_id in ranked:
+                    continue
+                ranked.append(doc_id)
+                if name == "knn":
+                    similarity[doc_id] = 2 * hit["_score"] - 1  # Elasticsearch reports cosine as (1 + cos) / 2
+                    strong |= {doc_id} if similarity[doc_id] >= ranking.strong_similarity else set()
+                else:
+                    bm25.setdefault(doc_id, hit["_score"])
+                    matched = "most" in hit.get("matched_queries", []) if ranking.strong_terms else True
+                    strong |= {doc_id} if matched else set()
+            rankings[name] = ranked[:depth]
+            if name != "knn" and ranking.strong_terms and ranking.weak != 1.0:
+                # A hit on one common word is weak evidence: it counts for less than one on most of the words.
+                partial[name] = {d for d in ranked if d not in strong}
+        missing = [doc_id for doc_id in rankings.get("raw", []) if doc_id not in hits]
+        for hit in self._by_ids(missing, filters):
+            hits[hit["_id"]] = hit
+        # A raw turn with no memory to show (not observed yet, or filtered out) cannot be a row.
+        rankings = {name: [d for d in ranked if d in hits] for name, ranked in rankings.items()}
+        when = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
+        bonus = self._bonus(plan, ranking, when)
+        names = list(rankings)
+        weights = [getattr(ranking, name) for name in names]
+        scale = [dict.fromkeys(partial.get(name, ()), ranking.weak) for name in names]
+        fused = reciprocal_rank_fusion([rankings[n] for n in names], when, weights=weights, bonus=bonus, scale=scale)
+        if ranking.supersede is not None and vector is not None:
+            fused = self._newer_first(fused, when, vector, ranking.supersede, k)
         rows = []
         for doc_id, score in fused[:k]:
             row = _row(hits[doc_id], score)
-            row.bm25, row.similarity = bm25.get(doc_id), knn.get(doc_id)
+            row.bm25, row.similarity = bm25.get(doc_id), similarity.get(doc_id)
+            row.strong, row.messages = doc_id in strong, turn_messages.get(doc_id, [])
             rows.append(row)
         return rows
+
+    def _newer_first(
+        self, fused: list[tuple[str, float]], when: dict[str, str], vector: list[float], threshold: float, k: int
+    ) -> list[tuple[str, float]]:
+        """A later memory on the same subject as one ranked above it (cosine of their vectors at least
+        `threshold`) is moved just above it: the newer decision is the answer, the replaced one its history."""
+        top = [doc_id for doc_id, _ in fused[:k]]
+        field = vector_field(len(vector))
+        response = self.es.search(
+            index=list(SEARCH_INDICES), size=len(top), source=False, fields=[field], query={"ids": {"values": top}},
+            ignore_unavailable=True, allow_no_indices=True,
+        )  # fmt: skip
+        vectors = {h["_id"]: h["fields"][field] for h in response["hits"]["hits"] if field in h.get("fields", {})}
+        order = list(fused)
+        for j in range(1, min(len(order), k)):
+            later = order[j][0]
+            for i in range(j):
+                earlier = order[i][0]
+                newer = later in vectors and earlier in vectors and when.get(later, "") > when.get(earlier, "")
+                if newer and sum(a * b for a, b in zip(vectors[later], vectors[earlier], strict=True)) >= threshold:
+                    order.insert(i, order.pop(j))
+                    break
+        return order
+
+    @staticmethod
+    def _bonus(plan: QueryPlan, ranking: Ranking, when: dict[str, str]) -> dict[str, float]:
+        """What the time a question names, and recency, add to each candidate's fused score."""
+        unit = 1.0 / (RRF_K + 1)  # a first place in one channel
+        bonus: dict[str, float] = {}
+        if plan.timed and ranking.time_boost:
+            since, until = plan.since.isoformat(), plan.until.isoformat()  # type: ignore[union-attr]
+            for doc_id, moment in when.items():
+                if moment and since <= moment[:10] <= until:
+                    bonus[doc_id] = ranking.time_boost * unit
+        if ranking.recency and when:
+            order = sorted(when, key=lambda d: when[d])
+            for position, doc_id in enumerate(order):
+                share = position / max(1, len(order) - 1)
+                bonus[doc_id] = bonus.get(doc_id, 0.0) + ranking.recency * unit * share
+        return bonus
+
+    def _by_ids(self, ids: list[str], filters: Filters) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        query = {"bool": {"filter": [{"ids": {"values": ids}}, *filters.clauses()]}}
+        return self.es.search(
+            index=filters.indices(),
+            size=len(ids),
+            source=_SOURCE,
+            query=query,
+            ignore_unavailable=True,
+            allow_no_indices=True,
+        )["hits"]["hits"]
 
     def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
         """The newest `k` memories that pass `filters` (no query)."""

@@ -8,13 +8,24 @@ RRF_K = 60  # the constant of Cormack et al.; large enough that one list cannot 
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[str]], recency: Mapping[str, str] | None = None, k: int = RRF_K
+    rankings: Sequence[Sequence[str]],
+    recency: Mapping[str, str] | None = None,
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+    bonus: Mapping[str, float] | None = None,
+    scale: Sequence[Mapping[str, float]] | None = None,
 ) -> list[tuple[str, float]]:
-    """Ids by the sum of 1/(k + rank) over the rankings they appear in; equal scores go to the newer one."""
+    """Ids by the sum of weight/(k + rank) over the rankings they appear in (times the id's `scale` in that
+    ranking, 1 by default), plus any `bonus` (in the same units); equal scores go to the newer one."""
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    weights = weights or [1.0] * len(rankings)
+    scales = scale or [{}] * len(rankings)
+    for ranking, weight, scaled in zip(rankings, weights, scales, strict=True):
         for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+            scores[doc_id] = scores.get(doc_id, 0.0) + weight * scaled.get(doc_id, 1.0) / (k + rank)
+    for doc_id, extra in (bonus or {}).items():
+        if doc_id in scores:
+            scores[doc_id] += extra
     when = recency or {}
     # Sort by recency first (stable), then by score: ties keep the newest first.
     by_recency = sorted(scores, key=lambda d: when.get(d, ""), reverse=True)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from elasticsearch import BadRequestError, Elasticsearch, helpers
+from elastic_transport import ConnectionError as TransportConnectionError
+from elastic_transport import ConnectionTimeout
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, helpers
 
 from memory_pipeline.settings import Settings
 
@@ -88,6 +91,12 @@ def stored_sources(
     return {hit["_id"]: hit.get("_source") or {} for hit in hits}
 
 
+# A cluster losing a node answers 503 (no master yet, shard unavailable) or drops connections for the seconds
+# an election or a replica promotion takes: a chunk is sent again (ids make that idempotent) after a backoff.
+TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+RETRY_SECONDS = (1, 2, 4, 8, 15, 15, 15, 15)
+
+
 def bulk_apply(
     client: Elasticsearch,
     index: str,
@@ -96,9 +105,10 @@ def bulk_apply(
     chunk_size: int = 1000,
     partial: bool = False,
 ) -> tuple[int, int]:
-    """Index documents (dicts, or JSON already serialised) by id and delete ids, in bulk, retrying
-    rejections; (written, deleted). `partial` merges into existing documents instead of replacing
-    them (fields written by another stage, such as vectors, stay)."""
+    """Index documents (dicts, or JSON already serialised) by id and delete ids, in bulk; (written, deleted).
+    A chunk refused for a passing reason (rejections, a node lost, no master for a moment) is sent again;
+    a document refused for good raises IndexingError. `partial` merges into existing documents instead of
+    replacing them (fields written by another stage, such as vectors, stay)."""
 
     def actions() -> Iterator[dict[str, Any]]:
         for doc_id, document in upserts:
@@ -110,30 +120,60 @@ def bulk_apply(
             yield {"_op_type": "delete", "_index": index, "_id": doc_id}
 
     written = deleted = 0
-    errors: list[str] = []
-    for ok, item in helpers.streaming_bulk(
-        client,
-        actions(),
-        chunk_size=chunk_size,
-        max_chunk_bytes=50 * 2**20,
-        raise_on_error=False,
-        raise_on_exception=True,
-        max_retries=5,
-        initial_backoff=1,
-    ):
-        op, result = next(iter(item.items()))
-        if ok:
-            if op == "delete":
-                deleted += 1
-            else:
-                written += 1
-        elif op == "delete" and result.get("status") == 404:
-            continue  # already gone: what we wanted
-        else:
-            errors.append(f"{result.get('_id')}: {result.get('error') or result.get('status')}")
-    if errors:
-        raise IndexingError(f"{index}: {len(errors)} documents failed, e.g. {errors[:3]}")
+    chunk: list[dict[str, Any]] = []
+    for action in actions():
+        chunk.append(action)
+        if len(chunk) == chunk_size:
+            done = _apply_chunk(client, index, chunk)
+            written, deleted, chunk = written + done[0], deleted + done[1], []
+    if chunk:
+        done = _apply_chunk(client, index, chunk)
+        written, deleted = written + done[0], deleted + done[1]
     return written, deleted
+
+
+def _apply_chunk(client: Elasticsearch, index: str, chunk: list[dict[str, Any]]) -> tuple[int, int]:
+    reason: object = None
+    for wait in (*RETRY_SECONDS, None):
+        try:
+            written = deleted = 0
+            errors: list[str] = []
+            passing = False
+            for ok, item in helpers.streaming_bulk(
+                client,
+                chunk,
+                chunk_size=len(chunk),
+                max_chunk_bytes=50 * 2**20,
+                raise_on_error=False,
+                raise_on_exception=True,
+                max_retries=5,
+                initial_backoff=1,
+            ):
+                op, result = next(iter(item.items()))
+                if ok:
+                    written, deleted = (written, deleted + 1) if op == "delete" else (written + 1, deleted)
+                elif op == "delete" and result.get("status") == 404:
+                    continue  # already gone: what we wanted
+                else:
+                    passing |= result.get("status") in TRANSIENT_STATUS
+                    errors.append(f"{result.get('_id')}: {result.get('error') or result.get('status')}")
+            if not errors:
+                return written, deleted
+            if not passing:
+                raise IndexingError(f"{index}: {len(errors)} documents failed, e.g. {errors[:3]}")
+            reason = errors[0]
+        except (TransportConnectionError, ConnectionTimeout) as exc:
+            reason = exc
+        except ApiError as exc:
+            if exc.status_code not in TRANSIENT_STATUS:
+                raise
+            reason = exc
+        if wait is None:
+            break
+        time.sleep(wait)
+    raise IndexingError(
+        f"{index}: the cluster did not take {len(chunk)} documents after {len(RETRY_SECONDS)} retries: {reason}"
+    )
 
 
 def with_hash(document: dict[str, Any]) -> tuple[dict[str, Any], str]:

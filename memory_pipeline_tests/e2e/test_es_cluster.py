@@ -53,6 +53,8 @@ def test_a_node_killed_mid_bulk_loses_and_duplicates_nothing(local_runtime: Sett
             local_es_nodes=3,
         )
         assert len(settings.elasticsearch_hosts) == 3, "clients must know every node to go on without one"
+        resources = build_resources(settings)
+        assert resources["es"].connection_config.hosts == settings.elasticsearch_hosts  # type: ignore[attr-defined]
 
         with make_client(settings, request_timeout=120) as client:
             health = client.cluster.health()
@@ -80,7 +82,7 @@ def test_a_node_killed_mid_bulk_loses_and_duplicates_nothing(local_runtime: Sett
             killer.start()
             result = materialize(
                 [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index],
-                resources=build_resources(settings),
+                resources=resources,
                 instance=instance_with_days(DAYS),
                 tags={"dagster/asset_partition_range_start": DAYS[0], "dagster/asset_partition_range_end": DAYS[-1]},
                 raise_on_error=False,

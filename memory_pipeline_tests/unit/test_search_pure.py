@@ -127,7 +127,8 @@ def test_a_note_has_a_stable_id_and_is_redacted() -> None:
 def test_rows_text_shows_matches_and_says_when_nothing_matched_well() -> None:
     from memory_pipeline.search.render import rows_text
 
-    strong, close = _row("a", "high", "pnpm", bm25=3.2), _row("c", "high", "pnpm only", similarity=0.71)
+    strong = _row("a", "high", "pnpm", bm25=3.2, strong=True)
+    close = _row("c", "high", "pnpm only", similarity=0.71, strong=True)
     guesses = [_row(f"g{i}", "low", "npm", similarity=0.21) for i in range(5)]
     assert rows_text([], query="pnpm") == "no memory matches 'pnpm'"
     lines = rows_text(guesses, query="pnpm").splitlines()

@@ -1,0 +1,50 @@
+"""What a question asks for: its informative words, and the time it names (relative to the day it is asked)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memory_pipeline.search.query import informative_words, plan_query, time_range
+
+TODAY = date(2025, 10, 15)  # a Wednesday
+
+
+def test_glue_question_and_time_words_are_not_matched_on() -> None:
+    assert informative_words("What did we decide last week about the Redis cache?") == ["decide", "Redis", "cache"]
+    assert informative_words("Remind me which HTTP client library we agreed on?") == [
+        "HTTP",
+        "client",
+        "library",
+        "agreed",
+    ]
+    assert informative_words("What happened on 3 June 2025?") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "since", "until"),
+    [
+        ("what broke yesterday", date(2025, 10, 14), date(2025, 10, 14)),
+        ("what did we conclude last week", date(2025, 10, 2), date(2025, 10, 14)),
+        ("anything this week?", date(2025, 10, 13), date(2025, 10, 15)),
+        ("the retro last month", date(2025, 9, 1), date(2025, 9, 30)),
+        ("the retro in August", date(2025, 8, 1), date(2025, 8, 31)),
+        ("the demo in December", date(2024, 12, 1), date(2024, 12, 31)),  # not yet this year: last year's
+        ("back in march 2024", date(2024, 3, 1), date(2024, 3, 31)),
+        ("what did we decide on 3 June", date(2025, 6, 2), date(2025, 6, 4)),
+        ("June 12th", date(2025, 6, 11), date(2025, 6, 13)),
+        ("two weeks ago", date(2025, 9, 27), date(2025, 10, 5)),
+        ("see 2025-06-03", date(2025, 6, 3), date(2025, 6, 3)),
+    ],
+)
+def test_a_named_time_becomes_a_date_range(question: str, since: date, until: date) -> None:
+    assert time_range(question, TODAY) == (since, until)
+
+
+def test_may_the_verb_is_not_a_month_and_no_time_is_none() -> None:
+    assert time_range("May I ask which ORM we use?", TODAY) is None
+    assert time_range("which ORM do we use", TODAY) is None
+    plan = plan_query("Which ORM do we use?", TODAY)
+    assert plan.text == "ORM" and not plan.timed
+    assert plan_query("What came out of the retro in July?", TODAY).since == date(2025, 7, 1)
