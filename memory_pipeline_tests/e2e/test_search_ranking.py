@@ -5,7 +5,6 @@ flagged, and the default ranking finds at least what kNN alone finds."""
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -23,14 +22,20 @@ from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, reset_days
 
 HARD = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "hard"
-PROJECT = "/home/dev/shop-api"
+SOURCE_PROJECT, PROJECT = "/home/dev/shop-api", "/home/dev/ranking-test"
 
 
 @pytest.fixture(scope="module")
 def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     root = tmp_path_factory.mktemp("ranking")
     sessions = root / "sessions"
-    shutil.copytree(HARD / "sessions" / "--home-dev-shop-api--", sessions / "--home-dev-shop-api--")
+    # Under a project of its own: other tests' corpora (the reflect corpus is also a shop-api) stay out of scope.
+    for source in (HARD / "sessions" / "--home-dev-shop-api--").glob("*.jsonl"):
+        lines = source.read_text().split("\n")
+        header = json.loads(lines[0])
+        lines[0] = json.dumps(header | {"cwd": PROJECT})
+        (sessions / source.name).parent.mkdir(parents=True, exist_ok=True)
+        (sessions / source.name).write_text("\n".join(lines))
     days = sorted({json.loads(p.open().readline())["timestamp"][:10] for p in sessions.rglob("*.jsonl")})
     settings = isolated_settings(local_runtime, root, sessions_dir=sessions)
     reset_days(settings, days)
@@ -41,7 +46,7 @@ def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  
         tags={RANGE_START: days[0], RANGE_END: days[-1]},
     )
     assert result.success
-    questions = [q for q in json.loads((HARD / "questions.json").read_text()) if q["project"] == PROJECT]
+    questions = [q for q in json.loads((HARD / "questions.json").read_text()) if q["project"] == SOURCE_PROJECT]
     with make_client(settings) as es, embeddings_client(settings) as embedder:
         es.indices.refresh(index="memory-*")
         yield MemorySearch(es, embedder), Corpus(es, days), questions
