@@ -76,9 +76,9 @@ def ensure_database(url: str) -> None:
         ) from None
     connection.autocommit = True  # CREATE DATABASE cannot run in a transaction
     with closing(connection), connection.cursor() as cursor:
+        # Two commands starting at once would both see no database and both create it (one then fails on
+        # pg_database's unique index): one at a time, under a lock the server holds for this session.
+        cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"memory-pipeline:{database}",))
         cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
         if cursor.fetchone() is None:
-            try:
-                cursor.execute(f'CREATE DATABASE "{database}"')
-            except psycopg2.errors.DuplicateDatabase:
-                pass  # another command made it first
+            cursor.execute(f'CREATE DATABASE "{database}"')
