@@ -13,6 +13,12 @@ libraries). Questions are written from a paraphrase of the fact's subject, never
 - update: a decision later replaced; the newer one is the answer and must rank above the older;
 - abstention: a subject the project never discussed; the right answer is nothing.
 
+Two more histories join them (`assemble`): the reflect corpus (bench/corpus/reflect, four weeks of one
+project in July 2024, its sessions renumbered so their ids do not clash) and the largest real pi session of
+the fixtures (pi-mono, November 2025). Their questions are written by hand, from the facts the reflect
+corpus planted (bench/corpus/reflect/truth.json) and from the turns hand-labelled as memorable in the
+fixture (bench/labels/summarize_turns.json); the evidence is found in the session files by its text.
+
 Every question is assigned to `tune` or `held_out` (one in three) by a hash of its id, before any tuning.
 """
 
@@ -28,6 +34,10 @@ from pathlib import Path
 from bench.make_reflect_corpus import Session
 
 OUT = Path(__file__).parent / "corpus" / "hard"
+REFLECT = Path(__file__).parent / "corpus" / "reflect"
+FIXTURE = (
+    Path(__file__).parents[1] / "memory_pipeline_tests" / "fixtures" / "pi-sessions" / "pi-mono-large-session.v1.jsonl"
+)  # noqa: E501
 PROJECTS = ["/home/dev/shop-api", "/home/dev/billing-worker", "/home/dev/mobile-app", "/home/dev/data-lake"]
 START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SESSIONS, GAP_DAYS = 12, 19
@@ -432,6 +442,187 @@ def absent_questions(project: str, text: str, number: int) -> list[dict]:
     return out
 
 
+def reflect_session_id(session_id: str) -> str:
+    """The reflect corpus numbers its sessions from 1, as the first project here does: in the benchmark
+    they are numbered from 401."""
+    return f"00000000-0000-4000-8000-{400 + int(session_id.rsplit('-', 1)[1]):012d}"
+
+
+def assemble(folder: Path) -> list[Path]:
+    """The benchmark's sessions, copied into `folder`: the generated histories, the reflect corpus under
+    its new ids, and the fixture."""
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(OUT / "sessions", folder)
+    for source in sorted((REFLECT / "sessions").rglob("*.jsonl")):
+        lines = source.read_text().split("\n")
+        header = json.loads(lines[0])
+        new_id = reflect_session_id(header["id"])
+        lines[0] = json.dumps(header | {"id": new_id}, separators=(",", ":"))
+        target = folder / "reflect" / source.name.replace(header["id"], new_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines))
+    (folder / "fixtures").mkdir()
+    shutil.copy(FIXTURE, folder / "fixtures" / FIXTURE.name)
+    return sorted(folder.rglob("*.jsonl"))
+
+
+def _entries(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _text(entry: dict) -> str:
+    content = entry.get("message", {}).get("content", "")
+    if isinstance(content, str):
+        return content
+    return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+# The reflect corpus: (category, question, what its evidence says, what the replaced decision said, or
+# "toolResult" when the evidence is a tool's output). The evidence text is looked up in the user's messages
+# and the agent's replies (else the tools'); every session that has it is evidence: the first mention in each.
+REFLECT_QUESTIONS = [
+    ("multi", "Which JavaScript package manager does this repo want me to run?", "pnpm", None),
+    ("multi", "What options do I pass when running the Python test suite?", "pytest -x -q", None),
+    (
+        "multi",
+        "Is it fine to debug with print statements here?",
+        ["print debugging", "print() calls", "print statements"],
+        None,
+    ),
+    ("multi", "How should I word commit messages?", "imperative", None),
+    ("multi", "Do new functions need annotations?", ["type hints", "type annotations", "annotate the types"], None),
+    (
+        "multi",
+        "Why did the migrations fail to reach the database?",
+        "port 5432 failed: Connection refused",
+        "toolResult",
+    ),
+    ("multi", "Why could the tests not import our own package?", "No module named 'shop_api'", "toolResult"),
+    (
+        "multi",
+        "Why does type checking the client fail on the shared types?",
+        "Cannot find module '@shop/types'",
+        "toolResult",
+    ),
+    ("multi", "Why did bringing the containers up fail with a port error?", "port is already allocated", "toolResult"),
+    ("multi", "Where is the checkout total computed?", "CheckoutService.total()", None),
+    ("multi", "Where are discount codes checked?", ["discount codes are validated", "validates discount codes"], None),
+    ("multi", "How does the orders list split its results into pages?", "limit and offset", None),
+    ("update", "Where are user sessions stored now?", "Switched session storage", "keep user sessions in Redis"),
+    ("update", "Is the public API still REST?", "moves to GraphQL", "The public API is REST under /v1"),
+    ("update", "What database do the tests run against these days?", "Postgres container", "SQLite database"),
+    ("update", "What format do application logs use now?", "JSON lines", "plain text lines"),
+    ("update", "Where do we deploy to now?", "AWS ECS", "We deploy with GitHub Actions to Fly.io"),
+    ("update", "How are money amounts stored now?", "integer cents", "stored as floats"),
+    ("update", "Where do feature flags come from these days?", "LaunchDarkly", "read from environment variables"),
+    ("update", "How is frontend state managed now?", "React Query", "Redux store"),
+    ("single", "What backs the rate limiter's counters?", "rate limiter counters", None),
+    ("single", "Which header do the versioned endpoints need on every call?", "X-Api-Key", None),
+    ("single", "How do test fixtures set up their tables?", "SQLAlchemy models", None),
+    ("single", "What do log lines carry so requests can be traced?", "request id", None),
+    ("single", "Which region do the Fly.io machines run in?", "ams region", None),
+    ("single", "Do order totals include tax?", "VAT", None),
+    ("single", "What naming style do feature flag names follow?", "kebab-case", None),
+    ("single", "When are the Redux DevTools switched on?", "DevTools", None),
+    ("temporal", "What did we decide about session storage in July 2024?", "sessions in Redis", None),
+    ("temporal", "What did we say about API keys for the endpoints in July 2024?", "X-Api-Key", None),
+]
+
+
+def reflect_questions() -> list[dict]:
+    """Questions on the reflect corpus: its rules, failures, duplicates (several sessions each), its
+    decisions and the ones that replaced them, and its compatible facts."""
+    sessions = {p: _entries(p) for p in sorted((REFLECT / "sessions").rglob("*.jsonl"))}
+    project = next(iter(sessions.values()))[0]["cwd"]
+
+    def find(text: str | list[str], roles: tuple[str, ...]) -> list[dict]:
+        texts = [text] if isinstance(text, str) else text
+        found = []
+        for entries in sessions.values():
+            session_id = reflect_session_id(entries[0]["id"])
+            for entry in entries[1:]:
+                said = _text(entry)
+                if entry.get("message", {}).get("role") in roles and any(t.lower() in said.lower() for t in texts):
+                    found.append({"session_id": session_id, "entry_id": entry["id"]})
+                    break  # the first mention in a session: the statement, not the echo
+        if not found:
+            raise ValueError(f"no message in the reflect corpus says {text!r}")
+        return found
+
+    questions: list[dict] = []
+    for category, question, evidence, replaced in REFLECT_QUESTIONS:
+        qid = f"reflect-{category}-{sum(q['category'] == category for q in questions):02d}"
+        refs = find(evidence, ("toolResult",) if replaced == "toolResult" else ("user", "assistant"))
+        if category in ("update", "single", "temporal"):
+            refs = refs[-1:] if category == "update" else refs[:1]
+        extra = {"replaced": find(replaced, ("user",))[:1]} if replaced and replaced != "toolResult" else {}
+        questions.append(
+            {"id": qid, "project": project, "category": category, "question": question, "asked_at": "2025-11-01",
+             "evidence": refs, "split": _split(qid), **extra}
+        )  # fmt: skip
+    return questions
+
+
+# The fixture: turns hand-labelled memorable, asked about as a person would weeks later.
+FIXTURE_QUESTIONS = [
+    (18, "What did I tell you to read before retrying a change to a component?"),
+    (34, "How should the leftover chalk styling of the thinking border be handled?"),
+    (70, "Where do the TUI tests get their default themes from?"),
+    (231, "Does the editor's thinking-level border get a colour token of its own?"),
+    (275, "What is the rule about how wide the lines a component renders may be?"),
+    (299, "How should shortened text behave when it contains a line break?"),
+    (389, "Should the theme files give colours as palette indices?"),
+    (409, "Which theme's grays did we tweak because dim was too faint?"),
+    (441, "What hex value did we pick for the accent colour?"),
+    (499, "Do we keep a separate gray just for links?"),
+    (523, "How should the footer be made less prominent without touching the palette?"),
+    (531, "Which colour do markdown list markers use?"),
+    (597, "At what percentage does the context usage indicator turn into an error?"),
+    (681, "What must COLORTERM be set to for full colour in the terminal?"),
+    (707, "Can someone live-edit a custom theme without restarting?"),
+    (759, "What should the agent read first when asked to make a new theme?"),
+    (791, "When should the theme picker apply the selected theme?"),
+    (809, "What actually caused the rendering glitches when switching themes?"),
+    (856, "What must happen when a theme file is broken?"),
+    (864, "How should setTheme report a problem to its caller?"),
+    (918, "What names did we settle on for the tool header and tool output tokens?"),
+]
+FIXTURE_ABSENT = [
+    ("Kubernetes", "How did we configure the Kubernetes deployment?"),
+    ("GraphQL", "What did we decide about GraphQL pagination?"),
+    ("Stripe", "Which Stripe webhook events do we handle?"),
+    ("Postgres", "Why did we pick Postgres for storing sessions?"),
+    ("Docker", "How were the Docker images slimmed down?"),
+]
+
+
+def fixture_questions() -> list[dict]:
+    """Questions on the real pi session: one per labelled memorable turn (its user message, `L` + line),
+    and subjects it never mentions."""
+    entries = _entries(FIXTURE)
+    session_id, project = entries[0]["id"], entries[0]["cwd"]
+    lines = FIXTURE.read_text().splitlines()
+    questions: list[dict] = []
+    for n, (line, question) in enumerate(FIXTURE_QUESTIONS):
+        if json.loads(lines[line - 1])["message"]["role"] != "user":
+            raise ValueError(f"{FIXTURE.name}:{line} is not the user's message")
+        qid = f"pi-mono-single-{n:02d}"
+        questions.append(
+            {"id": qid, "project": project, "category": "single", "question": question, "asked_at": "2025-12-15",
+             "evidence": [{"session_id": session_id, "entry_id": f"L{line:06d}"}], "split": _split(qid)}
+        )  # fmt: skip
+    lowered = FIXTURE.read_text().lower()
+    for n, (key, question) in enumerate(FIXTURE_ABSENT):
+        if key.lower() in lowered:
+            raise ValueError(f"{FIXTURE.name} mentions {key}: not a question without an answer")
+        qid = f"pi-mono-abstention-{n:02d}"
+        questions.append(
+            {"id": qid, "project": project, "category": "abstention", "question": question, "asked_at": "2025-12-15",
+             "evidence": [], "split": _split(qid)}
+        )  # fmt: skip
+    return questions
+
+
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     sessions = OUT / "sessions"
@@ -440,10 +631,14 @@ def main() -> None:
         history, asked = build_project(number, project)
         history.write(sessions)
         text = "".join(json.dumps(line) for s in history.sessions for line in s.lines)
+        if project == json.loads(next((REFLECT / "sessions").rglob("*.jsonl")).open().readline())["cwd"]:
+            text += "".join(p.read_text() for p in (REFLECT / "sessions").rglob("*.jsonl"))  # the same project
         questions += asked + absent_questions(project, text, number)
+    questions += reflect_questions() + fixture_questions()
     (OUT / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False) + "\n")
-    files = sorted(sessions.rglob("*.jsonl"))
+    files = assemble(OUT.parent / ".assembled")
     days = sorted({json.loads(p.open().readline())["timestamp"][:10] for p in files})
+    shutil.rmtree(OUT.parent / ".assembled")
     by = {
         c: sum(q["category"] == c for q in questions) for c in ("single", "multi", "temporal", "update", "abstention")
     }

@@ -31,6 +31,7 @@ OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "session_id": pl.String,
     "turn_id": pl.String,
     "established_at": pl.String,
+    "context": pl.String,
 }
 
 
@@ -58,6 +59,9 @@ def _files(tool_calls: list[dict]) -> list[str]:
 ASKED_TOKENS = 160
 OUTCOME_TOKENS = 120
 FILES_SHOWN = 8
+# The turn before's request, searchable beside a turn's own words (not embedded, not shown): an answer is
+# often a reply to it ("yes, set it to 1", "do that for the footer too").
+CONTEXT_TOKENS = 60
 # What a turn's first message is, when it is not the user asking (then it is not repeated as the outcome).
 _OPENERS = {"user": "Asked", "bashExecution": "Ran", "custom": "Context", "branchSummary": "Branch summary"}
 
@@ -97,7 +101,11 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
     for row in conversation.sort("session_id", "turn_index", "message_index").iter_rows(named=True):
         by_turn.setdefault((row["session_id"], row["turn_id"]), []).append(row)
     rows = []
-    for turn in turns.iter_rows(named=True):
+    before: dict[str, str] = {}  # the request of each session's turn before the one at hand
+    for turn in turns.sort("session_id", "turn_index").iter_rows(named=True):
+        context = before.get(turn["session_id"], "")
+        if turn["prompt"]:
+            before[turn["session_id"]] = clip_tokens(strip_envelope(turn["prompt"]), CONTEXT_TOKENS)
         messages_of = by_turn.get((turn["session_id"], turn["turn_id"]), [])
         calls = [c for m in messages_of for c in (m["tool_calls"] or [])]
         files = list(dict.fromkeys(_files(calls)))
@@ -136,6 +144,7 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
                 "session_id": turn["session_id"],
                 "turn_id": turn["turn_id"],
                 "established_at": _iso(started),
+                "context": context,
             }
         )
     return pl.DataFrame(rows, schema=OBSERVATION_SCHEMA) if rows else pl.DataFrame(schema=OBSERVATION_SCHEMA)

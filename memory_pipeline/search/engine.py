@@ -44,14 +44,25 @@ class Ranking:
     raw: float = 1.0
     knn: float = 1.0
     phrase: float = 0.0  # boost of the words as a phrase (slop 3), in both BM25 channels
+    said: float = 0.0  # added to a raw message's BM25 score when a person or the agent said it (not a tool)
+    context: float = 0.0  # weight of a turn's neighbour (the request before it) in the memory BM25 channel
+    # A BM25 hit whose meaning is far from the question (cosine below this, when kNN saw it) weighs `weak`:
+    # in code-heavy sessions most turns share the subject's words. Not for a question that names a time: its
+    # time words pull every cosine down. Chosen on the tuning split: on the real pi session, hybrid then
+    # finds what kNN alone finds, where it found less.
+    agree: float | None = 0.25
     time_boost: float = 1.0  # for a candidate in the time the question names, in first places of one channel
     recency: float = 0.0  # for the newest candidate (falling to 0 for the oldest), in the same units
     strong_terms: str = "2<75%"  # share of the informative words a BM25 hit must match to be an answer
     weak: float = 0.0  # weight, relative to its channel's, of a BM25 hit below that share (one common word)
-    supersede: float | None = None  # cosine between two results at which the newer one is put above the older
-    # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split: at 0.33, 81% of the
-    # questions with no answer get none, and 20% of the others are flagged as guesses.
-    strong_similarity: float = 0.33
+    # Cosine between two results at which the newer one trades places with the older one above it (None:
+    # never), and how many places above it that one may be. For MiniLM, chosen on the tuning split: 0.5 and
+    # one place put the newer decision first for 75% of the knowledge updates and cost no recall.
+    supersede: float | None = 0.5
+    reach: int = 1
+    # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split as the lowest at which
+    # 85% of the questions with no answer get none: 0.35 (22% of the others are flagged as guesses).
+    strong_similarity: float = 0.35
 
 
 V0 = Ranking(
@@ -62,6 +73,8 @@ V0 = Ranking(
     time_boost=0.0,
     strong_terms="",
     weak=1.0,
+    supersede=None,
+    agree=None,
     strong_similarity=0.5,
 )
 DEFAULT = Ranking()
@@ -111,6 +124,7 @@ class Row:
     author: str | None = None  # who stored a note on purpose (notes only)
     bm25: float | None = None  # the BM25 score, when the words matched (the memory's, else its turn's messages)
     similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
+    worded: bool = False  # matched most of the question's informative words (itself or a message of its turn)
     strong: bool = False  # above the relevance floor: an answer rather than a guess (set by `index`)
     messages: list[str] = field(default_factory=list)  # raw messages of its turn that matched, best first
 
@@ -146,6 +160,9 @@ class MemorySearch:
         self.es = es
         self.embedder = embedder
         self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
+        # Indices known to hold vectors of a size: a field once mapped stays, so this is asked again only
+        # while some index lacks it (a round trip a query saved).
+        self._vector_indices: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
     def _existing(self, indices: list[str]) -> list[str]:
         return [i for i in indices if self.es.indices.exists(index=i)]
@@ -158,13 +175,14 @@ class MemorySearch:
         return self.es.search(index=indices, size=size, source=_SOURCE, **body)["hits"]["hits"]
 
     def _memory_bm25(self, plan: QueryPlan, depth: int, filters: Filters, ranking: Ranking) -> dict[str, Any]:
-        match: dict[str, Any] = {"query": plan.text, "fields": MEMORY_FIELDS}
+        fields = MEMORY_FIELDS + ([f"context^{ranking.context}"] if ranking.context else [])
+        match: dict[str, Any] = {"query": plan.text, "fields": fields}
         if ranking.minimum_should_match:
             match["minimum_should_match"] = ranking.minimum_should_match
         should: list[dict[str, Any]] = []
         if ranking.strong_terms:
             # Named, scoring nothing: which hits match enough of the words to be an answer.
-            most = {"query": plan.text, "fields": MEMORY_FIELDS, "minimum_should_match": ranking.strong_terms}
+            most = {"query": plan.text, "fields": fields, "minimum_should_match": ranking.strong_terms}
             should.append({"multi_match": {**most, "_name": "most", "boost": 0.0}})
         if ranking.phrase:
             should.append({"match_phrase": {"summary": {"query": plan.text, "slop": 3, "boost": ranking.phrase}}})
@@ -181,25 +199,38 @@ class MemorySearch:
             should.append({"match": {"content": most}})
         if ranking.phrase:
             should.append({"match_phrase": {"content": {"query": plan.text, "slop": 3, "boost": ranking.phrase}}})
+        if ranking.said:
+            said = {"terms": {"role": ["user", "assistant"]}}
+            should.append({"constant_score": {"filter": said, "boost": ranking.said}})
         scope: list[dict[str, Any]] = [{"term": {"project": filters.project}}] if filters.project else []
         if filters.since or filters.until:
             bounds = {k: v for k, v in (("gte", filters.since), ("lte", filters.until)) if v}
             scope.append({"range": {"message_timestamp": bounds}})
         query = {"bool": {"must": [{"match": {"content": match}}], "should": should, "filter": scope}}
         # Several messages of one turn may match: ask for more, keep each turn's best.
-        return {"query": query, "size": 3 * depth, "_source": ["session_id", "turn_id"]}
+        return {"query": query, "size": 3 * depth, "_source": ["session_id", "turn_id", "message_timestamp"]}
 
     def _knn(self, vector: list[float], depth: int, filters: Filters) -> tuple[list[str], dict[str, Any]] | None:
         field = vector_field(len(vector))
-        # Only indices that hold vectors of this size (a notes index made while the embedder was down has none).
-        mappings = self.es.indices.get_field_mapping(index=filters.indices(), fields=field, ignore_unavailable=True)
-        indices = [index for index, found in mappings.body.items() if found.get("mappings")]
+        indices = self._with_vectors(field, filters.indices())
         if not indices:
             return None
         knn: dict[str, Any] = {"field": field, "query_vector": vector, "k": depth, "num_candidates": max(50, 4 * depth)}
         if filters.clauses():
             knn["filter"] = filters.clauses()
         return indices, {"knn": knn, "size": depth, "_source": _SOURCE}
+
+    def _with_vectors(self, field: str, wanted: list[str]) -> list[str]:
+        """Of `wanted`, the indices that hold vectors in `field` (a notes index made while the embedder was
+        down has none)."""
+        key = (field, tuple(wanted))
+        if key not in self._vector_indices:
+            mappings = self.es.indices.get_field_mapping(index=wanted, fields=field, ignore_unavailable=True)
+            indices = [index for index, found in mappings.body.items() if found.get("mappings")]
+            if len(indices) < len(wanted):
+                return indices
+            self._vector_indices[key] = indices
+        return self._vector_indices[key]
 
     def index(
         self,
@@ -246,8 +277,10 @@ class MemorySearch:
         bm25: dict[str, float] = {}
         similarity: dict[str, float] = {}
         strong: set[str] = set()
+        worded: set[str] = set()
         turn_messages: dict[str, list[str]] = {}
         partial: dict[str, set[str]] = {}
+        when: dict[str, str] = {}
         for (name, _, _), response in zip(channels, responses, strict=True):
             if "error" in response:
                 raise RuntimeError(f"search channel {name} failed: {response['error']}")
@@ -256,66 +289,93 @@ class MemorySearch:
                 if name == "raw":
                     source = hit["_source"]
                     doc_id = observation_id(source["session_id"], source["turn_id"])
+                    when.setdefault(doc_id, source.get("message_timestamp") or "")  # until its memory says
                     if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
                         turn_messages.setdefault(doc_id, []).append(hit["_id"])  # worth showing: most words matched
                 else:
                     doc_id = hit["_id"]
                     hits.setdefault(doc_id, hit)
+                    when[doc_id] = hit["_source"].get("established_at", "")
                 if doc_id in ranked:
                     continue
                 ranked.append(doc_id)
                 if name == "knn":
                     similarity[doc_id] = 2 * hit["_score"] - 1  # Elasticsearch reports cosine as (1 + cos) / 2
-                    strong |= {doc_id} if similarity[doc_id] >= ranking.strong_similarity else set()
+                    if similarity[doc_id] >= ranking.strong_similarity:
+                        strong.add(doc_id)
                 else:
                     bm25.setdefault(doc_id, hit["_score"])
                     matched = "most" in hit.get("matched_queries", []) if ranking.strong_terms else True
-                    strong |= {doc_id} if matched else set()
+                    if matched:
+                        strong.add(doc_id)
+                        worded.add(doc_id)
             rankings[name] = ranked[:depth]
             if name != "knn" and ranking.strong_terms and ranking.weak != 1.0:
                 # A hit on one common word is weak evidence: it counts for less than one on most of the words.
                 partial[name] = {d for d in ranked if d not in strong}
-        missing = [doc_id for doc_id in rankings.get("raw", []) if doc_id not in hits]
-        for hit in self._by_ids(missing, filters):
-            hits[hit["_id"]] = hit
-        # A raw turn with no memory to show (not observed yet, or filtered out) cannot be a row.
-        rankings = {name: [d for d in ranked if d in hits] for name, ranked in rankings.items()}
-        when = {doc_id: hit["_source"].get("established_at", "") for doc_id, hit in hits.items()}
         bonus = self._bonus(plan, ranking, when)
         names = list(rankings)
         weights = [getattr(ranking, name) for name in names]
+        if ranking.agree is not None and not plan.timed:
+            far = {d for d, cosine in similarity.items() if cosine < ranking.agree}
+            partial = {name: partial.get(name, set()) | (set(rankings[name]) & far) for name in names if name != "knn"}
         scale = [dict.fromkeys(partial.get(name, ()), ranking.weak) for name in names]
         fused = reciprocal_rank_fusion([rankings[n] for n in names], when, weights=weights, bonus=bonus, scale=scale)
-        if ranking.supersede is not None and vector is not None:
-            fused = self._newer_first(fused, when, vector, ranking.supersede, k)
+        # One more round trip, whatever is asked: the memories of turns only the raw channel found, among the
+        # first places (twice k: a turn not observed yet, or filtered out, has none and cannot be a row), and
+        # the vectors of those places when newer decisions are to go first.
+        head = [doc_id for doc_id, _ in fused[: 2 * k]]
+        compare = ranking.supersede is not None and vector is not None
+        field = vector_field(len(vector)) if vector else ""
+        # Vectors of the first k only (a row that moves up from further down is just not compared).
+        found, vectors = self._follow_up(
+            [d for d in head if d not in hits], head[:k] if compare else [], field, filters
+        )
+        hits |= found
+        fused = [(doc_id, score) for doc_id, score in fused if doc_id in hits]
+        if compare:
+            fused = self._newer_first(fused, hits, vectors, ranking, k)
         rows = []
         for doc_id, score in fused[:k]:
             row = _row(hits[doc_id], score)
             row.bm25, row.similarity = bm25.get(doc_id), similarity.get(doc_id)
-            row.strong, row.messages = doc_id in strong, turn_messages.get(doc_id, [])
+            row.strong, row.worded, row.messages = doc_id in strong, doc_id in worded, turn_messages.get(doc_id, [])
             rows.append(row)
         return rows
 
+    @staticmethod
     def _newer_first(
-        self, fused: list[tuple[str, float]], when: dict[str, str], vector: list[float], threshold: float, k: int
+        fused: list[tuple[str, float]],
+        hits: dict[str, dict[str, Any]],
+        vectors: dict[str, list[float]],
+        ranking: Ranking,
+        k: int,
     ) -> list[tuple[str, float]]:
-        """A later memory on the same subject as one ranked above it (cosine of their vectors at least
-        `threshold`) is moved just above it: the newer decision is the answer, the replaced one its history."""
+        """A later memory on the same subject as one ranked at most `ranking.reach` places above it (cosine
+        of their vectors at least `ranking.supersede`, or marked by reflection as its replacement) trades
+        places with it: the newer decision is the answer, the replaced one its history. A swap, not a move,
+        so what is shown stays the same, only its order."""
         top = [doc_id for doc_id, _ in fused[:k]]
-        field = vector_field(len(vector))
-        response = self.es.search(
-            index=list(SEARCH_INDICES), size=len(top), source=False, fields=[field], query={"ids": {"values": top}},
-            ignore_unavailable=True, allow_no_indices=True,
-        )  # fmt: skip
-        vectors = {h["_id"]: h["fields"][field] for h in response["hits"]["hits"] if field in h.get("fields", {})}
+        when = {doc_id: hits[doc_id]["_source"].get("established_at", "") for doc_id in top}
+
+        def replaces(later: str, earlier: str) -> bool:
+            if when[later] <= when[earlier]:
+                return False
+            if hits[earlier]["_source"].get("superseded_by") == later:
+                return True
+            if later not in vectors or earlier not in vectors:
+                return False
+            return sum(a * b for a, b in zip(vectors[later], vectors[earlier], strict=True)) >= (ranking.supersede or 0)
+
         order = list(fused)
+        moved: set[int] = set()  # one swap a place: an old memory must not sink through a chain of newer ones
         for j in range(1, min(len(order), k)):
-            later = order[j][0]
-            for i in range(j):
-                earlier = order[i][0]
-                newer = later in vectors and earlier in vectors and when.get(later, "") > when.get(earlier, "")
-                if newer and sum(a * b for a, b in zip(vectors[later], vectors[earlier], strict=True)) >= threshold:
-                    order.insert(i, order.pop(j))
+            for i in range(max(0, j - ranking.reach), j):
+                if i not in moved and replaces(order[j][0], order[i][0]):
+                    # The scores stay with the places: the list remains sorted by score.
+                    (a, score_a), (b, score_b) = order[i], order[j]
+                    order[i], order[j] = (b, score_a), (a, score_b)
+                    moved |= {i, j}
                     break
         return order
 
@@ -336,18 +396,31 @@ class MemorySearch:
                 bonus[doc_id] = bonus.get(doc_id, 0.0) + ranking.recency * unit * share
         return bonus
 
-    def _by_ids(self, ids: list[str], filters: Filters) -> list[dict[str, Any]]:
-        if not ids:
-            return []
-        query = {"bool": {"filter": [{"ids": {"values": ids}}, *filters.clauses()]}}
-        return self.es.search(
-            index=filters.indices(),
-            size=len(ids),
-            source=_SOURCE,
-            query=query,
-            ignore_unavailable=True,
-            allow_no_indices=True,
-        )["hits"]["hits"]
+    def _follow_up(
+        self, missing: list[str], compare: list[str], field: str, filters: Filters
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, list[float]]]:
+        """In one `_msearch`: the memories with ids `missing` that pass `filters`, and the stored vectors of
+        `compare` in `field` (by id, those that have one)."""
+        searches: list[dict[str, Any]] = []
+        if missing:
+            query = {"bool": {"filter": [{"ids": {"values": missing}}, *filters.clauses()]}}
+            searches += [{"index": filters.indices()}, {"query": query, "size": len(missing), "_source": _SOURCE}]
+        if compare:
+            searches += [
+                {"index": list(SEARCH_INDICES)},
+                {"query": {"ids": {"values": compare}}, "size": len(compare), "_source": False, "fields": [field]},
+            ]
+        if not searches:
+            return {}, {}
+        responses = self.es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
+        for response in responses:
+            if "error" in response:
+                raise RuntimeError(f"search follow-up failed: {response['error']}")
+        found = {h["_id"]: h for h in responses[0]["hits"]["hits"]} if missing else {}
+        vectors = {
+            h["_id"]: h["fields"][field] for h in responses[-1]["hits"]["hits"] if field in h.get("fields", {})
+        } if compare else {}  # fmt: skip
+        return found, vectors
 
     def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
         """The newest `k` memories that pass `filters` (no query)."""

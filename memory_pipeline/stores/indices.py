@@ -145,6 +145,7 @@ OBSERVATION_MAPPINGS: dict[str, Any] = {
         "session_id": _KEYWORD,
         "turn_id": _KEYWORD,
         "established_at": {"type": "date"},
+        "context": {"type": "text"},  # the turn before's request: searched, with less weight
     },
 }
 REFLECTION_INDEX = "memory-reflections"

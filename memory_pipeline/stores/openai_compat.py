@@ -52,6 +52,7 @@ class OpenAICompatibleClient:
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
         self._can_tokenize: bool | None = None  # learnt on the first count
         self._props: dict[str, Any] | None = None
+        self._listed_model: str | None = None
 
     def close(self) -> None:
         self._http.close()
@@ -91,13 +92,16 @@ class OpenAICompatibleClient:
         return f"HTTP {response.status_code}"
 
     def model_id(self) -> str:
-        """The configured model id, or the first one the server lists (never hard-coded)."""
+        """The configured model id, or the first one the server lists (never hard-coded), asked once per
+        client: a query's embedding is one request, not three."""
         if self._configured_model:
             return self._configured_model
-        models = self.request("GET", "/v1/models").get("data") or []
-        if not models:
-            raise ServerError(f"{self.base_url}/v1/models lists no model")
-        return str(models[0]["id"])
+        if self._listed_model is None:
+            models = self.request("GET", "/v1/models").get("data") or []
+            if not models:
+                raise ServerError(f"{self.base_url}/v1/models lists no model")
+            self._listed_model = str(models[0]["id"])
+        return self._listed_model
 
     def props(self) -> dict[str, Any]:
         """llama-server's `/props` (empty for servers without it), asked once per client."""

@@ -1,6 +1,7 @@
 """The ranking on one project of the hard benchmark's corpus (12 sessions over eight months), through the
 pipeline's own assets: a time the question names is favoured, a question on a subject never discussed is
-flagged, and the default ranking finds at least what kNN alone finds."""
+flagged, a newer decision is shown above the one it replaced, and the default ranking finds at least what
+kNN alone finds."""
 
 from __future__ import annotations
 
@@ -46,11 +47,20 @@ def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  
         tags={RANGE_START: days[0], RANGE_END: days[-1]},
     )
     assert result.success
-    questions = [q for q in json.loads((HARD / "questions.json").read_text()) if q["project"] == SOURCE_PROJECT]
+    # The generated project's own questions (the reflect corpus's, on the same project, are not ingested here).
+    questions = [q for q in json.loads((HARD / "questions.json").read_text()) if q["id"].startswith("shop-api-")]
     with make_client(settings) as es, embeddings_client(settings) as embedder:
         es.indices.refresh(index="memory-*")
         yield MemorySearch(es, embedder), Corpus(es, days), questions
     reset_days(settings, days)
+
+
+def _ask(search: MemorySearch, question: dict, ranking: Ranking, mode: str = "hybrid") -> list:
+    """The rows for a question, asked on its own date."""
+    return search.index(
+        question["question"], k=10, filters=Filters(project=PROJECT), ranking=ranking,
+        mode=mode, today=date.fromisoformat(question["asked_at"]),  # type: ignore[arg-type]
+    )  # fmt: skip
 
 
 def _first_turn_hits(
@@ -59,10 +69,7 @@ def _first_turn_hits(
     """How many questions get the turn holding their evidence as the first row."""
     hits = 0
     for question in questions:
-        rows = search.index(
-            question["question"], k=10, filters=Filters(project=PROJECT), ranking=ranking,
-            mode=mode, today=date.fromisoformat(question["asked_at"]),  # type: ignore[arg-type]
-        )  # fmt: skip
+        rows = _ask(search, question, ranking, mode)
         evidence = set(corpus.evidence(question["evidence"]))
         first = {doc for _, doc, _ in corpus.turns.get((rows[0].session_id, rows[0].turn_id), [])} if rows else set()
         hits += bool(evidence & first)
@@ -87,8 +94,10 @@ def test_a_subject_never_discussed_is_flagged_and_answers_are_not(ranked) -> Non
 
     absent = [q for q in questions if q["category"] == "abstention"]
     answerable = [q for q in questions if q["category"] == "single"]
-    assert sum(map(flagged, absent)) >= 0.7 * len(absent)
-    assert sum(map(flagged, answerable)) <= 0.3 * len(answerable)
+    flagged_absent, flagged_answerable = sum(map(flagged, absent)), sum(map(flagged, answerable))
+    # The floor trades one for the other (bench/results.md, `hard`): measured 9 of 10, and 12 of 38.
+    assert flagged_absent >= 0.8 * len(absent), flagged_absent
+    assert flagged_answerable <= 0.35 * len(answerable), flagged_answerable
 
 
 def test_the_default_ranking_finds_at_least_what_knn_alone_finds(ranked) -> None:  # noqa: ANN001
@@ -97,3 +106,28 @@ def test_the_default_ranking_finds_at_least_what_knn_alone_finds(ranked) -> None
     hybrid = _first_turn_hits(search, corpus, answerable, DEFAULT)
     knn = _first_turn_hits(search, corpus, answerable, KNN_ALONE, mode="knn")
     assert hybrid >= knn, (hybrid, knn)
+
+
+def _newer_above_older(search: MemorySearch, corpus: Corpus, questions: list[dict], ranking: Ranking) -> int:
+    """How many knowledge updates show the turn of the newer decision above the turn it replaced."""
+
+    def place(rows: list, message: str) -> int | None:
+        turns = [{doc for _, doc, _ in corpus.turns.get((r.session_id, r.turn_id), [])} for r in rows]
+        return next((i for i, docs in enumerate(turns) if message in docs), None)
+
+    count = 0
+    for question in questions:
+        rows = _ask(search, question, ranking)
+        [newer], [older] = corpus.evidence(question["evidence"]), corpus.evidence(question["replaced"])
+        new_place, old_place = place(rows, newer), place(rows, older)
+        count += new_place is not None and (old_place is None or new_place < old_place)
+    return count
+
+
+def test_a_newer_decision_is_shown_above_the_one_it_replaced(ranked) -> None:  # noqa: ANN001
+    search, corpus, questions = ranked
+    updates = [q for q in questions if q["category"] == "update"]
+    assert len(updates) == 10
+    default = _newer_above_older(search, corpus, updates, DEFAULT)
+    unordered = _newer_above_older(search, corpus, updates, replace(DEFAULT, supersede=None))
+    assert default >= 7 and default >= unordered + 4, (default, unordered)  # measured: 8 of 10 against 0

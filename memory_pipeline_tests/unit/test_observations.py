@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from memory_pipeline.recall.observations import ASKED_TOKENS, estimate_tokens, observe_turns
+from memory_pipeline.recall.observations import ASKED_TOKENS, CONTEXT_TOKENS, estimate_tokens, observe_turns
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.sessions.load import catalog, load_messages
@@ -95,3 +95,13 @@ def test_an_injected_briefing_is_kept_as_metadata_and_never_observed() -> None:
     [observation] = observe_turns(turns, frame)["summary"].to_list()
     assert "Memory from earlier sessions" not in observation and "Always use pnpm" not in observation
     assert observation.startswith("Asked: Which package manager should I use here?")
+
+
+def test_each_turn_carries_the_request_before_it_as_context(observations: pl.DataFrame) -> None:
+    bot = observations.filter(pl.col("session_id") == "rough-bot").sort("established_at")
+    first, second = bot.rows(named=True)
+    assert first["context"] == ""  # the first turn of a session has none
+    # The reply "keep 14 days" is searchable with what it answers, peeled of its envelope like the request.
+    assert second["context"].startswith("The nightly backup cron is failing") and "message_id" not in second["context"]
+    assert estimate_tokens(second["context"]) <= CONTEXT_TOKENS + 1
+    assert second["context"] not in second["summary"]  # searched beside the turn, never shown as its words

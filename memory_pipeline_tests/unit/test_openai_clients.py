@@ -95,6 +95,23 @@ def test_model_id_comes_from_the_server_when_not_configured() -> None:
     assert client.model_id() == "served-model"
 
 
+def test_a_query_embedding_is_one_request_once_the_model_is_known() -> None:
+    paths = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "multilingual-e5-small"}]})
+        texts = json.loads(request.content)["input"]
+        assert texts == ["query: which cache"]  # the prefix follows the listed model
+        return httpx.Response(200, json={"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
+
+    client = EmbeddingsClient(URL, retries=0, transport=plain_server(handler))
+    for _ in range(3):
+        client.embed(["which cache"], purpose="query")
+    assert paths == ["/v1/models", "/v1/embeddings", "/v1/embeddings", "/v1/embeddings"]
+
+
 def _embedder(handler) -> EmbeddingsClient:
     return EmbeddingsClient(URL, model="e", retries=0, transport=plain_server(handler))
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.engine import DEFAULT, Filters, MemorySearch
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
@@ -23,6 +23,37 @@ def test_rrf_rewards_agreement_and_breaks_ties_by_recency() -> None:
     tie = reciprocal_rank_fusion([["old"], ["new"]], {"old": "2020-01-01", "new": "2026-01-01"})
     assert [d for d, _ in tie] == ["new", "old"]
     assert reciprocal_rank_fusion([]) == []
+
+
+def _memory(established_at: str, superseded_by: str | None = None) -> dict:
+    return {"_source": {"established_at": established_at, "superseded_by": superseded_by}}
+
+
+def test_a_newer_decision_on_the_same_subject_trades_places_with_the_older_one() -> None:
+    same, other = [1.0, 0.0], [0.0, 1.0]
+    hits = {
+        "old": _memory("2025-03-01"), "new": _memory("2025-09-01"), "newest": _memory("2025-10-01"),
+        "far": _memory("2025-10-02"), "x": _memory("2025-11-01"),
+    }  # fmt: skip
+    fused = [("old", 0.9), ("new", 0.8), ("newest", 0.7), ("x", 0.6), ("far", 0.5)]
+    vectors = {"old": same, "new": same, "newest": same, "x": other, "far": same}
+    order = MemorySearch._newer_first(fused, hits, vectors, DEFAULT, k=5)
+    # One place up, one swap a place: the old one does not sink through the chain of newer ones; the scores
+    # stay with the places, so the list is still sorted.
+    assert [d for d, _ in order] == ["new", "old", "newest", "x", "far"]
+    assert [s for _, s in order] == [0.9, 0.8, 0.7, 0.6, 0.5]
+    # Another subject (orthogonal vectors) never trades places, however new.
+    assert [d for d, _ in MemorySearch._newer_first([("old", 1.0), ("x", 0.5)], hits, vectors, DEFAULT, 2)] == [
+        "old", "x",
+    ]  # fmt: skip
+    # Reflection's mark is enough, even without vectors; an older one below a newer one stays below.
+    marked = {"old": _memory("2025-03-01", superseded_by="new"), "new": _memory("2025-09-01")}
+    assert [d for d, _ in MemorySearch._newer_first([("old", 1.0), ("new", 0.5)], marked, {}, DEFAULT, 2)] == [
+        "new", "old",
+    ]  # fmt: skip
+    assert [d for d, _ in MemorySearch._newer_first([("new", 1.0), ("old", 0.5)], hits, vectors, DEFAULT, 2)] == [
+        "new", "old",
+    ]  # fmt: skip
 
 
 def test_filters_become_elasticsearch_clauses() -> None:
