@@ -293,6 +293,7 @@ def report(
     counts = {c: sum(q["category"] == c for q in questions) for c in CATEGORIES}
     held = sum(q["split"] == "held_out" for q in questions)
     projects = len({q["project"] for q in questions})
+    unanswerable = {h: sum(q["category"] == "abstention" and history(q) == h for q in questions) for h in HISTORIES}
     head = (
         f"Corpus: {len(sessions)} sessions of {projects} projects over {days[0]}..{days[-1]} ({len(days)} days: "
         "generated histories, the reflect corpus, the pi-mono fixture), "
@@ -322,11 +323,16 @@ def report(
         + table(headers, rows("held_out"))
         + "\n\nTuning split:\n\n"
         + table(headers, rows("tune"))
-        + "\n\nBy history, both splits (recall@10 messages of the answerable questions / abstention):\n\n"
+        + "\n\nBy history, both splits (recall@10 messages of the answerable questions / abstention, `-` if none):\n\n"
         + table(
             ["ranking", *HISTORIES],
             [
-                [name] + [f"{r['overall']:.3f} / {r['abstention']:.2f}" for r in map(by_history[name].get, HISTORIES)]
+                [name]
+                + [
+                    f"{by_history[name][h]['overall']:.3f} / "
+                    + (f"{by_history[name][h]['abstention']:.2f}" if unanswerable[h] else "-")
+                    for h in HISTORIES
+                ]
                 for name in ("bm25-raw", "knn", "DEFAULT")
                 if name in by_history
             ],

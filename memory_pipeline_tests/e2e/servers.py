@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 from collections.abc import Iterator
@@ -14,20 +15,37 @@ from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import ServiceName, Settings, isolated_settings, load_settings
 
 
-def free_port() -> int:
+def _below_ephemeral() -> int:
+    """The first port the kernel may hand to an outgoing connection (Linux's default when unreadable)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return not port_in_use(port)
 
 
-def free_port_range(count: int) -> int:
-    """The first of `count` consecutive free ports (and `count` more, 100 above: an ES cluster's transport)."""
-    for _ in range(50):
-        first = free_port()
-        wanted = [p for base in (first, first + 100) for p in range(base, base + count)]
-        if first + 100 + count < 65536 and not any(port_in_use(p) for p in wanted):
+def free_port_range(count: int = 1) -> int:
+    """The first of `count` consecutive free ports (and `count` more, 100 above: an ES cluster's transport).
+    Chosen below the ephemeral range: a port in it can be taken by any outgoing connection between this check
+    and the server's bind (a cluster's nodes connect to each other while the next one starts), as CI saw."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(10_000, _below_ephemeral() - 100 - count)
+        if all(_bindable(p) for base in (first, first + 100) for p in range(base, base + count)):
             return first
     raise RuntimeError(f"no {count} consecutive free ports found")
+
+
+def free_port() -> int:
+    return free_port_range(1)
 
 
 def private_runtime(
