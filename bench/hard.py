@@ -82,6 +82,7 @@ VARIANTS: dict[str, Ranking] = {
     "floor cos 0.5": replace(DEFAULT, strong_similarity=0.5),
     "BM25 hits far in meaning count (no cosine 0.25 agreement)": replace(DEFAULT, agree=None),
     "agreement at cosine 0.35": replace(DEFAULT, agree=0.35),
+    "a row's session already shown costs it 20%": replace(DEFAULT, diverse=0.2),
     "newer first off": replace(DEFAULT, supersede=None),
     "newer first at cos 0.6": replace(DEFAULT, supersede=0.6),
     "newer first, up to 2 places": replace(DEFAULT, reach=2),

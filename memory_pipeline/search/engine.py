@@ -60,6 +60,7 @@ class Ranking:
     # one place put the newer decision first for 75% of the knowledge updates and cost no recall.
     supersede: float | None = 0.5
     reach: int = 1
+    diverse: float = 0.0  # share of its score a row loses for each row of its session ranked above it (MMR-like)
     # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split as the lowest at which
     # 85% of the questions with no answer get none: 0.35 (22% of the others are flagged as guesses).
     strong_similarity: float = 0.35
@@ -333,6 +334,14 @@ class MemorySearch:
         )
         hits |= found
         fused = [(doc_id, score) for doc_id, score in fused if doc_id in hits]
+        if ranking.diverse:
+            seen: dict[str, int] = {}
+            spread = []
+            for doc_id, score in fused:
+                session = hits[doc_id]["_source"].get("session_id", "")
+                spread.append((doc_id, score * (1 - ranking.diverse) ** seen.get(session, 0)))
+                seen[session] = seen.get(session, 0) + 1
+            fused = sorted(spread, key=lambda item: -item[1])
         if compare:
             fused = self._newer_first(fused, hits, vectors, ranking, k)
         rows = []
