@@ -277,7 +277,6 @@ class MemorySearch:
         rankings: dict[str, list[str]] = {}
         bm25: dict[str, float] = {}
         similarity: dict[str, float] = {}
-        strong: set[str] = set()
         worded: set[str] = set()
         turn_messages: dict[str, list[str]] = {}
         partial: dict[str, set[str]] = {}
@@ -302,18 +301,14 @@ class MemorySearch:
                 ranked.append(doc_id)
                 if name == "knn":
                     similarity[doc_id] = 2 * hit["_score"] - 1  # Elasticsearch reports cosine as (1 + cos) / 2
-                    if similarity[doc_id] >= ranking.strong_similarity:
-                        strong.add(doc_id)
                 else:
                     bm25.setdefault(doc_id, hit["_score"])
-                    matched = "most" in hit.get("matched_queries", []) if ranking.strong_terms else True
-                    if matched:
-                        strong.add(doc_id)
+                    if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
                         worded.add(doc_id)
             rankings[name] = ranked[:depth]
             if name != "knn" and ranking.strong_terms and ranking.weak != 1.0:
                 # A hit on one common word is weak evidence: it counts for less than one on most of the words.
-                partial[name] = {d for d in ranked if d not in strong}
+                partial[name] = {d for d in ranked if d not in worded}
         bonus = self._bonus(plan, ranking, when)
         names = list(rankings)
         weights = [getattr(ranking, name) for name in names]
@@ -335,22 +330,31 @@ class MemorySearch:
         hits |= found
         fused = [(doc_id, score) for doc_id, score in fused if doc_id in hits]
         if ranking.diverse:
-            seen: dict[str, int] = {}
-            spread = []
-            for doc_id, score in fused:
-                session = hits[doc_id]["_source"].get("session_id", "")
-                spread.append((doc_id, score * (1 - ranking.diverse) ** seen.get(session, 0)))
-                seen[session] = seen.get(session, 0) + 1
-            fused = sorted(spread, key=lambda item: -item[1])
+            fused = self._spread_sessions(fused, hits, ranking.diverse)
         if compare:
             fused = self._newer_first(fused, hits, vectors, ranking, k)
         rows = []
         for doc_id, score in fused[:k]:
             row = _row(hits[doc_id], score)
             row.bm25, row.similarity = bm25.get(doc_id), similarity.get(doc_id)
-            row.strong, row.worded, row.messages = doc_id in strong, doc_id in worded, turn_messages.get(doc_id, [])
+            row.worded, row.messages = doc_id in worded, turn_messages.get(doc_id, [])
+            # Above the relevance floor: most of the words, or close enough in meaning.
+            row.strong = row.worded or similarity.get(doc_id, -1.0) >= ranking.strong_similarity
             rows.append(row)
         return rows
+
+    @staticmethod
+    def _spread_sessions(
+        fused: list[tuple[str, float]], hits: dict[str, dict[str, Any]], diverse: float
+    ) -> list[tuple[str, float]]:
+        """`fused` again by score, each row losing `diverse` of it for every row of its session above it."""
+        seen: dict[str, int] = {}
+        spread = []
+        for doc_id, score in fused:
+            session = hits[doc_id]["_source"].get("session_id", "")
+            spread.append((doc_id, score * (1 - diverse) ** seen.get(session, 0)))
+            seen[session] = seen.get(session, 0) + 1
+        return sorted(spread, key=lambda item: -item[1])
 
     @staticmethod
     def _newer_first(

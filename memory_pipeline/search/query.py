@@ -23,9 +23,9 @@ _STOP_TEXT = """a about above after again against all am an and any are aren't a
     there there's these they they'd they'll they're they've this those through to too under until up very was
     wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom
     why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves remind
-    tell know please again ever still currently now nowadays anyway actually just also supposed meant going get
+    tell know please ever still currently now nowadays anyway actually just also supposed meant going get
     got use using used one ones thing things something anything stuff way whats us let came come happened happen
-    ask asked say said two three four five six few couple"""
+    ask asked say said two three four five six couple"""
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 MONTHS = {
     name: number
