@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from elastic_transport import ConnectionError as TransportConnectionError
@@ -120,13 +121,8 @@ def bulk_apply(
             yield {"_op_type": "delete", "_index": index, "_id": doc_id}
 
     written = deleted = 0
-    chunk: list[dict[str, Any]] = []
-    for action in actions():
-        chunk.append(action)
-        if len(chunk) == chunk_size:
-            done = _apply_chunk(client, index, chunk)
-            written, deleted, chunk = written + done[0], deleted + done[1], []
-    if chunk:
+    pending = actions()
+    for chunk in iter(lambda: list(islice(pending, chunk_size)), []):
         done = _apply_chunk(client, index, chunk)
         written, deleted = written + done[0], deleted + done[1]
     return written, deleted
