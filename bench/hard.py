@@ -42,6 +42,7 @@ from bench.results_file import table, write_section
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import DEFAULT, V0, Filters, MemorySearch, Ranking, Row
+from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client
@@ -250,7 +251,7 @@ def main(flags: list[str]) -> None:
     questions = json.loads((CORPUS / "questions.json").read_text())
     shutil.rmtree(WORK, ignore_errors=True)
     sessions = assemble(WORK / "sessions")
-    days = sorted({json.loads(p.open().readline())["timestamp"][:10] for p in sessions})
+    days = sorted({found.partition for found in scan_sessions(WORK / "sessions")[0]})
     settings = isolated_settings(shared, WORK, sessions_dir=WORK / "sessions")
     ingest_seconds = ingest(settings, days)
     variants = {k: v for k, v in VARIANTS.items() if k in ("V0", "DEFAULT")} if "--quick" in flags else VARIANTS

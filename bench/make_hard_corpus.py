@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.make_reflect_corpus import Session
+from memory_pipeline.sessions.discovery import scan_sessions
 
 OUT = Path(__file__).parent / "corpus" / "hard"
 REFLECT = Path(__file__).parent / "corpus" / "reflect"
@@ -627,17 +628,17 @@ def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     sessions = OUT / "sessions"
     questions: list[dict] = []
+    reflect = scan_sessions(REFLECT / "sessions")[0]
     for number, project in enumerate(PROJECTS):
         history, asked = build_project(number, project)
         history.write(sessions)
         text = "".join(json.dumps(line) for s in history.sessions for line in s.lines)
-        if project == json.loads(next((REFLECT / "sessions").rglob("*.jsonl")).open().readline())["cwd"]:
-            text += "".join(p.read_text() for p in (REFLECT / "sessions").rglob("*.jsonl"))  # the same project
+        text += "".join(found.path.read_text() for found in reflect if found.project == project)  # its history too
         questions += asked + absent_questions(project, text, number)
     questions += reflect_questions() + fixture_questions()
     (OUT / "questions.json").write_text(json.dumps(questions, indent=1, ensure_ascii=False) + "\n")
     files = assemble(OUT.parent / ".assembled")
-    days = sorted({json.loads(p.open().readline())["timestamp"][:10] for p in files})
+    days = sorted({found.partition for found in scan_sessions(OUT.parent / ".assembled")[0]})
     shutil.rmtree(OUT.parent / ".assembled")
     by = {
         c: sum(q["category"] == c for q in questions) for c in ("single", "multi", "temporal", "update", "abstention")

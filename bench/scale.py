@@ -36,6 +36,7 @@ from memory_pipeline.assets import ingest, recall
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.recall.observations import observe_turns
 from memory_pipeline.resources import build_resources
+from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
@@ -112,7 +113,7 @@ def main(flags: list[str]) -> None:
     messages = pl.concat(frames)
     documents = [(doc_id, doc) for doc_id, _, doc, _ in message_documents(messages)]
     texts = observe_turns(group_turns(messages), messages)["summary"].to_list()
-    days_used = len({json.loads(p.open().readline())["timestamp"][:10] for p in corpus.rglob("*.jsonl")})
+    days_used = len({found.partition for found in scan_sessions(corpus)[0]})
     print(f"corpus: {files} files, {messages.height} messages over {days_used} days, {len(texts)} turns")
 
     settings = isolated_settings(load_settings(), WORK, sessions_dir=corpus)

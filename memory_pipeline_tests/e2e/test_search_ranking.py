@@ -17,6 +17,7 @@ from bench.hard import KNN_ALONE, Corpus
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import DEFAULT, Filters, MemorySearch, Ranking
+from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
@@ -37,7 +38,7 @@ def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  
         lines[0] = json.dumps(header | {"cwd": PROJECT})
         (sessions / source.name).parent.mkdir(parents=True, exist_ok=True)
         (sessions / source.name).write_text("\n".join(lines))
-    days = sorted({json.loads(p.open().readline())["timestamp"][:10] for p in sessions.rglob("*.jsonl")})
+    days = sorted({found.partition for found in scan_sessions(sessions)[0]})
     settings = isolated_settings(local_runtime, root, sessions_dir=sessions)
     reset_days(settings, days)
     result = materialize(
