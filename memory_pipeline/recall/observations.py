@@ -1,8 +1,8 @@
 """Turn observations: one compact, searchable record per turn, built without the LLM.
 
-What was asked, which tools ran, which files were touched, how it ended. They
-make search useful before any summary exists, and let a memory be cited back
-to the turn it came from.
+What was asked, which tools ran, which files were touched, what failed, how it
+ended. They make search useful before any summary exists, and let a memory be
+cited back to the turn it came from.
 
 The text is budgeted in tokens, not characters (a Chinese sentence costs about
 as many tokens as it has characters, English a quarter): the request gets the
@@ -14,6 +14,7 @@ model's context, measured by the server.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import polars as pl
@@ -59,6 +60,9 @@ def _files(tool_calls: list[dict]) -> list[str]:
 ASKED_TOKENS = 160
 OUTCOME_TOKENS = 120
 FILES_SHOWN = 8
+# A failed command's message: what a later "why did X fail" asks about, and what an outcome ("Running bash.")
+# often leaves out.
+FAILED_TOKENS = 60
 # The turn before's request, searchable beside a turn's own words (not embedded, not shown): an answer is
 # often a reply to it ("yes, set it to 1", "do that for the footer too").
 CONTEXT_TOKENS = 60
@@ -130,6 +134,10 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
             parts.append(f"Tools: {', '.join(turn['tool_names'])}.")
         if files:
             parts.append(f"Files: {clip_tokens(', '.join(files[:FILES_SHOWN]), 60)}.")
+        failures = (failure_text(m["content"] or "", FAILED_TOKENS) for m in messages_of if failed(m))
+        failure = next((text for text in failures if text), "")  # the first that says more than its exit code
+        if failure:
+            parts.append(f"Failed: {failure}")
         parts.append(f"Outcome: {outcome}")
         started = turn["started_at"] or turn["session_started_at"]
         rows.append(
@@ -148,6 +156,25 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
             }
         )
     return pl.DataFrame(rows, schema=OBSERVATION_SCHEMA) if rows else pl.DataFrame(schema=OBSERVATION_SCHEMA)
+
+
+def failed(message: dict) -> bool:
+    """A tool that reported an error, or a command the user ran that exited non-zero."""
+    return bool(message.get("is_error")) or (message.get("exit_code") or 0) != 0
+
+
+# pi's bash tool closes a failed command's output with this line: it says nothing the flag does not.
+_EXIT_LINE = re.compile(r"^\(?command exited with code -?\d+\)?$", re.IGNORECASE)
+
+
+def failure_text(text: str, budget: float) -> str:
+    """A failure's message in about `budget` tokens: all of it when it fits, else its first and last lines
+    (an error's summary is at the top of most tools' output, at the bottom of a traceback)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not _EXIT_LINE.match(line.strip())]
+    whole = " ".join(lines)
+    if len(lines) < 2 or estimate_tokens(whole) <= budget:
+        return clip_tokens(whole, budget)
+    return f"{clip_tokens(lines[0], budget / 2)} … {clip_tokens(lines[-1], budget / 2)}"
 
 
 def _iso(value: datetime | None) -> str:

@@ -11,6 +11,7 @@ opening of a memory tool's call (see pi/first_tool_call.ts); the model writes th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +109,11 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     again = _memories_of(settings, session_of(session_2)["id"])
     assert again and not [m for m in again if "Memory from earlier sessions" in m["summary"]]
     # What the turn asked is the person's prompt alone (the model's reply may quote what it was told: its words).
-    asked = [m["summary"].split(" Outcome:")[0] for m in again if m["summary"].startswith("Asked:")]
+    asked = [
+        re.split(r" (?:Tools|Files|Failed|Outcome): ", m["summary"])[0]
+        for m in again
+        if m["summary"].startswith("Asked:")
+    ]
     assert asked and not [a for a in asked if any(i in a for i in ids) or "pnpm" in a.lower()]
     with make_client(settings) as es:
         es.indices.refresh(index=RAW_INDEX)

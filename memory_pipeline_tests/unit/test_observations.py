@@ -7,7 +7,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from memory_pipeline.recall.observations import ASKED_TOKENS, CONTEXT_TOKENS, estimate_tokens, observe_turns
+from memory_pipeline.recall.observations import (
+    ASKED_TOKENS,
+    CONTEXT_TOKENS,
+    FAILED_TOKENS,
+    estimate_tokens,
+    failure_text,
+    observe_turns,
+)
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.sessions.load import catalog, load_messages
@@ -105,3 +112,33 @@ def test_each_turn_carries_the_request_before_it_as_context(observations: pl.Dat
     assert second["context"].startswith("The nightly backup cron is failing") and "message_id" not in second["context"]
     assert estimate_tokens(second["context"]) <= CONTEXT_TOKENS + 1
     assert second["context"] not in second["summary"]  # searched beside the turn, never shown as its words
+
+
+def test_a_failure_is_told_by_its_message_not_its_exit_code() -> None:
+    error = "Error response from daemon: Bind for 0.0.0.0:5432 failed: port is already allocated"
+    assert failure_text(f"{error}\n\nCommand exited with code 1", FAILED_TOKENS) == error
+    assert failure_text("Command exited with code 1", FAILED_TOKENS) == ""  # nothing the flag does not say
+    frames = "\n".join(f'  File "/srv/app/m{i}.py", line {i}, in handler' for i in range(40))
+    traceback = f"Traceback (most recent call last):\n{frames}\nModuleNotFoundError: No module named 'shop_api'"
+    told = failure_text(traceback, FAILED_TOKENS)
+    # A traceback's cause is its last line: kept, with the first, where the middle is cut.
+    assert told.startswith("Traceback") and told.endswith("No module named 'shop_api'") and "m20.py" not in told
+    assert estimate_tokens(told) <= FAILED_TOKENS + 2
+
+
+def test_a_turn_that_failed_says_what_failed() -> None:
+    from memory_pipeline.sessions.messages import session_messages, to_frame
+    from memory_pipeline.sessions.parse import parse_session
+    from memory_pipeline_tests.conftest import SESSION_FIXTURES
+
+    session = parse_session(SESSION_FIXTURES / "pi-mono-large-session.v1.jsonl")
+    frame = to_frame(session_messages(session, Redactor(), "p")[0])
+    observations = observe_turns(group_turns(frame), frame)
+    failing = frame.filter(pl.col("is_error").fill_null(False) | (pl.col("exit_code").fill_null(0) != 0))
+    told = observations.filter(pl.col("summary").str.contains(" Failed: "))
+    # Only turns where a tool failed say so, and never by a bare exit code.
+    assert 3 <= told.height < observations.height
+    assert set(told["turn_id"]) <= set(failing["turn_id"])
+    assert not observations["summary"].str.contains("Failed: Command exited").any()
+    [sleep] = observations.filter(pl.col("summary").str.starts_with("Asked: dude sleep 5 seconds"))["summary"]
+    assert "Failed: Command aborted Outcome:" in sleep
