@@ -48,6 +48,9 @@ NOTES = """Tried for the hybrid search's latency, measured on the same 100,000 r
 - The query's embedding and its kNN search in a thread beside the BM25 `_msearch`: p50 26-28 ms against 29-30
   ms in the same run, p95 no better (40-45 against 39-40); on 2 cores shared by Elasticsearch, llama-server
   and Python there is little to overlap. Not kept.
+- How much the machine moves: on a freshly started machine (2026-12-01 11:15 UTC), two runs in a row gave the
+  hybrid search p95 77 ms against a baseline of 61, then 44 against 31. The figures above are one run; the
+  ratio to the baseline of the same run (1.3-1.4x) is what holds from run to run.
 """
 
 
