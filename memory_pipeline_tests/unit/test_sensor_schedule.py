@@ -125,12 +125,17 @@ def test_empty_or_missing_directory_skips(tmp_path: Path) -> None:
 
 def test_daily_schedule_targets_the_latest_complete_day_when_it_has_sessions(tmp_path: Path) -> None:
     resource = SessionsResource(sessions_dir=str(tmp_path), cache_dir=str(tmp_path / ".cache"))
-    with instance_for_test() as instance:  # a schedule context needs an instance with a ref
-        context = build_schedule_context(
+    # A schedule context needs an instance with a ref, and opens its own copy from it:
+    # entered as a context, that copy is closed before the instance, not when it is
+    # collected during a later test (which left Dagster pointing at a dead instance).
+    with (
+        instance_for_test() as instance,
+        build_schedule_context(
             scheduled_execution_time=datetime(2026, 3, 1, 0, 30, tzinfo=UTC),
             resources={"sessions": resource},
             instance=instance,
-        )
+        ) as context,
+    ):
         assert isinstance(daily_ingest_schedule(context), SkipReason)
         _session(tmp_path / "a.jsonl", "a", "2026-02-28")
         request = daily_ingest_schedule(context)
