@@ -122,6 +122,13 @@ NOTES = """What a row shows, and what its observation says (2026-12-01, measured
   shown). Both: the table above.
 - Shown instead, one message a turn (the best-matching one, else the request): single fell from 0.817 to 0.779
   on the tuning split, as a matched line often is not the answer that the reply holds. Not kept.
+- Run to run, on the same commit (2026-12-01): held-out abstention of DEFAULT and kNN alone was 0.867 at 11:24
+  UTC, 0.800 at 19:25, 0.867 in a check run and 0.867 in the table above (19:34); recall moved by at most
+  0.002 overall (multi 0.804 to 0.812, a tie with kNN alone at worst). One abstention question sits at the
+  floor: shop-api-abstention-01 ("Which GPU instances did we benchmark...?"), best cosine 0.345 against 0.35.
+  The embeddings do not move it (a text embedded alone and inside a batch of 16: cosine 0.9999999); not
+  verified, but the likely cause is that the approximate kNN of a freshly built index does not always return
+  the same nearest memory.
 
 Also tried, outside this table:
 
