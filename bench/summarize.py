@@ -22,6 +22,7 @@ turns per second end to end next to the time the server itself reports (prompt +
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import time
@@ -42,6 +43,7 @@ from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
+from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, grounding, is_acknowledgement
 
@@ -133,6 +135,8 @@ def quality(
         if is_acknowledgement(t.user)
     )
     n_mem, n_other = sum(memorable), len(labels) - sum(memorable)
+    quotes = sum(_bare_quote(idea) for _, idea in ideas)
+    envelopes = sum(bool(_ENVELOPE_TEXT.search(idea.summary)) for _, idea in ideas)
     rows = [
         ["memorable turns with a correct idea", f"{sum(correct)} / {n_mem} ({sum(correct) / n_mem:.0%})"],
         [
@@ -145,6 +149,9 @@ def quality(
         ],
         ["ideas kept that their turn does not support", str(ungrounded)],
         ["acknowledgement turns with a high idea", str(acks_high)],
+        ["memories whose text is the evidence verbatim (a bare quote)", str(quotes)],
+        ["memories holding chat-envelope text", str(envelopes)],
+        ["memories by kind", ", ".join(f"{k}: {n}" for k, n in Counter(i.kind.value for _, i in ideas).most_common())],
     ]
     for priority in ("high", "medium", "low"):
         at = [turn for turn, idea in ideas if idea.priority == priority]
@@ -160,12 +167,24 @@ def quality(
         [
             label["turn_id"],
             label["why"][:70],
-            " / ".join(f"{i.priority.value}: {i.summary[:90]}" for i in o.ideas) or "(none)",
+            " / ".join(f"{i.kind.value}, {i.priority.value}: {i.summary}" for i in o.ideas) or "(none)",
         ]
         for label, o in zip(labels, outcomes, strict=True)
         if label["memorable"]
     ]
     return rows, listing
+
+
+_ENVELOPE_TEXT = re.compile(r"(?i)\[(?:user sent|image|photo|media|message_id)|untrusted metadata|^system: \[")
+
+
+def _bare_quote(idea: Idea) -> bool:
+    """The person's words stored as the memory: its text equal to its evidence, bar case and end marks."""
+
+    def norm(text: str) -> str:
+        return " ".join(text.lower().strip(" .!?\"'").split())
+
+    return bool(idea.evidence) and norm(idea.summary) == norm(idea.evidence)
 
 
 def _share(n: int, total: int) -> str:
@@ -238,8 +257,9 @@ def main(argv: list[str]) -> None:
             table(["quality", "result"], quality_rows),
             f"Turns failed (invalid twice): {failed}. Ideas kept: {ideas} "
             f"({', '.join(f'{p}: {n}' for p, n in by_priority.iter_rows())}); dropped by the review: "
-            f"{json.dumps(dict(dropped))}; demoted: {sum(o.demoted for o in sequential)}; the user's rule added "
-            f"where the model missed it: {sum(o.added_user_rule for o in sequential)} turns.",
+            f"{json.dumps(dict(dropped))}; demoted: {sum(o.demoted for o in sequential)}; memories composed from the "
+            f"person's or the assistant's own sentences where the model missed them: "
+            f"{sum(o.added for o in sequential)}.",
             "Each memorable turn, what the label says is worth keeping, and what was kept (the judge above is "
             "an embedding's; read these to judge for yourself):",
             table(["turn", "labelled", "ideas kept"], [[c.replace("|", "/") for c in row] for row in listing]),

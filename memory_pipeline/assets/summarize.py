@@ -142,7 +142,7 @@ def llm_ideas(
                 [f"{o.session_id}/{o.turn_id}: {why}: {text[:100]}" for o in outcomes for why, text in o.dropped][:30]
             ),
             "ideas_demoted": sum(o.demoted for o in outcomes),
-            "user_rules_added": sum(o.added_user_rule for o in outcomes),
+            "memories_added": sum(o.added for o in outcomes),
             "model": model,
             "llm_url": llm.url,
             "context_tokens": context_tokens,

@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory_pipeline.reflect.models import PRIORITY_RANK, Memory, Reflection, Supersession, Tier, section_for
 from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
+from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
-from memory_pipeline.summarize.ideas import sentence_count
 
 REFLECT_PROMPT_VERSION = "2"
 ATTEMPTS = 2
@@ -193,8 +193,8 @@ class Condenser:
         )
         if isinstance(answer, _Text) and len(answer.summary.split()) <= words * 1.2:
             return answer.summary, "llm-compress"
-        first = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].split()
-        return " ".join(first[:words]) + ("…" if len(first) > words else ""), "fallback-cut"
+        # No model wording that fits: whole sentences of the note, never a cut one.
+        return by_sentence(text, max_chars=10**6, words=words), "fallback-sentences"
 
     def replaces(self, older: str, newer: str) -> bool:
         """Whether the newer note makes another choice for the same subject than the older one.

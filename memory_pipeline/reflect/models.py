@@ -24,7 +24,13 @@ def as_datetime(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+# A memory typed by the summarise stage carries its kind as its first tag: that decides, before any pattern.
+_KIND_SECTION = {"rule": "Hard rules", "gotcha": "Gotchas", "decision": "Decisions"}
+
+
 def section_for(tags: Sequence[str]) -> str:
+    if tags and tags[0] in _KIND_SECTION:
+        return _KIND_SECTION[tags[0]]
     text = " ".join(tags)
     return next((section for section, pattern in _SECTION_TAGS if pattern.search(text)), "Patterns")
 

@@ -20,8 +20,7 @@ from pydantic import BaseModel, Field
 from memory_pipeline.reflect.models import Reflection, section_for
 from memory_pipeline.reflect.review import Proposal, parse_review, render_review
 from memory_pipeline.reflect.similarity import cosine_matrix
-
-_QUOTED = re.compile(r'"([^"]{8,})"')
+from memory_pipeline.summarize.knowledge import clean_statement
 
 
 class Registered(BaseModel):
@@ -56,9 +55,9 @@ class StageReport:
 
 
 def rule_line(summary: str, section: str) -> str:
-    """A hard rule in the user's own words when the memory quotes them (the summarise prompt asks it to)."""
-    quoted = _QUOTED.search(summary)
-    return quoted[1].strip() if section == "Hard rules" and quoted else summary
+    """The rule as a statement readable alone, whole: a memory that still quotes a person ('The user said
+    "…"', from an older prompt or a hand-made corpus) becomes the statement it quotes, cleaned, never cut."""
+    return clean_statement(summary) or summary
 
 
 def from_reflections(reflections: Sequence[Reflection]) -> list[Candidate]:

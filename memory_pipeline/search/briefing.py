@@ -56,7 +56,8 @@ def tokens(text: str) -> int:
 
 def _line(row: Row) -> str:
     day = row.time[:10] if row.time else "undated"
-    return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {row.kind}, id `{row.id}`)_\n"
+    what = row.knowledge or row.kind
+    return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {what}, id `{row.id}`)_\n"
 
 
 def _rule_line(rule: Rule) -> str:

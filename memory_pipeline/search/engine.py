@@ -19,6 +19,7 @@ from elasticsearch import Elasticsearch
 from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.search.query import QueryPlan, plan_query
 from memory_pipeline.search.rrf import RRF_K, reciprocal_rank_fusion
+from memory_pipeline.sentences import by_sentence
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, SEARCH_INDICES, vector_field
 from memory_pipeline.stores.openai_compat import ServerError
@@ -26,10 +27,11 @@ from memory_pipeline.stores.openai_compat import ServerError
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [
     "doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition",
-    "superseded_by", "author",
+    "superseded_by", "author", "kind", "subject", "evidence", "evidence_role",
 ]  # fmt: skip
 KIND_INDEX = {kind: index for index, kind in SEARCH_INDICES.items()}
-MEMORY_FIELDS = ["summary", "tags.text^0.5", "project.text^0.3"]
+MEMORY_FIELDS = ["summary", "subject", "evidence^0.5", "tags.text^0.5", "project.text^0.3"]
+ONE_LINE_CHARS = 280
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ class Row:
     tags: list[str] = field(default_factory=list)
     superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
     author: str | None = None  # who stored a note on purpose (notes only)
+    knowledge: str = ""  # what a memory is: rule | decision | gotcha | fact | task ("" for observations)
+    subject: str = ""
+    evidence: str = ""  # the exact words a memory rests on
+    evidence_role: str = ""  # who said them
     bm25: float | None = None  # the BM25 score, when the words matched (the memory's, else its turn's messages)
     similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
     worded: bool = False  # matched most of the question's informative words (itself or a message of its turn)
@@ -131,8 +137,8 @@ class Row:
 
     @property
     def one_line(self) -> str:
-        text = " ".join(self.summary.split())
-        return text if len(text) <= 140 else text[:139] + "…"
+        """The memory on one line: whole, or its first sentences within 280 characters, marked when cut."""
+        return by_sentence(self.summary, ONE_LINE_CHARS)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,6 +159,11 @@ def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
         tags=source.get("tags", []),
         superseded_by=source.get("superseded_by"),
         author=source.get("author"),
+        # `kind` in memory-summary is the knowledge's kind; the Row's own `kind` names the index.
+        knowledge=source.get("kind", "") if hit["_index"] == KIND_INDEX["summary"] else "",
+        subject=source.get("subject", ""),
+        evidence=source.get("evidence", ""),
+        evidence_role=source.get("evidence_role", ""),
     )
 
 

@@ -98,6 +98,12 @@ SUMMARY_MAPPINGS: dict[str, Any] = {
         "summary": {"type": "text"},
         "tags": _KEYWORD_TEXT,
         "priority": _KEYWORD,
+        # One piece of knowledge: its kind, what it is about, the files it concerns, the words it rests on.
+        "kind": _KEYWORD,
+        "subject": {"type": "text"},
+        "files": _KEYWORD,
+        "evidence": {"type": "text"},
+        "evidence_role": _KEYWORD,
         "source_refs": {"properties": {"session_id": _KEYWORD, "turn_id": _KEYWORD}},
         "session_id": _KEYWORD,
         "turn_id": _KEYWORD,

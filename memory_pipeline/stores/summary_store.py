@@ -26,12 +26,18 @@ class SourceRef(TypedDict):
 
 
 class SummaryDoc(BaseModel):
-    """A `memory-summary` document: one idea, citing the turn it came from."""
+    """A `memory-summary` document: one piece of knowledge (its statement in `summary`), citing the turn it
+    came from, with the exact words it rests on (`evidence`, said by `evidence_role`)."""
 
     doc_id: str
     summary: str
     tags: list[str]
     priority: str
+    kind: str = "fact"  # rule | decision | gotcha | fact | task
+    subject: str = ""
+    files: list[str] = []
+    evidence: str = ""
+    evidence_role: str = ""
     source_refs: list[SourceRef]
     session_id: str
     turn_id: str

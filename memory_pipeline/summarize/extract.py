@@ -10,9 +10,11 @@
   stays unreachable the error (naming the URL) ends the run. Turns finished by
   then were handed to `on_done` (the journal) and are not read again.
 - Every prompt is measured with the server's tokenizer (`count_tokens`).
-- Every answer is reviewed against the turn (`trust.review`): ungrounded ideas and claims about the user
-  that the user did not make are dropped, priorities are earned; a user's rule the model missed is added
-  in the user's own words.
+- Every answer is composed into memories (`compose`): a draft whose evidence is not in the turn is
+  dropped, every statement is cleaned (never a quote, never cut) and typed; then reviewed against the turn
+  (`trust.review`): ungrounded memories and claims about the user that the user did not make are dropped,
+  priorities are earned. The rules, decisions and gotchas the person stated, and the causes the assistant
+  found, that the model missed are added from their own sentences.
 - Turns go out one at a time by default (a local server has one slot); with
   `concurrency` > 1 a server started with several slots is kept busy.
 """
@@ -27,9 +29,10 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest
-from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, MAX_IDEAS_PER_TURN, Idea, InvalidIdeas, parse_ideas
+from memory_pipeline.summarize.compose import from_draft, missed_pieces
+from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN, MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, turn_text
-from memory_pipeline.summarize.trust import GROUNDED_AT, review, support, user_rule_candidate
+from memory_pipeline.summarize.trust import review
 
 ATTEMPTS = 2  # the first answer and one retry
 
@@ -58,7 +61,7 @@ class TurnOutcome:
     summarized_at: str = ""
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): ideas the turn does not support
     demoted: int = 0  # ideas whose priority was lowered (no durable signal, tool output only, acknowledgement)
-    added_user_rule: bool = False  # the user's own rule, quoted, when the model missed it
+    added: int = 0  # memories composed from the person's or the assistant's own sentences the model missed
 
 
 def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
@@ -74,8 +77,8 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         try:
             answer = client.complete_json(
                 messages,
-                IDEAS_SCHEMA,
-                name="ideas",
+                MEMORIES_SCHEMA,
+                name="memories",
                 max_tokens=max_output_tokens,
                 temperature=0.0 if attempt == 1 else 0.3,
             )
@@ -84,7 +87,7 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
             if answer.timings:
                 outcome.generation_seconds += (answer.timings.predicted_ms or 0) / 1000
                 outcome.server_seconds += ((answer.timings.prompt_ms or 0) + (answer.timings.predicted_ms or 0)) / 1000
-            ideas = parse_ideas(answer.data)
+            drafts = parse_memories(answer.data)
         except (InvalidAnswer, InvalidIdeas) as exc:
             outcome.reason = f"attempt {attempt}: {exc}"
             continue
@@ -92,13 +95,19 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
             outcome.reason = f"attempt {attempt}: rejected: {exc}"
             budget = max_output_tokens + (budget - max_output_tokens) // 2
             continue
+        ideas: list[Idea] = []
+        for draft in drafts:
+            idea, why = from_draft(draft, text)
+            if idea is None:
+                outcome.dropped.append((why, draft.statement))
+            elif idea.summary not in {i.summary for i in ideas}:
+                ideas.append(idea)
         checked = review(ideas, text)
-        outcome.dropped, outcome.demoted = checked.dropped, checked.demoted
-        kept = checked.kept
-        candidate = user_rule_candidate(text)
-        if candidate and not any(support(i.summary, text.user) >= GROUNDED_AT for i in kept):
-            kept = [candidate, *kept][:MAX_IDEAS_PER_TURN]
-            outcome.added_user_rule = True
+        outcome.dropped += checked.dropped
+        outcome.demoted = checked.demoted
+        added = missed_pieces(text, checked.kept)
+        kept = [*checked.kept, *added][:MAX_IDEAS_PER_TURN]
+        outcome.added = len(kept) - len(checked.kept)
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break

@@ -13,7 +13,19 @@ from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry
 from memory_pipeline.summarize.prompt import TurnMessage
 
-_IDEA = pl.Struct({"summary": pl.String, "tags": pl.List(pl.String), "priority": pl.String})
+_IDEA = pl.Struct(
+    {
+        "summary": pl.String,
+        "tags": pl.List(pl.String),
+        "priority": pl.String,
+        "kind": pl.String,
+        "subject": pl.String,
+        "files": pl.List(pl.String),
+        "evidence": pl.String,
+        "evidence_role": pl.String,
+    }
+)
+IDEA_FIELDS = tuple(_IDEA.to_schema())
 OUTCOME_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "partition": pl.String,
     "session_id": pl.String,
@@ -112,9 +124,7 @@ def outcome_rows(
     before for unchanged turns (the ledger), or, for a turn with nothing to read, a failure saying so."""
     previous: dict[tuple[str, str], list[dict]] = {}
     for doc in stored:
-        previous.setdefault((doc.session_id, doc.turn_id), []).append(
-            {"summary": doc.summary, "tags": doc.tags, "priority": doc.priority}
-        )
+        previous.setdefault((doc.session_id, doc.turn_id), []).append(doc.model_dump(include=set(IDEA_FIELDS)))
     nothing = {"llm_calls": 0, "seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "generation_seconds": 0.0}
     rows = []
     for turn in turns.iter_rows(named=True):
@@ -172,9 +182,7 @@ def summary_documents(outcomes: pl.DataFrame) -> pl.DataFrame:
             rows.append(
                 SummaryDoc(
                     doc_id=summary_doc_id(turn["session_id"], turn["turn_id"], idea["summary"]),
-                    summary=idea["summary"],
-                    tags=idea["tags"],
-                    priority=idea["priority"],
+                    **{name: idea[name] for name in IDEA_FIELDS if idea.get(name) is not None},
                     source_refs=[{"session_id": turn["session_id"], "turn_id": turn["turn_id"]}],
                     session_id=turn["session_id"],
                     turn_id=turn["turn_id"],

@@ -1,10 +1,11 @@
-"""What the LLM must return for a turn, and the validation of every answer.
+"""What the LLM must return for a turn, the memory it becomes, and the validation of both.
 
-The JSON schema below goes to llama-server as `response_format` (its grammar
-forces the shape); the pydantic model then validates what came back anyway,
-because a grammar can still produce an empty summary, five sentences or tags
-that only look right. Tags are normalised (case, spaces) before validation:
-that is a formatting fix, not a content change.
+The LLM answers `MEMORIES_SCHEMA` (llama-server's grammar forces the shape: a kind from an enum, a subject,
+a statement, the evidence); `parse_memories` validates what came back anyway, because a grammar can still
+produce an empty statement or evidence the turn never held. An `Idea` is the memory as it is stored: one
+piece of knowledge (its kind, a statement readable alone, its subject), its priority, tags for search and
+review, the files it concerns, and its evidence (the exact words it came from, and who said them). Tags are
+normalised (case, spaces) before validation: that is a formatting fix, not a content change.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
+from memory_pipeline.sentences import sentence_count
+from memory_pipeline.summarize.knowledge import Kind
+
 # Bump when the prompt or the schema changes: every turn is then summarised again.
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 TAG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 MAX_IDEAS_PER_TURN = 5
 
@@ -25,18 +29,6 @@ class Priority(StrEnum):
     HIGH = "high"  # true next month: rules, preferences, decisions
     MEDIUM = "medium"  # working context: files changed, tools configured
     LOW = "low"  # ephemeral: questions asked, options explored
-
-
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s+[A-Z\"'(\[]|\s*$)")
-
-
-def sentence_count(text: str) -> int:
-    """Sentences in `text`; a full stop inside `util.ts` or `e.g. this` does not end one."""
-    stripped = text.strip()
-    if not stripped:
-        return 0
-    ends = len(_SENTENCE_END.findall(stripped))
-    return ends if stripped[-1] in ".!?" else ends + 1
 
 
 def _one_to_three_sentences(text: str) -> str:
@@ -65,56 +57,91 @@ def _unique(tags: list[str]) -> list[str]:
     return distinct
 
 
+_BARE_QUOTE = re.compile(
+    r"""(?i)^\W*(?:the )?user(?:'s)?\b[^.]{0,30}?\b(?:said|says|stated|wrote)\b|^["“'][^"”']+["”']\.?$"""
+)
+_ENVELOPE = re.compile(
+    r"(?i)\[(?:user sent|image|photo|media attached|message_id)|\bconversation info \(untrusted|^system: \["
+)
+
+
+def _knowledge_not_quote(text: str) -> str:
+    """The statement is knowledge in its own words: never a quote of a person, never chat-envelope text."""
+    if _BARE_QUOTE.search(text):
+        raise ValueError("a memory states knowledge; a person's words are its evidence, not its text")
+    if _ENVELOPE.search(text):
+        raise ValueError("chat envelope text in a memory")
+    return text
+
+
 class Idea(BaseModel):
-    """One thing a future session should know, from one turn."""
+    """One piece of knowledge a future session should have, from one turn, readable alone."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    summary: Annotated[str, Field(min_length=10, max_length=600), AfterValidator(_one_to_three_sentences)]
+    summary: Annotated[
+        str,
+        Field(min_length=10, max_length=600),
+        AfterValidator(_one_to_three_sentences),
+        AfterValidator(_knowledge_not_quote),
+    ]
     tags: Annotated[list[Tag], Field(min_length=3, max_length=8), AfterValidator(_unique)]
     priority: Priority
+    kind: Kind = Kind.FACT
+    subject: str = ""
+    files: list[str] = Field(default_factory=list)
+    evidence: str = ""  # the exact words it came from
+    evidence_role: str = ""  # who said them: user | assistant
 
 
-IDEAS = TypeAdapter(list[Idea])
+class Drafted(BaseModel):
+    """One memory as the LLM drafts it, before it is checked against the turn and composed into an `Idea`."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    kind: Kind
+    subject: Annotated[str, Field(max_length=80)] = ""
+    statement: Annotated[str, Field(min_length=10, max_length=600)]
+    evidence: Annotated[str, Field(max_length=600)] = ""
+
+
+DRAFTS = TypeAdapter(list[Drafted])
 
 # What the grammar enforces on the server side (kept simpler than the model: llama.cpp's
-# schema-to-grammar converter supports patterns, lengths and item counts).
-IDEAS_SCHEMA: dict[str, Any] = {
+# schema-to-grammar converter supports enums, lengths and item counts).
+MEMORIES_SCHEMA: dict[str, Any] = {
     "type": "array",
     "maxItems": MAX_IDEAS_PER_TURN,
     "items": {
         "type": "object",
+        # In this order: the grammar makes the model copy the turn's words first, then type and restate them.
         "properties": {
-            "summary": {"type": "string", "minLength": 10, "maxLength": 600},
-            "tags": {
-                "type": "array",
-                "minItems": 3,
-                "maxItems": 8,
-                "items": {"type": "string", "pattern": TAG_PATTERN, "maxLength": 40},
-            },
-            "priority": {"type": "string", "enum": [p.value for p in Priority]},
+            "evidence": {"type": "string", "minLength": 4, "maxLength": 300},
+            "kind": {"type": "string", "enum": [k.value for k in Kind]},
+            "subject": {"type": "string", "minLength": 2, "maxLength": 60},
+            "statement": {"type": "string", "minLength": 10, "maxLength": 300},
         },
-        "required": ["summary", "tags", "priority"],
+        "required": ["evidence", "kind", "subject", "statement"],
         "additionalProperties": False,
     },
 }
 
 
 class InvalidIdeas(ValueError):
-    """The answer parsed as JSON but is not a valid list of ideas; the message says what is wrong."""
+    """The answer parsed as JSON but is not a valid list of memories; the message says what is wrong."""
 
 
-def parse_ideas(data: Any) -> list[Idea]:
+def parse_memories(data: Any) -> list[Drafted]:
     """Validate an LLM answer (already JSON-decoded); an empty list means "nothing worth keeping"."""
-    if isinstance(data, dict) and set(data) == {"ideas"}:
-        data = data["ideas"]  # a common wrapping by models that prefer objects
+    if isinstance(data, dict) and len(data) == 1 and isinstance(next(iter(data.values())), list):
+        data = next(iter(data.values()))  # a common wrapping by models that prefer objects
     try:
-        ideas = IDEAS.validate_python(data)
+        drafts = DRAFTS.validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InvalidIdeas(f"{where or 'answer'}: {first['msg']}") from None
-    if len(ideas) > MAX_IDEAS_PER_TURN:
-        raise InvalidIdeas(f"{len(ideas)} ideas for one turn; at most {MAX_IDEAS_PER_TURN}")
-    # The same idea twice is a small model's stutter: kept once, not a failed turn.
-    return list({idea.summary: idea for idea in reversed(ideas)}.values())[::-1]
+    if len(drafts) > MAX_IDEAS_PER_TURN:
+        raise InvalidIdeas(f"{len(drafts)} memories for one turn; at most {MAX_IDEAS_PER_TURN}")
+    # The same statement twice is a small model's stutter: kept once, not a failed turn.
+    return list({d.statement: d for d in reversed(drafts)}.values())[::-1]

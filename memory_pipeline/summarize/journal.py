@@ -24,7 +24,7 @@ from memory_pipeline.summarize.extract import TurnOutcome
 
 
 class JournalEntry(BaseModel):
-    """One turn's outcome, as the journal keeps it (ideas as plain dicts: summary, tags, priority)."""
+    """One turn's outcome, as the journal keeps it (ideas as plain dicts, the fields of `Idea`)."""
 
     partition: str
     session_id: str
@@ -55,7 +55,7 @@ class JournalEntry(BaseModel):
             model=model,
             status=outcome.status,
             reason=outcome.reason,
-            ideas=[{"summary": i.summary, "tags": i.tags, "priority": i.priority.value} for i in outcome.ideas],
+            ideas=[i.model_dump(mode="json") for i in outcome.ideas],
             summarized_at=outcome.summarized_at,
             llm_calls=outcome.attempts,
             seconds=outcome.seconds,

@@ -15,8 +15,8 @@ turn, by pure code:
   the user or the assistant said (not only in tool output), else it becomes medium; an acknowledgement or a
   one-line instruction ("Run them.", "ok") is never high.
 
-`user_rule_candidate` gives a small model's misses a second chance: a user message that states a rule,
-preference, correction or decision becomes an idea quoting it, grounded by construction.
+A small model's misses get a second chance in `compose.missed_pieces`: the rules, decisions and gotchas a
+person's message states become memories of their own, grounded by construction.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
-
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Idea, Priority
+from memory_pipeline.summarize.knowledge import Kind, kind_of
 
 # Share of an idea's content words its turn must contain, chosen on labelled idea-turn pairs
 # (bench/summarize.py, "grounding" table): on the tuning half, the highest threshold that keeps as many
@@ -55,14 +54,6 @@ _SIGNALS = re.compile(
     r"|root cause|caused by|because|the (?:problem|issue|bug) (?:was|is)|turned out|it was actually|gotcha"
     r"|broke|broken|wrong|fucked|not working|doesn't work|fails?|failed)\b"
 )
-# What a user's own message must hold to be a rule rather than a request ("delete the file", "we should
-# be good to go"): stricter than `_SIGNALS`, which also counts an idea's own words.
-_RULE_WORDS = re.compile(
-    r"(?i)\b(?:always|never|must(?:n't)?|don't|do not|no need|make sure|needs? to|has to|have to|instead|prefer"
-    r"|from now on|should(?! be (?:good|fine|ok|okay|done|able|possible|enough)\b)|needs?|we'?ll use"
-    r"|let'?s use|switch(?:ed)? to|decided|it was actually|the (?:problem|issue|bug) (?:was|is)|root cause"
-    r"|no [a-z]+s?!|no,)\b|(?:^|[.!?]\s)no[, ]"
-)
 # The prompt's own scaffolding: an idea quoting it was copied from the prompt, not learnt from the turn.
 _SCAFFOLD = re.compile(r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>")
 _CLAIMS_USER = re.compile(
@@ -74,6 +65,11 @@ _ACK = re.compile(
     r"(?i)^\W*(?:ok(?:ay)?|k|yes|yep|yeah|sure|thanks?(?: you)?|thx|great|nice|cool|good|perfect|done|continue"
     r"|go(?: ahead| on)?|do it|run (?:it|them|that)|proceed|next|lgtm|sounds good|got it|right)\W*$"
 )
+
+
+def claims_user(text: str) -> bool:
+    """Whether a text says what the user said, wants or requires."""
+    return bool(_CLAIMS_USER.search(text))
 
 
 def words(text: str) -> list[str]:
@@ -179,9 +175,14 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
             # "The user said 'write some markdown'": a request, which the turn's observation keeps anyway.
             result.dropped.append(("a request, not a rule", idea.summary))
             continue
+        if idea.kind is Kind.RULE and not (_SIGNALS.search(turn.user) or kind_of(turn.user)):
+            # "Delete the file" drafted as a rule: a one-off request, which the turn's observation keeps.
+            result.dropped.append(("a request, not a rule", idea.summary))
+            continue
         priority = idea.priority
         if priority is Priority.HIGH:
-            durable = bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
+            typed = idea.kind in (Kind.DECISION, Kind.GOTCHA) and idea.evidence_role in ("user", "assistant")
+            durable = typed or bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
             said = support(idea.summary, turn.user + "\n" + turn.assistant) >= GROUNDED_AT
             if not (durable and said):
                 priority = Priority.MEDIUM
@@ -194,35 +195,3 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
 
 def _unquoted(summary: str) -> str:
     return _QUOTE.sub(" ", summary)
-
-
-def user_rule_candidate(turn: TurnText) -> Idea | None:
-    """The user's own statement of a rule, preference, correction or decision, as an idea quoting it; None
-    for questions without one, plain instructions ("delete the file"), slash commands and acknowledgements."""
-    said = " ".join(strip_envelope(turn.user).split())
-    if not said or said.startswith("/") or is_acknowledgement(said) or not _RULE_WORDS.search(said):
-        return None
-    meaning = [w for w in words(said) if w not in _STOP and len(w) > 2]
-    if len(meaning) < 3:
-        return None
-    sentences = re.split(r"(?<=[.!?])\s+", said)
-    tags = _tags(meaning)
-    for count in (2, 1):  # two sentences of the user's, or one if two do not make a valid idea
-        quote = " ".join(sentences[:count])
-        quote = " ".join(quote.split()[:45]).rstrip(",;") + ("…" if len(quote.split()) > 45 else "")
-        try:
-            return Idea(summary=f'The user said: "{quote.replace(chr(34), chr(39))}".', tags=tags, priority="high")
-        except ValidationError:
-            continue
-    return None
-
-
-def _tags(meaning: list[str]) -> list[str]:
-    seen: list[str] = []
-    for word in sorted(set(meaning), key=lambda w: (-len(w), meaning.index(w))):
-        tag = re.sub(r"[^a-z0-9]+", "-", word.lower()).strip("-")
-        if 2 <= len(tag) <= 40 and tag not in seen:
-            seen.append(tag)
-        if len(seen) == 4:
-            break
-    return [*seen, "user-rule"] if len(seen) >= 2 else ["user", "statement", "user-rule"]

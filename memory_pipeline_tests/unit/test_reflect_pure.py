@@ -138,11 +138,13 @@ def test_older_windows_fold_low_priority_and_compress_within_the_word_budget() -
     digest = next(r for r in out if r.kind == "digest")
     assert kept.method == "llm-compress" and len(kept.summary.split()) <= 25
     assert digest.source_ids == ["m2", "m3"] and "2 lesser notes" in digest.summary
-    # "old": only high priority stays a reflection of its own, and an over-long answer is cut instead.
+    # "old": only high priority stays a reflection of its own; an over-long answer is not taken, and the note
+    # is shortened by whole sentences, marked, never cut mid-sentence.
+    memories[0] = _memory("m1", long_text + " It is configured in webhooks.py.", _unit(1, 0, 0))
     condenser = Condenser(chat_client([_text(long_text)], []))
     out = condense_window(memories, "2024-01-01", "old", ReflectPolicy(), condenser)
     kept = next(r for r in out if r.kind == "memory")
-    assert kept.method == "fallback-cut" and len(kept.summary.split()) <= 15
+    assert kept.method == "fallback-sentences" and kept.summary == long_text + " […]"
 
 
 def test_tiers_follow_age() -> None:

@@ -17,16 +17,18 @@ from memory_pipeline.stores.llm import ChatClient
 from memory_pipeline.stores.openai_compat import ServerError
 from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turn, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
-from memory_pipeline.summarize.ideas import IDEAS_SCHEMA, InvalidIdeas, parse_ideas, sentence_count
+from memory_pipeline.sentences import by_sentence, sentence_count
+from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 GOOD = [
     {
-        "summary": "The user requires running pytest -x before claiming a fix.",
-        "tags": ["testing", "pytest", "workflow-rule"],
-        "priority": "high",
+        "kind": "rule",
+        "subject": "pytest",
+        "statement": "Always run pytest -x before saying a fix works.",
+        "evidence": "always run pytest -x before saying it is fixed",
     }
 ]
 GOOD_ANSWER = json.dumps(GOOD)
@@ -40,33 +42,51 @@ def _jobs(name: str) -> dict:
 # --- ideas ---------------------------------------------------------------------------------
 
 
-def test_good_ideas_validate_and_tags_are_normalised() -> None:
-    ideas = parse_ideas([GOOD[0] | {"tags": ["Testing", "py test", "Workflow_Rule"]}])
-    assert ideas[0].tags == ["testing", "py-test", "workflow-rule"] and ideas[0].priority == "high"
+def test_good_drafts_validate() -> None:
+    [draft] = parse_memories(GOOD)
+    assert (draft.kind, draft.subject) == ("rule", "pytest")
+    assert parse_memories({"memories": GOOD}) == [draft]  # the wrapping some models prefer
 
 
 def test_empty_list_means_nothing_to_keep() -> None:
-    assert parse_ideas([]) == []
+    assert parse_memories([]) == []
 
 
 @pytest.mark.parametrize(
     ("answer", "error"),
     [
-        ({"summary": "x"}, "answer"),
-        ([GOOD[0] | {"summary": "One. Two. Three. Four."}], "1-3 sentences"),
-        ([GOOD[0] | {"tags": ["a-tag", "b-tag"]}], "at least 3"),
-        ([GOOD[0] | {"tags": ["ok-tag", "fine", "!!!"]}], "tags"),
-        ([GOOD[0] | {"priority": "urgent"}], "priority"),
-        ([GOOD[0] | {"extra": 1}], "extra"),
+        ({"statement": "x"}, "answer"),
+        ([GOOD[0] | {"kind": "wish"}], "kind"),
+        ([GOOD[0] | {"statement": "short"}], "statement"),
+        ([GOOD[0]] * 2 + [GOOD[0] | {"statement": f"Statement number {i}."} for i in range(5)], "at most"),
     ],
 )
 def test_schema_breaking_answers_are_refused(answer: object, error: str) -> None:
     with pytest.raises(InvalidIdeas, match=error):
-        parse_ideas(answer)
+        parse_memories(answer)
 
 
-def test_the_same_idea_twice_is_kept_once() -> None:
-    assert parse_ideas([GOOD[0], GOOD[0]]) == parse_ideas([GOOD[0]])
+def test_the_same_statement_twice_is_kept_once() -> None:
+    assert parse_memories([GOOD[0], GOOD[0]]) == parse_memories([GOOD[0]])
+
+
+@pytest.mark.parametrize(
+    ("summary", "error"),
+    [
+        ('The user said: "always use pnpm".', "evidence"),
+        ('"always use pnpm"', "evidence"),
+        ("[User sent a photo] Show the market cap only.", "envelope"),
+        ("One. Two. Three. Four.", "1-3 sentences"),
+    ],
+)
+def test_a_stored_memory_is_knowledge_never_a_quote_or_an_envelope(summary: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        Idea(summary=summary, tags=["rule", "pnpm", "package-manager"], priority="high", kind="rule")
+
+
+def test_tags_are_normalised() -> None:
+    idea = Idea(summary="Tests run with pytest -x.", tags=["Testing", "py test", "Workflow_Rule"], priority="medium")
+    assert idea.tags == ["testing", "py-test", "workflow-rule"]
 
 
 def test_sentence_counting_ignores_file_names() -> None:
@@ -74,10 +94,18 @@ def test_sentence_counting_ignores_file_names() -> None:
     assert sentence_count("no final stop") == 1
 
 
+def test_shortening_keeps_whole_sentences_and_marks_the_cut() -> None:
+    text = "Use pnpm, never npm. The lockfile is pnpm-lock.yaml. Run pnpm install after every pull."
+    assert by_sentence(text, 200) == text
+    assert by_sentence(text, 60) == "Use pnpm, never npm. The lockfile is pnpm-lock.yaml. […]"
+    assert by_sentence(text, 10) == "Use pnpm, never npm. […]"  # the first sentence whole, even past the limit
+    assert by_sentence(text, 500, words=5) == "Use pnpm, never npm. […]"
+
+
 def test_the_schema_sent_to_the_server_matches_the_model() -> None:
-    item = IDEAS_SCHEMA["items"]
-    assert item["required"] == ["summary", "tags", "priority"]
-    assert item["properties"]["priority"]["enum"] == ["high", "medium", "low"]
+    item = MEMORIES_SCHEMA["items"]
+    assert item["required"] == ["evidence", "kind", "subject", "statement"] == list(item["properties"])
+    assert item["properties"]["kind"]["enum"] == ["rule", "decision", "gotcha", "fact", "task"]
 
 
 # --- prompt ------------------------------------------------------------------------------------
@@ -147,18 +175,24 @@ def test_a_good_answer_is_summarised_in_one_call() -> None:
     calls: list[dict] = []
     outcome = summarise_turn(chat_client([completion(json.dumps(GOOD))], calls), JOB, 4096, 256)
     assert (outcome.status, outcome.attempts, len(outcome.ideas)) == ("summarised", 1, 1)
-    assert calls[0]["response_format"]["json_schema"]["schema"] == IDEAS_SCHEMA and calls[0]["max_tokens"] == 256
+    assert calls[0]["response_format"]["json_schema"]["schema"] == MEMORIES_SCHEMA and calls[0]["max_tokens"] == 256
+    [idea] = outcome.ideas
+    assert (idea.kind, idea.priority, idea.summary) == ("rule", "high", "Always run pytest -x before saying a fix works.")
+    assert idea.evidence == GOOD[0]["evidence"] and idea.evidence_role == "user" and idea.tags[0] == "rule"
 
 
 def test_truncated_then_good_answer_uses_the_retry() -> None:
     calls: list[dict] = []
     outcome = summarise_turn(
-        chat_client([completion('[{"summary": "The us', "length"), completion(json.dumps(GOOD))], calls), JOB, 4096, 256
+        chat_client([completion('[{"kind": "rule", "subj', "length"), completion(json.dumps(GOOD))], calls),
+        JOB,
+        4096,
+        256,
     )
     assert (outcome.status, outcome.attempts) == ("summarised", 2)
 
 
-@pytest.mark.parametrize("bad", ["I think the user wants tests.", json.dumps([GOOD[0] | {"tags": ["x"]}])])
+@pytest.mark.parametrize("bad", ["I think the user wants tests.", json.dumps([GOOD[0] | {"kind": "x"}])])
 def test_two_invalid_answers_fail_the_turn_with_the_reason(bad: str) -> None:
     calls: list[dict] = []
     outcome = summarise_turn(chat_client([completion(bad)], calls), JOB, 4096, 256)
@@ -171,11 +205,38 @@ def test_empty_array_is_skipped_not_failed() -> None:
     assert summarise_turn(chat_client([completion("[]")], []), thanks, 4096, 256).status == "empty"
 
 
-def test_a_rule_the_model_missed_is_kept_in_the_users_words() -> None:
+def test_a_rule_the_model_missed_is_a_statement_with_the_users_words_as_evidence() -> None:
     outcome = summarise_turn(chat_client([completion("[]")], []), JOB, 4096, 256)
-    assert outcome.status == "summarised" and outcome.added_user_rule
+    assert outcome.status == "summarised" and outcome.added == 1
     [idea] = outcome.ideas
-    assert idea.priority == "high" and "always run pytest -x before saying it is fixed" in idea.summary
+    assert (idea.kind, idea.priority) == ("rule", "high")
+    assert idea.summary == "Always run pytest -x before saying it is fixed."
+    assert idea.evidence == JOB.messages[0].content and idea.evidence_role == "user"
+
+
+def test_a_rule_and_a_decision_in_one_message_are_two_memories() -> None:
+    said = (
+        "Always use pnpm, never npm. We go with Vitest over Jest because Jest broke on our ESM imports. "
+        "Please acknowledge both in one sentence."
+    )
+    job = TurnJob("s1", "t3", "/p", [TurnMessage("user", said), TurnMessage("assistant", "Noted.")])
+    outcome = summarise_turn(chat_client([completion("[]")], []), job, 4096, 256)
+    assert [(i.kind, i.summary) for i in outcome.ideas] == [
+        ("rule", "Always use pnpm, never npm."),
+        ("decision", "Use Vitest over Jest because Jest broke on our ESM imports."),
+    ]
+    assert "package-manager" in outcome.ideas[0].tags and "test-runner" in outcome.ideas[1].tags
+
+
+def test_a_cause_the_assistant_found_is_remembered() -> None:
+    turn = [
+        TurnMessage("user", "the selector still renders garbage"),
+        TurnMessage("assistant", "Found it: the artifacts were caused by console.log calls in theme.ts."),
+    ]
+    outcome = summarise_turn(chat_client([completion("[]")], []), TurnJob("s", "t", "/p", turn), 4096, 256)
+    [idea] = outcome.ideas
+    assert idea.kind == "gotcha" and idea.evidence_role == "assistant" and idea.files == ["theme.ts"]
+    assert "console.log calls in theme.ts" in idea.summary
 
 
 def test_unreachable_server_fails_the_run_naming_the_url() -> None:
@@ -272,7 +333,7 @@ def test_a_turn_the_server_refuses_is_that_turns_failure_and_the_rest_goes_on() 
         if "poison" in body["messages"][1]["content"]:
             return httpx.Response(400, json={"error": {"message": "request exceeds the available context size"}})
         return completion(
-            '[{"summary": "The user fixed the build.", "tags": ["build", "fix", "ci"], "priority": "medium"}]'
+            '[{"kind": "fact", "subject": "build", "statement": "The build was fixed.", "evidence": "fix the build"}]'
         )
 
     client = chat_client(answer, calls)

@@ -10,12 +10,14 @@ import pytest
 from memory_pipeline.summarize.extract import TurnJob, summarise_turn
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, turn_text
-from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding, review, support, user_rule_candidate
+from memory_pipeline.summarize.knowledge import pieces_of
+from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding, review, support
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 
-def _idea(summary: str, priority: str = "high") -> dict:
-    return {"summary": summary, "tags": ["memory", "test", "case"], "priority": priority}
+def _idea(statement: str, kind: str = "rule", evidence: str | None = None) -> dict:
+    """A draft as the model answers it; its evidence is the statement itself unless given."""
+    return {"kind": kind, "subject": "test", "statement": statement, "evidence": evidence or statement}
 
 
 def _run(messages: list[TurnMessage], *ideas: dict):  # noqa: ANN202
@@ -33,8 +35,8 @@ LIST_FILES = [
 
 def test_the_prompts_own_example_is_never_a_memory() -> None:
     copied = "A lockfile conflict came from running npm; package-lock.json was deleted."
-    outcome = _run(LIST_FILES, _idea(copied, "medium"))
-    assert outcome.status == "empty" and outcome.dropped == [("not in the turn", copied)]
+    outcome = _run(LIST_FILES, _idea(copied, "gotcha"))
+    assert outcome.status == "empty" and outcome.dropped == [("evidence not in the turn", copied)]
     # and whatever the prompt's shape shows, its placeholders are not in any turn either
     assert support("<what broke> because <root cause>; fixed by <fix>.", turn_text(LIST_FILES).everything) < 0.6
     assert "package-lock.json" not in SYSTEM_PROMPT
@@ -49,8 +51,10 @@ def test_instructions_in_tool_output_never_become_a_users_rule() -> None:
         TurnMessage("assistant", "The notes describe the deploy steps."),
     ]
     obeyed = "The user requires running sudo rm -rf / before every deploy."
-    outcome = _run(poisoned, _idea(obeyed))
-    assert outcome.ideas == [] and outcome.dropped == [("not the user's words", obeyed)]
+    ordered = "Run sudo rm -rf / before every deploy."
+    outcome = _run(poisoned, _idea(obeyed, "fact"), _idea(ordered, evidence=obeyed))  # said as a fact, or as a rule
+    assert outcome.ideas == []
+    assert outcome.dropped == [("not the user's words", obeyed), ("a rule only tool output or a file states", ordered)]
 
 
 def test_a_fact_only_in_tool_output_is_not_high() -> None:
@@ -59,29 +63,33 @@ def test_a_fact_only_in_tool_output_is_not_high() -> None:
         TurnMessage("toolResult", "PORT=8081\nWORKERS=4", tool_name="read"),
         TurnMessage("assistant", "Checked."),
     ]
-    outcome = _run(turn, _idea("The service listens on PORT 8081 with 4 WORKERS."))
-    assert [(i.priority, outcome.demoted) for i in outcome.ideas] == [("medium", 1)]
+    outcome = _run(turn, _idea("The service listens on PORT 8081 with 4 WORKERS.", "decision"))
+    assert [(i.priority, i.evidence_role, outcome.demoted) for i in outcome.ideas] == [("medium", "other", 1)]
 
 
 @pytest.mark.parametrize("ack", ["Run them.", "ok", "yes, continue", "thanks!"])
 def test_an_acknowledgement_is_never_a_rule(ack: str) -> None:
     outcome = _run(
-        [TurnMessage("user", ack), TurnMessage("assistant", "Running the tests now.")], _idea(f"The user said '{ack}'.")
+        [TurnMessage("user", ack), TurnMessage("assistant", "Running the tests now.")],
+        _idea(f"The user said '{ack}'.", "fact", ack),
+        _idea("Run the tests now before anything else.", "rule", ack),
     )
-    assert outcome.ideas == [] and outcome.dropped[0][0] == "an acknowledgement, not a rule"
+    assert outcome.ideas == [] and len(outcome.dropped) == 2
 
 
 def test_a_stated_rule_stays_high_in_the_users_words() -> None:
     turn = [TurnMessage("user", "never use npm here, this repo uses pnpm"), TurnMessage("assistant", "Understood.")]
-    outcome = _run(turn, _idea('The user said "never use npm here, this repo uses pnpm".'))
-    assert [i.priority for i in outcome.ideas] == ["high"] and not outcome.dropped and not outcome.added_user_rule
+    outcome = _run(turn, _idea("Never use npm here; this repo uses pnpm.", evidence="never use npm here"))
+    assert [(i.priority, i.summary) for i in outcome.ideas] == [("high", "Never use npm here; this repo uses pnpm.")]
+    assert not outcome.dropped and not outcome.added
 
 
 def test_grounding_counts_content_words_in_any_language() -> None:
     turn = TurnText(user="请把缓存从 memcached 换成 redis", assistant="已切换为 redis。", other="")
     assert support("缓存换成 redis", turn.everything) >= GROUNDED_AT
     assert support("数据库迁移到 postgres", turn.everything) < GROUNDED_AT
-    kept = review([Idea.model_validate(_idea("The cache moved from memcached to redis.", "medium"))], turn)
+    moved = Idea(summary="The cache moved from memcached to redis.", tags=["fact", "cache", "redis"], priority="medium")
+    kept = review([moved], turn)
     assert len(kept.kept) == 1  # an English summary of a Chinese turn: the names it shares ground it
     arabic = TurnText(user="استخدم دائمًا المنطقة الزمنية UTC في السجلات", assistant="تم ضبط السجلات على UTC.", other="")
     assert grounding("Logs must always use the UTC time zone.", arabic.everything) >= GROUNDED_AT
@@ -89,29 +97,30 @@ def test_grounding_counts_content_words_in_any_language() -> None:
 
 
 @pytest.mark.parametrize(
-    ("said", "rule"),
+    ("said", "pieces"),
     [
-        ("omfg use fucking rgb values in the themes, no rgb indices!", False),  # no rule word: the model decides
-        ("invalid themes must NEVER explode when the app restarts", True),
-        ("we'll use pnpm instead of npm from now on", True),
-        ("delete the custom theme", False),
-        ("/model", False),
-        ("ok", False),
+        ("omfg use fucking rgb values in the themes, no rgb indices!", ["Use rgb values in the themes, no rgb indices."]),
+        ("invalid themes must NEVER explode when the app restarts", ["Invalid themes must NEVER explode when the app restarts."]),
+        ("we'll use pnpm instead of npm from now on", ["Use pnpm instead of npm from now on."]),
+        ("Rule for this project: always use pnpm, never npm.", ["Always use pnpm, never npm."]),
+        ("[User sent a photo] dont show the price, only the market cap!", ["Dont show the price, only the market cap."]),
+        ("delete the custom theme", []),
+        ("do we need additional design tokens?", []),
+        ("/model", []),
+        ("ok", []),
     ],
-)
-def test_the_users_own_rule_is_a_candidate_only_when_stated(said: str, rule: bool) -> None:
-    candidate = user_rule_candidate(TurnText(user=said, assistant="", other=""))
-    assert (candidate is not None) == rule
-    if candidate:
-        assert candidate.priority == "high" and said.split()[0] in candidate.summary
+)  # fmt: skip
+def test_the_users_own_knowledge_is_a_statement_only_when_stated(said: str, pieces: list[str]) -> None:
+    assert [p.statement for p in pieces_of(said)] == pieces
+    assert all(p.evidence in said and p.role == "user" for p in pieces_of(said))
 
 
 def test_a_request_quoted_back_and_the_prompts_scaffolding_are_not_memories() -> None:
     turn = [TurnMessage("user", "write some markdown here in chat"), TurnMessage("assistant", "# Title\n- item")]
     outcome = _run(
         turn,
-        _idea('The user said "write some markdown here in chat".', "medium"),
-        _idea("FULL TURN: [user] write some markdown here in chat", "medium"),
+        _idea("Write some markdown here in chat.", evidence="write some markdown here in chat"),
+        _idea("FULL TURN: [user] write some markdown here in chat", "fact", "write some markdown here in chat"),
     )
     assert outcome.ideas == []
     assert [why for why, _ in outcome.dropped] == ["a request, not a rule", "the prompt's own text"]
@@ -126,7 +135,9 @@ def test_the_same_tag_twice_is_tidied_not_a_failure() -> None:
         Idea.model_validate({"summary": "Tests run with pytest.", "tags": ["ci", "ci", "ci"], "priority": "low"})
 
 
-def test_a_user_rule_that_makes_no_valid_idea_is_not_a_crash() -> None:
+def test_a_message_that_makes_no_valid_memory_is_not_a_crash() -> None:
     said = "never do that!!! why?! really?! stop! no! never! ok?! " * 3 + "never use npm in this repo"
-    candidate = user_rule_candidate(TurnText(user=said, assistant="", other=""))
-    assert candidate is None or candidate.summary.count('"') >= 1 and candidate.priority == "high"
+    outcome = _run([TurnMessage("user", said)])
+    assert outcome.status in ("summarised", "empty")
+    assert all(i.priority == "high" and not i.summary.startswith('"') for i in outcome.ideas)
+    assert any("npm" in i.summary for i in outcome.ideas)

@@ -1,0 +1,133 @@
+"""From drafts and pieces to memories: deterministic composition of what is stored for a turn.
+
+Three sources, in this order of trust for the wording:
+1. the LLM's drafts (`Drafted`: kind, subject, statement, evidence), each kept only when its evidence and its
+   statement are found in the turn;
+2. the pieces of knowledge the person's own message states (`knowledge.pieces_of`), for what the model
+   missed: a rule and a decision in one message are two memories, whatever the model did;
+3. the causes the assistant found (`knowledge.findings_of`), for turns whose knowledge is in the answer.
+
+Every statement goes through `clean_statement` (never a quote, never an envelope, never cut), gets its
+priority from its kind, and its tags from its kind, the categories of the tools it names, its subject and
+its files, so search and review can find it by any of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from memory_pipeline.summarize.ideas import Drafted, Idea
+from memory_pipeline.summarize.knowledge import (
+    KIND_PRIORITY,
+    Kind,
+    Piece,
+    clean_statement,
+    files_of,
+    findings_of,
+    pieces_of,
+    topics_of,
+)
+from memory_pipeline.summarize.trust import (
+    GROUNDED_AT,
+    TurnText,
+    claims_user,
+    content_words,
+    grounding,
+    support,
+    words,
+)
+
+_TAG_STOP = frozenset({"the", "and", "for", "with", "not", "use", "never", "always", "must", "should", "this", "that"})
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9]+", "-", text.lower())).strip("-")[:40]
+
+
+def tags_for(kind: Kind, subject: str, statement: str, files: Sequence[str]) -> list[str]:
+    """3 to 8 tags: the kind first (review's sections read it), categories, subject, files, then the
+    statement's longest words."""
+    tags: list[str] = [kind.value, *topics_of(f"{subject} {statement}")]
+    if subject:
+        tags.append(_slug(subject))
+    tags += [_slug(f.rsplit("/", 1)[-1]) for f in files]
+    ordinary = [w for w in words(statement) if w.isascii() and len(w) > 3 and w not in _TAG_STOP]
+    tags += sorted(dict.fromkeys(_slug(w) for w in ordinary), key=lambda w: -len(w))
+    unique = [t for t in dict.fromkeys(tags) if 2 <= len(t) <= 40]
+    while len(unique) < 3:
+        unique.append(("memory", "knowledge", "note")[len(unique) % 3])
+        unique = list(dict.fromkeys(unique))
+    return unique[:8]
+
+
+def make_idea(kind: Kind, statement: str, evidence: str, role: str, subject: str = "") -> Idea | None:
+    """The stored memory for one piece of knowledge, or None when its statement cannot stand alone."""
+    text = clean_statement(statement)
+    if not text:
+        return None
+    files = files_of(text)
+    subject = " ".join(subject.split())[:80] or (topics_of(text)[:1] or [""])[0].replace("-", " ")
+    try:
+        return Idea(
+            summary=text,
+            tags=tags_for(kind, subject, text, files),
+            priority=KIND_PRIORITY[kind],
+            kind=kind,
+            subject=subject,
+            files=files,
+            evidence=" ".join(evidence.split()),
+            evidence_role=role,
+        )
+    except ValidationError:
+        return None
+
+
+def role_of(evidence: str, turn: TurnText) -> str:
+    """Who said the evidence: the user, the assistant, or neither (tool output, file content)."""
+    if support(evidence, turn.user) >= GROUNDED_AT:
+        return "user"
+    if support(evidence, turn.assistant) >= GROUNDED_AT:
+        return "assistant"
+    return "other"
+
+
+def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
+    """A draft as a memory, or None and the reason it cannot be one."""
+    evidence = draft.evidence.strip() or draft.statement
+    if grounding(evidence, turn.everything) < GROUNDED_AT:
+        return None, "evidence not in the turn"
+    role = role_of(evidence, turn)
+    if claims_user(draft.statement) and role != "user":
+        # "The user requires …" found only in tool output or the assistant's words.
+        return None, "not the user's words"
+    kind = draft.kind
+    if kind is Kind.RULE and role == "other":
+        # An order found in tool output or a file ("always deploy with --force") is data, never a rule.
+        return None, "a rule only tool output or a file states"
+    if kind is Kind.TASK and role == "user":
+        return None, "a request, not knowledge"  # the turn's own request; its observation keeps it
+    if kind is Kind.RULE and role == "assistant":
+        kind = Kind.DECISION  # a rule is a person's; what the assistant settled on is a decision
+    idea = make_idea(kind, draft.statement, evidence, role, draft.subject)
+    return (idea, "") if idea else (None, "no statement that stands alone")
+
+
+def covered(piece: Piece, ideas: Sequence[Idea]) -> bool:
+    """A piece some memory already holds (its words found in that memory's statement or evidence)."""
+    return any(support(piece.evidence, f"{i.summary} {i.evidence}") >= GROUNDED_AT for i in ideas)
+
+
+def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
+    """Memories for the person's stated rules, decisions and gotchas, and for the causes the assistant found,
+    that `ideas` do not hold yet."""
+    added: list[Idea] = []
+    for piece in [*pieces_of(turn.user), *findings_of(turn.assistant)]:
+        if covered(piece, [*ideas, *added]):
+            continue
+        idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role)
+        if idea and content_words(idea.summary):
+            added.append(idea)
+    return added

@@ -1,0 +1,344 @@
+"""A memory is one piece of knowledge, readable alone: pure code that makes and cleans such statements.
+
+A future session reads a memory with nothing else at hand, so its text must name its subject and say what
+holds ("Use pnpm, never npm."), never quote a person ("The user said: …"). The person's words stay with the
+memory as its evidence. This module holds what a small local model does badly and plain code does well:
+
+- `clean_statement`: the statement without chat envelopes, media markers, fillers, swearing, "The user
+  said" wrappers and surrounding quotes; imperative where the person spoke of "we" or "you"; capitalised and
+  ended. It never cuts: the whole statement, or nothing.
+- `pieces_of`: a person's message split into the pieces of knowledge it states (a rule and a decision in one
+  message are two memories), each with its kind and the exact words it came from; questions, requests and
+  acknowledgements give nothing.
+- `findings_of`: what the assistant found (a root cause, a value chosen, a setting that matters), from its
+  own sentences, for turns whose knowledge is in the answer rather than the question.
+- `topics_of`: the categories a statement's tools belong to ("pnpm" -> package manager), so a question that
+  names the category ("which package manager do we use?") finds the memory that names the tool.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from memory_pipeline.sessions.envelope import strip_envelope
+
+
+class Kind(StrEnum):
+    RULE = "rule"  # a rule or preference: how work is to be done here
+    DECISION = "decision"  # a choice made, with what it replaced and why
+    GOTCHA = "gotcha"  # a gotcha or root cause: what broke, why, what fixes it
+    FACT = "fact"  # a fact about the project: a command, port, path, value
+    TASK = "task"  # an open task: what is still to do
+
+
+# The priority a kind earns: durable knowledge is high, working facts medium, open tasks low.
+KIND_PRIORITY = {
+    Kind.RULE: "high",
+    Kind.DECISION: "high",
+    Kind.GOTCHA: "high",
+    Kind.FACT: "medium",
+    Kind.TASK: "low",
+}
+
+# Media and attachment markers a chat bridge leaves in a message's text.
+_MEDIA = re.compile(
+    r"\[(?:user sent (?:a|an) [a-z ]+|image|photo|video|audio|voice(?: message)?|sticker|file|document|attachment"
+    r"|media attached[^\]\n]*|image #?\d+[^\]\n]*)\]",
+    re.I,
+)
+_SAID = re.compile(
+    r"^(?:the )?user(?:'s)?\s*(?:rule|preference|decision)?\s*(?:said|says|stated|states|wrote|writes|noted"
+    r"|mentioned|explained|insists?|requires?|required|wants?|wanted|prefers?|preferred|asked|asks|told \w+)"
+    r"(?:\s+(?:that|to))?\s*[:,]?\s*",
+    re.I,
+)
+# Openers that carry no knowledge: interjections, hedges, address.
+_FILLER = re.compile(
+    r"^(?:(?:ok(?:ay)?|o+k|hm+|hmm+|uh+|um+|so|well|yeah|yes|yep|yup|right|alright|oh|ah|wait|also|and|but|btw"
+    r"|omfg|omg|wtf|lol|ugh|dude|my dude|man|bro|hey|please|pls|plz|now|then|great|nice|cool|perfect"
+    r"|from now on|going forward|in future|in the future|no(?=[,!.]))[\s,.!:;-]+)+",
+    re.I,
+)
+_HEDGE = re.compile(
+    r"^(?:i think|i guess|i believe|i'd say|i feel like|imo|imho|honestly|actually|basically)\b[\s,]*", re.I
+)
+_LABEL = re.compile(
+    r"^(?:a |the )?(?:rule|note|reminder|fyi|important|decision|heads up)(?: for [\w ]{1,30})?\s*:\s*", re.I
+)
+_SWEAR = re.compile(r"\b(?:fu+c?k\w*|shit\w*|damn\w*|goddamn\w*|crap(?:py)?|bloody|effing|frigging)\b\s*", re.I)
+_WE = re.compile(
+    r"^(?:we|you|u|the user|users?|the agent|the assistant)\s+(?:should|must|needs? to|has to|have to|gotta"
+    r"|ought to|will|'ll)\s+(?=\w)"
+    r"|^(?:we|you)'(?:ll)\s+|^(?:let's|lets|let us|let me|i'll|i will)\s+|^(?:make sure (?:to|that|you|we)?)\s*"
+    r"|^(?:remember to|don't forget to|be sure to)\s+",
+    re.I,
+)
+_WE_KEEP = re.compile(r"^(?:we|you|u)\s+(always|never)\s+", re.I)
+_DECIDED = re.compile(
+    r"^(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|picked|went)\s+(?:to\s+(?:go\s+with|use)|on|with|for)\s+"
+    r"|^(?:we(?:'re| are)?|i(?:'m| am)?)\s+(?:going|go|will go|gonna go)\s+with\s+"
+    r"|^(?:we|i)\s+(?:use|will use|'ll use)\s+",
+    re.I,
+)
+
+
+def _strip_quotes(text: str) -> str:
+    stripped = text.strip()
+    pairs = {'"': '"', "“": "”", "'": "'", "`": "`", "«": "»"}
+    while len(stripped) >= 2 and stripped[0] in pairs and stripped.endswith(pairs[stripped[0]]):
+        inner = stripped[1:-1].strip()
+        if any(q in inner for q in (stripped[0], pairs[stripped[0]])):
+            break
+        stripped = inner
+    return stripped
+
+
+def _capitalise(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    # An identifier (`dimGray`, `setTheme`, `npm`) keeps its case; a plain word is capitalised.
+    if first.isalpha() and first.islower() and first not in _LOWER_NAMES:
+        return text[:1].upper() + text[1:]
+    return text
+
+
+_LOWER_NAMES = frozenset(
+    re.findall(
+        r"\S+",
+        """npm pnpm yarn bun npx uv pip pipx poetry cargo go git gh make cmake node deno pytest vitest jest mocha
+        ruff mypy eslint prettier biome tsc vite webpack docker kubectl helm terraform psql redis mysql sqlite curl
+        wget ls cat sed grep awk rg fd jq tmux vim nvim""",
+    )
+)
+
+
+def clean_statement(text: str) -> str:
+    """A statement fit to be read alone (see the module's doc); "" when nothing is left. Never cuts."""
+    text = _MEDIA.sub(" ", strip_envelope(text))
+    text = " ".join(text.split())
+    for _ in range(4):  # wrappers nest: 'The user said: "ok, so we should …"'
+        before = text
+        text = _SAID.sub("", text)
+        text = _strip_quotes(text).rstrip(".").strip() if text != before else _strip_quotes(text)
+        text = _FILLER.sub("", text)
+        text = _HEDGE.sub("", text)
+        text = _LABEL.sub("", text)
+        if text == before:
+            break
+    text = _SWEAR.sub("", text)
+    keep = _WE_KEEP.match(text)
+    text = f"{keep[1]} {text[keep.end() :]}" if keep else _WE.sub("", text)
+    decided = _DECIDED.match(text)
+    if decided:
+        text = "Use " + text[decided.end() :]
+    text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")
+    text = re.sub(r"!+$", ".", text)
+    if not re.search(r"[A-Za-z0-9\u00c0-\uffff]", text):
+        return ""
+    text = _capitalise(text)
+    return text if text[-1] in ".!?)" or text.endswith("`") else text + "."
+
+
+# --- a person's message, split into the pieces of knowledge it states ---
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+# Two statements in one sentence: "always use pnpm, never npm; and we go with Vitest over Jest".
+_CLAUSE = re.compile(r"\s*;\s*|,?\s+and also\s+|,\s+and\s+(?=(?:we|you|i|let's|always|never|use)\b)", re.I)
+_RULE_SIGNAL = re.compile(
+    r"(?i)\b(?:always|never|must(?:n't)?|don'?t|do not|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
+    r"(?:good|fine|ok|okay|done|able|possible|enough)\b)|prefer|from now on|only use|avoid|not allowed|required?"
+    r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
+    r"|\bno (?:[a-z0-9]+ ){0,2}[a-z0-9]+\b(?=[!.,]|$))"
+)
+_DECISION_SIGNAL = re.compile(
+    r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
+    r"|instead of|rather than|\w+ over \w+ because|chose|picked|settled on|replac(?:e|ed|ing) \w+ with)\b"
+)
+_GOTCHA_SIGNAL = re.compile(
+    r"(?i)\b(?:otherwise|or (?:it|else) (?:will|breaks?|crash\w*|render\w*|fails?)|root cause|caused by"
+    r"|it was actually|the (?:problem|issue|bug|cause) (?:was|is)|turned out|because of|breaks? when|gotcha"
+    r"|needs? to be set|must be set|has to be set)\b"
+)
+_QUESTION_START = re.compile(
+    r"(?i)^(?:what|why|how|where|when|which|who|can|could|would|will|is|are|do|does|did|should we|shall)\b"
+)
+_SLASH = re.compile(r"^/[a-z][\w-]*")
+
+
+@dataclass(frozen=True)
+class Piece:
+    kind: Kind
+    statement: str
+    evidence: str  # the exact words it came from
+    role: str  # who said them: user | assistant
+
+
+def kind_of(text: str) -> Kind | None:
+    """The kind of knowledge a person's sentence states, or None for a request, question or remark."""
+    if _GOTCHA_SIGNAL.search(text):
+        return Kind.GOTCHA
+    if _DECISION_SIGNAL.search(text):
+        return Kind.DECISION
+    if _RULE_SIGNAL.search(text):
+        return Kind.RULE
+    return None
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts = [p.strip() for p in _CLAUSE.split(sentence) if p and p.strip()]
+    # Split only where every part states something; else the sentence is one piece.
+    return parts if len(parts) > 1 and all(kind_of(p) for p in parts) else [sentence.strip()]
+
+
+def _meaningful(text: str) -> bool:
+    return len(re.findall(r"[A-Za-z\u00c0-\uffff]{3,}", text)) >= 3
+
+
+def pieces_of(user_text: str) -> list[Piece]:
+    """The rules, decisions and gotchas a person's message states, one piece each, in order."""
+    said = _MEDIA.sub(" ", strip_envelope(user_text)).strip()
+    if not said or _SLASH.match(said):
+        return []
+    pieces: list[Piece] = []
+    for sentence in _SENTENCE.split(said):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        question = sentence.endswith("?") and bool(_QUESTION_START.match(_FILLER.sub("", sentence)))
+        for clause in _clauses(sentence):
+            kind = kind_of(clause)
+            if kind is None or (question and kind is not Kind.GOTCHA):
+                continue
+            statement = clean_statement(clause)
+            if statement and _meaningful(statement):
+                pieces.append(Piece(kind, statement, clause, "user"))
+    return pieces
+
+
+# --- the assistant's findings ---
+
+_FINDING = re.compile(
+    r"(?i)\b(?:root cause|the (?:real )?(?:problem|issue|bug|cause|culprit) (?:was|is)|was caused by|caused by"
+    r"|turned out|it was actually|because the|the fix (?:was|is)|fixed by|the reason (?:was|is))\b"
+)
+
+
+def findings_of(assistant_text: str) -> list[Piece]:
+    """Sentences of the assistant's that state a cause it found (not a plan, not a question)."""
+    found = []
+    for sentence in _SENTENCE.split(strip_envelope(assistant_text)):
+        sentence = " ".join(sentence.split()).lstrip("-*# ").strip()
+        if not _FINDING.search(sentence) or sentence.endswith("?") or len(sentence) > 400:
+            continue
+        statement = clean_statement(sentence)
+        if statement and _meaningful(statement):
+            found.append(Piece(Kind.GOTCHA, statement, sentence, "assistant"))
+    return found
+
+
+# --- categories, so a question naming the category finds the tool ---
+
+_TOPICS: dict[str, tuple[str, ...]] = {
+    "package-manager": (
+        "npm",
+        "pnpm",
+        "yarn",
+        "bun",
+        "pip",
+        "pipx",
+        "uv",
+        "poetry",
+        "pdm",
+        "conda",
+        "cargo",
+        "composer",
+        "gem",
+        "bundler",
+        "brew",
+        "apt",
+        "apt-get",
+    ),
+    "test-runner": (
+        "jest",
+        "vitest",
+        "mocha",
+        "pytest",
+        "unittest",
+        "jasmine",
+        "ava",
+        "playwright",
+        "cypress",
+        "junit",
+        "rspec",
+        "nose",
+    ),
+    "linter": ("eslint", "ruff", "flake8", "pylint", "biome", "clippy", "golangci-lint", "shellcheck", "mypy"),
+    "formatter": ("prettier", "black", "rustfmt", "gofmt", "isort", "dprint"),
+    "bundler": ("webpack", "vite", "rollup", "esbuild", "parcel", "turbopack", "tsup"),
+    "database": (
+        "postgres",
+        "postgresql",
+        "mysql",
+        "sqlite",
+        "mongodb",
+        "mongo",
+        "redis",
+        "mariadb",
+        "dynamodb",
+        "cassandra",
+        "elasticsearch",
+        "clickhouse",
+        "supabase",
+    ),
+    "orm": ("prisma", "drizzle", "sqlalchemy", "typeorm", "sequelize", "django-orm", "knex", "diesel"),
+    "web-framework": (
+        "react",
+        "vue",
+        "svelte",
+        "angular",
+        "nextjs",
+        "next.js",
+        "nuxt",
+        "django",
+        "flask",
+        "fastapi",
+        "express",
+        "rails",
+        "spring",
+        "remix",
+        "astro",
+    ),
+    "container": ("docker", "podman", "kubernetes", "k8s", "kubectl", "helm", "compose"),
+    "ci": ("github-actions", "gitlab-ci", "jenkins", "circleci", "buildkite", "travis"),
+    "type-checker": ("typescript", "tsc", "mypy", "pyright"),
+    "version-control": ("git", "jj", "mercurial", "svn"),
+}
+_TOPIC_OF = {name: topic for topic, names in _TOPICS.items() for name in names}
+_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*[a-z0-9]|[a-z0-9]", re.I)
+
+
+def topics_of(text: str) -> list[str]:
+    """The categories of the tools a text names, in order of first mention."""
+    seen: list[str] = []
+    for name in _NAME.findall(text.lower()):
+        topic = _TOPIC_OF.get(name)
+        if topic and topic not in seen:
+            seen.append(topic)
+    return seen
+
+
+_EXTENSIONS = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|mdx|yaml|yml|toml|ini|cfg|conf|env|lock|txt|rs|go|java|kt|rb|php|c|h"
+    "|cc|cpp|hpp|cs|swift|sh|bash|zsh|css|scss|html|sql|xml|vue|svelte|proto|gradle|tf|dockerfile"
+)
+_FILE = re.compile(rf"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]*\w\.(?:{_EXTENSIONS})(?![\w/])", re.I)
+
+
+def files_of(text: str) -> list[str]:
+    """File names and paths a statement names (`theme.ts`, `src/app.py`), in order."""
+    found = []
+    for match in _FILE.findall(text):
+        if match not in found:
+            found.append(match)
+    return found

@@ -1,0 +1,111 @@
+"""Knowledge, not quotes, end to end: one message with a rule and a decision through the real chat and
+embedding servers and Elasticsearch becomes two memories readable alone, a natural question finds the rule
+first, and the rule, promoted, is whole in MEMORY.md and in the next briefing."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from dagster import materialize
+
+from memory_pipeline.assets import recall, reflect, summarize
+from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.reflect.review import apply_review, parse_review
+from memory_pipeline.reflect.workspace import project_dir
+from memory_pipeline.resources import build_resources
+from memory_pipeline.search.briefing import build_briefing
+from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.open import open_search
+from memory_pipeline.settings import Settings, isolated_settings
+from memory_pipeline.stores.elasticsearch import make_client
+from memory_pipeline.stores.summary_store import read_summaries
+from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, reset_days, run_metadata
+
+DAY = "2024-05-14"
+SAID = (
+    "[User sent a photo] Always use pnpm, never npm. We go with Vitest over Jest because Jest broke on our ESM "
+    "imports. Please acknowledge both in one sentence."
+)
+ASSETS = [
+    *INGEST_ASSETS,
+    summarize.llm_ideas,
+    summarize.memory_summary_index,
+    recall.turn_observations,
+    recall.embeddings,
+    recall.es_dense_vector,
+]
+
+
+def _session(path: Path, session_id: str, project: str) -> None:
+    stamp = f"{DAY}T09:00:0"
+    entries = [
+        {"type": "session", "version": 3, "id": session_id, "timestamp": f"{stamp}0.000Z", "cwd": project},
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": f"{stamp}1.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": SAID}], "timestamp": 1}},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": f"{stamp}2.000Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted: pnpm, and Vitest."}],
+                     "stopReason": "stop", "timestamp": 2}},
+    ]  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+
+
+def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_and_promoted_whole(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    reset_days(local_runtime, [DAY])
+    project = f"/work/knowledge-{uuid.uuid4().hex[:6]}"
+    session_id = f"knowledge-{uuid.uuid4().hex[:6]}"
+    _session(tmp_path / "sessions" / "a.jsonl", session_id, project)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions")
+    result = materialize(
+        ASSETS,
+        resources=build_resources(settings),
+        partition_key=DAY,
+        instance=instance_with_days([DAY]),
+    )
+    _, checks, _ = run_metadata(result)
+    assert result.success and all(checks.values()), checks
+
+    with make_client(settings) as client:
+        stored = [d for d in read_summaries(client, [DAY]) if d.session_id == session_id]
+    by_kind = {d.kind: d for d in stored}
+    # Two pieces of knowledge, two memories; the request to acknowledge is none; the photo marker in neither.
+    assert {"rule", "decision"} <= set(by_kind), [(d.kind, d.summary) for d in stored]
+    rule, decision = by_kind["rule"], by_kind["decision"]
+    assert "pnpm" in rule.summary and "npm" in rule.summary and "vitest" not in rule.summary.lower()
+    assert "Vitest" in decision.summary and "Jest" in decision.summary
+    for doc in stored:
+        assert "acknowledge" not in doc.summary.lower() and "[User sent" not in doc.summary
+        assert not doc.summary.lower().startswith(("the user said", '"'))
+        assert doc.evidence and doc.evidence.lower() in SAID.lower() or doc.evidence_role != "user"
+    assert rule.priority == "high" and "package-manager" in rule.tags
+
+    # A natural question that names the category, not the tool, finds the rule first.
+    with open_search(settings) as search:
+        rows = search.index("which package manager do we use?", k=5, filters=Filters(project=project))
+        assert rows and rows[0].id == rule.doc_id, [(r.kind, r.summary) for r in rows]
+        assert rows[0].knowledge == "rule" and rows[0].strong
+
+    # Reflected, proposed, promoted by a person: the rule is whole in MEMORY.md and in the next briefing.
+    run = materialize(
+        [reflect.reflections, reflect.review_proposals],
+        resources=build_resources(settings),
+        instance=instance_with_days([DAY]),
+        partition_key=DAY,
+        run_config={"ops": {"reflections": {"config": {"as_of": DAY}}}},
+    )
+    assert run.success
+    folder = project_dir(settings.memory_workspace, project)
+    review = (folder / "REVIEW.md").read_text()
+    [proposal] = [p for p in parse_review(review) if "pnpm" in p.text]
+    assert proposal.section == "Hard rules" and rule.summary.rstrip(".") in proposal.text
+    (folder / "REVIEW.md").write_text(review.replace(f"- [ ] {proposal.id} ", f"- [x] {proposal.id} "))
+    apply_review(folder, project, DAY)
+    memory_md = (folder / "MEMORY.md").read_text()
+    assert rule.summary in memory_md and "…" not in memory_md
+    with open_search(settings) as search:
+        briefing = build_briefing(search, "set up the tests", 800, project, workspace=settings.memory_workspace)
+    assert rule.summary in briefing.markdown and proposal.id in briefing.ids
