@@ -38,8 +38,8 @@ from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sy
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import (
     ledger_rows,
-    needs_llm,
     outcome_rows,
+    reread_reasons,
     reusable,
     summary_documents,
     turn_jobs,
@@ -79,7 +79,8 @@ def llm_ideas(
         context_tokens = config.context_tokens or client.context_size() or 4096
         ledger = read_ledger(es_client, keys)
         journaled = journal.read(keys)
-        wanted = needs_llm(turns, ledger, journaled, model, config.rebuild)
+        why = reread_reasons(turns, ledger, journaled, model, config.rebuild)
+        wanted = list(why)
         done = reusable(turns, journaled, wanted, model)
         from_journal = len(done)
         jobs = turn_jobs(turns, raw_messages)
@@ -91,6 +92,7 @@ def llm_ideas(
         context.log.info(
             f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} (context {context_tokens} "
             f"tokens, concurrency {config.concurrency}); {from_journal} taken from the journal of an earlier run"
+            + (f"; read because: {dict(Counter(why.values()))}" if why else "")
         )
         begin = time.perf_counter()
 
@@ -135,6 +137,8 @@ def llm_ideas(
             "failures": MetadataValue.json(failures[:100]),
             "from_journal": from_journal,
             "reused": turns.height - len(todo),
+            # Why each read turn was read: new, changed, failed before, another prompt or model, rebuild.
+            "read_because": MetadataValue.json(dict(Counter(why[(j.session_id, j.turn_id)] for j in todo))),
             "llm_calls": sum(o.attempts for o in outcomes),
             "ideas": int(frame["ideas"].list.len().sum()),
             "ideas_dropped": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.dropped))),

@@ -70,13 +70,44 @@ def turn_jobs(turns: pl.DataFrame, messages: pl.DataFrame) -> dict[tuple[str, st
 
 
 def _fresh(entry: LedgerDoc | JournalEntry | None, content_hash: str, model: str) -> bool:
-    return (
-        entry is not None
-        and entry.status in DONE
-        and entry.content_hash == content_hash
-        and entry.prompt_version == PROMPT_VERSION
-        and entry.model == model
-    )
+    return entry is not None and reread_reason(entry, content_hash, model) is None
+
+
+def reread_reason(entry: LedgerDoc | None, content_hash: str, model: str) -> str | None:
+    """Why a turn must be read again given what was recorded for it, or None when the record stands."""
+    if entry is None:
+        return "new turn"
+    if entry.status not in DONE:
+        return "failed before"
+    if entry.content_hash != content_hash:
+        return "content changed"
+    if entry.prompt_version != PROMPT_VERSION:
+        return f"prompt changed ({entry.prompt_version} -> {PROMPT_VERSION})"
+    if entry.model != model:
+        return f"model changed ({entry.model} -> {model})"
+    return None
+
+
+def reread_reasons(
+    turns: pl.DataFrame,
+    ledger: dict[tuple[str, str], LedgerDoc],
+    journal: dict[tuple[str, str], JournalEntry],
+    model: str,
+    rebuild: bool,
+) -> dict[tuple[str, str], str]:
+    """Turns to (re)read, each with why: new, changed content, another prompt version or model, failed
+    before, or all on rebuild. A turn finished by a run that then crashed is in the journal, and is not read
+    again."""
+    wanted: dict[tuple[str, str], str] = {}
+    for session_id, turn_id, content_hash in turns.select("session_id", "turn_id", "content_hash").iter_rows():
+        key = (session_id, turn_id)
+        if rebuild:
+            wanted[key] = "rebuild"
+        elif not _fresh(journal.get(key), content_hash, model):
+            reason = reread_reason(ledger.get(key), content_hash, model)
+            if reason:
+                wanted[key] = reason
+    return wanted
 
 
 def needs_llm(
@@ -86,16 +117,8 @@ def needs_llm(
     model: str,
     rebuild: bool,
 ) -> list[tuple[str, str]]:
-    """Turns to (re)read: new, changed content, other prompt version or model, failed before, or all on
-    rebuild. A turn finished by a run that then crashed is in the journal, and is not read again."""
-    wanted = []
-    for session_id, turn_id, content_hash in turns.select("session_id", "turn_id", "content_hash").iter_rows():
-        key = (session_id, turn_id)
-        if rebuild or not (
-            _fresh(journal.get(key), content_hash, model) or _fresh(ledger.get(key), content_hash, model)
-        ):
-            wanted.append(key)
-    return wanted
+    """The turns of `reread_reasons`, in order."""
+    return list(reread_reasons(turns, ledger, journal, model, rebuild))
 
 
 def reusable(

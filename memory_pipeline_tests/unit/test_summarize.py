@@ -9,6 +9,7 @@ import httpx
 import polars as pl
 import pytest
 
+from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
@@ -17,7 +18,6 @@ from memory_pipeline.stores.llm import ChatClient
 from memory_pipeline.stores.openai_compat import ServerError
 from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turn, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
-from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
@@ -177,7 +177,11 @@ def test_a_good_answer_is_summarised_in_one_call() -> None:
     assert (outcome.status, outcome.attempts, len(outcome.ideas)) == ("summarised", 1, 1)
     assert calls[0]["response_format"]["json_schema"]["schema"] == MEMORIES_SCHEMA and calls[0]["max_tokens"] == 256
     [idea] = outcome.ideas
-    assert (idea.kind, idea.priority, idea.summary) == ("rule", "high", "Always run pytest -x before saying a fix works.")
+    assert (idea.kind, idea.priority, idea.summary) == (
+        "rule",
+        "high",
+        "Always run pytest -x before saying a fix works.",
+    )
     assert idea.evidence == GOOD[0]["evidence"] and idea.evidence_role == "user" and idea.tags[0] == "rule"
 
 
@@ -270,7 +274,7 @@ def test_turn_jobs_cover_every_active_turn() -> None:
 
 def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
     from memory_pipeline.stores.summary_store import LedgerDoc
-    from memory_pipeline.summarize.frames import needs_llm
+    from memory_pipeline.summarize.frames import needs_llm, reread_reasons
     from memory_pipeline.summarize.ideas import PROMPT_VERSION
 
     turns = pl.DataFrame(
@@ -303,6 +307,16 @@ def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
         ("s", t) for t in ("changed", "failed", "new", "other-model")
     ]
     assert len(needs_llm(turns, ledger, {}, "m", rebuild=True)) == 5
+    assert reread_reasons(turns, ledger, {}, "m", rebuild=False) == {
+        ("s", "changed"): "content changed",
+        ("s", "failed"): "failed before",
+        ("s", "new"): "new turn",
+        ("s", "other-model"): "model changed (bigger -> m)",
+    }
+    older = {("s", "same"): entry("same", "h1").model_copy(update={"prompt_version": "0"})}
+    assert reread_reasons(turns.head(1), older, {}, "m", rebuild=False) == {
+        ("s", "same"): f"prompt changed (0 -> {PROMPT_VERSION})"
+    }
     empty_before = {("s", "same"): entry("same", "h1", status="empty")}
     assert ("s", "same") not in needs_llm(turns, empty_before, {}, "m", rebuild=False)
 

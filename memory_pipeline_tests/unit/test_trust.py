@@ -9,8 +9,8 @@ import pytest
 
 from memory_pipeline.summarize.extract import TurnJob, summarise_turn
 from memory_pipeline.summarize.ideas import Idea
-from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, turn_text
 from memory_pipeline.summarize.knowledge import pieces_of
+from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding, review, support
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
@@ -99,11 +99,14 @@ def test_grounding_counts_content_words_in_any_language() -> None:
 @pytest.mark.parametrize(
     ("said", "pieces"),
     [
-        ("omfg use fucking rgb values in the themes, no rgb indices!", ["Use rgb values in the themes, no rgb indices."]),
-        ("invalid themes must NEVER explode when the app restarts", ["Invalid themes must NEVER explode when the app restarts."]),
+        ("omfg use fucking rgb values in the themes, no rgb indices!",
+         ["Use rgb values in the themes, no rgb indices."]),
+        ("invalid themes must NEVER explode when the app restarts",
+         ["Invalid themes must NEVER explode when the app restarts."]),
         ("we'll use pnpm instead of npm from now on", ["Use pnpm instead of npm from now on."]),
         ("Rule for this project: always use pnpm, never npm.", ["Always use pnpm, never npm."]),
-        ("[User sent a photo] dont show the price, only the market cap!", ["Dont show the price, only the market cap."]),
+        ("[User sent a photo] dont show the price, only the market cap!",
+         ["Dont show the price, only the market cap."]),
         ("delete the custom theme", []),
         ("do we need additional design tokens?", []),
         ("/model", []),
