@@ -1,5 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout, hard).
+service, executor, scale, scaleout, hard, next_session,
+fixture_memories).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -10,8 +11,10 @@ import sys
 
 from bench import (
     executor,
+    fixture_memories,
     hard,
     ingest,
+    next_session,
     recall,
     reflect,
     rough,
@@ -37,6 +40,8 @@ BENCHMARKS = {
     "scale": scale.main,
     "scaleout": scaleout.main,
     "hard": hard.main,
+    "next_session": next_session.main,
+    "fixture_memories": fixture_memories.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

@@ -50,6 +50,7 @@ from memory_pipeline.summarize.trust import GROUNDED_AT, grounding, is_acknowled
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "memory_pipeline_tests" / "fixtures" / "pi-sessions"
 LABELS = Path(__file__).with_name("labels") / "summarize_turns.json"
+MODELS = Path(__file__).with_name("summarize_models.json")
 MAX_OUTPUT_TOKENS = 512
 
 
@@ -283,8 +284,42 @@ def main(argv: list[str]) -> None:
             "for 2 slots against half the server's summed time, the best a 2-slot server could do.",
         ]
     )
-    write_section("summarize", " ".join(["uv run python -m bench summarize", *argv]), body)
+    command = " ".join(["uv run python -m bench summarize", *argv])
+    if settings.is_local("chat"):
+        write_section("summarize", command, body)
+    else:
+        command = f"LLAMA_URL={settings.chat_url} {command}"
+        write_section(f"summarize ({model})", command, body)
+    models = json.loads(MODELS.read_text()) if MODELS.exists() else {}
+    models[model] = {
+        "server": "embedded default" if settings.is_local("chat") else settings.chat_url,
+        "quality": {row[0]: row[1] for row in quality_rows},
+        "turns_per_second": f"{len(jobs) / seq_wall:.3f}",
+    }
+    MODELS.write_text(json.dumps(models, indent=1, sort_keys=True) + "\n")
+    write_section("summarize models", command, models_table(models))
     print(body)
+
+
+def models_table(models: dict) -> str:
+    """Every chat model measured on the labelled set, one row each (bench/summarize_models.json)."""
+    keys = [
+        "memorable turns with a correct idea",
+        "other turns with an idea (lower is better)",
+        "ideas kept that their turn does not support",
+        "memories whose text is the evidence verbatim (a bare quote)",
+        "memories holding chat-envelope text",
+    ]
+    rows = [
+        [f"`{name}`", entry["server"], *(entry["quality"].get(k, "-") for k in keys), entry["turns_per_second"]]
+        for name, entry in sorted(models.items())
+    ]
+    headers = ["model", "server", "memorable correct", "others with any", "ungrounded", "bare quotes", "envelopes"]
+    return (
+        "Every chat model run on the labelled set with the same harness (its own section has the details); "
+        "another OpenAI-compatible server is measured with `LLAMA_URL=… uv run python -m bench summarize "
+        "--no-slots`.\n\n" + table([*headers, "turns/s"], rows)
+    )
 
 
 if __name__ == "__main__":

@@ -72,14 +72,18 @@ def detail_text(record: dict[str, Any], full: bool = False) -> str:
     """A memory, its citation, and every message of the turn it came from (long ones trimmed unless `full`)."""
     limit = None if full else MESSAGE_CHARS
     turn = record.get("source_turn") or []
+    what = " ".join(filter(None, [record.get("kind", ""), record.get("knowledge", "")]))
     lines = [
-        f"{record['id']}  {record.get('kind', '')}  {record.get('priority', '')}  {record.get('time', '')[:19]}",
+        f"{record['id']}  {what}  {record.get('priority', '')}  {record.get('time', '')[:19]}",
         f"project: {record.get('project', '')}",
         f"from: session {record.get('session_id') or '-'}, turn {record.get('turn_id') or '-'}",
     ]
     if record.get("superseded_by"):
         lines.append(f"superseded by: {record['superseded_by']}")
-    lines += ["", record.get("summary", ""), "", f"source turn: {len(turn)} message(s)"]
+    lines += ["", record.get("summary", "")]
+    if record.get("evidence"):
+        lines.append(f'evidence, in the words of the {record.get("evidence_role") or "turn"}: "{record["evidence"]}"')
+    lines += ["", f"source turn: {len(turn)} message(s)"]
     for message in turn:
         lines += ["", *_message(message, limit)]
     return "\n".join(lines)

@@ -99,10 +99,10 @@ def test_memory_rules_keep_their_ids_and_drop_maturity_markers(tmp_path) -> None
     assert memory_rules(tmp_path, "/work/other") == [] and memory_rules(None, "/work/shop") == []
 
 
-def _row(doc_id: str, priority: str, text: str, **extra: object):  # noqa: ANN202
+def _row(doc_id: str, priority: str, text: str, session_id: str = "s1", **extra: object):  # noqa: ANN202
     from memory_pipeline.search.engine import Row
 
-    return Row(doc_id, "summary", "2026-11-30T10:00:00Z", priority, text, "/work/shop", "s1", "t1", **extra)
+    return Row(doc_id, "summary", "2026-11-30T10:00:00Z", priority, text, "/work/shop", session_id, "t1", **extra)
 
 
 class _Search:
@@ -124,16 +124,20 @@ def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_pat
     (ensure_project_dir(tmp_path, "/work/shop") / "MEMORY.md").write_text("- Always use pnpm <!-- p-20261101-001 -->\n")
     high = [
         _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest"),
+        _row("d2", "high", "Use Vitest, not Jest, because ESM imports broke Jest.", session_id="s2"),  # said again
         _row("old", "high", "Use Jest", superseded_by="d1"),
+        _row("r1", "high", "Always use pnpm."),  # MEMORY.md holds it already
     ]
     related = [
-        _row("o1", "low", "Asked: set up CI"),
-        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest"),
+        _row("o1", "low", "Asked: set up CI", strong=True),
+        _row("o2", "low", "Asked: rename a helper"),  # below the relevance floor: a guess, left out
+        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest", strong=True),
     ]
     search = _Search(high, related)
     made = build_briefing(search, "set up CI", project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
     text = made.markdown
-    assert made.ids == ["p-20261101-001", "d1", "o1"]  # each once, a replaced decision left out
+    assert made.ids == ["p-20261101-001", "d1", "o1"]  # each once, a replaced decision and a guess left out
+    assert "said in 2 sessions, id `d1`" in text and "`d2`" not in text and "`r1`" not in text
     assert text.index("Always use pnpm") < text.index("### Important") < text.index("Use Vitest") < text.index("o1")
     assert text.count("`d1`") == 1 and "Use Jest" not in text.replace("not Jest", "")
     small = build_briefing(search, "set up CI", token_budget=70, project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]

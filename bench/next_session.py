@@ -1,0 +1,302 @@
+"""Next-session benefit: does a later session get, in its briefing, what it needs from the earlier ones?
+
+    uv run python -m bench next_session              # LLM-free, the local model, and the plain baseline
+    uv run python -m bench next_session --no-llm     # LLM-free and the baseline only (minutes, no chat server)
+
+On the next-session corpus (bench/corpus/next_session, made by bench/make_next_session_corpus.py: 45 sessions
+of three projects over five months, 39 later sessions with labelled needs), the pipeline's own assets run day
+by day in time order. Before a day is ingested, every later session starting that day gets the briefing the
+pi extension would get (`build_briefing` with its first prompt, its project, 800 tokens: what
+`/api/v1/briefing` answers), built from the sessions before it only. Measured per later session:
+
+- coverage: its needs named by some briefing line (a need's keyword sets, `match` in labels.json);
+- noise: briefing lines that name none of its needs;
+- staleness: lines showing a replaced decision as current (its old choice, not the new one);
+- cut lines: lines cut mid-text ("…" outside a marked " […]" sentence cut);
+- recall@5: its first question through search finds a session holding the answer in the top 5.
+
+Variants: `llm-free` (ingest, observations, embeddings: no chat model), `local-model` (the whole daily job:
+memories from the chat server, reflections with their supersession marks, ages counted from each day), and
+`baseline` (the project's most recent user messages, newest first, whole, within the same 800 tokens).
+Each pipeline variant is briefed under every policy of `POLICIES` at the same moment (what earns a line:
+the newest high memories, of which kinds, guesses below the relevance floor, observations); `default` is
+the one the extension gets, chosen on the tune split.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dagster import materialize
+
+from bench.make_next_session_corpus import OUT as CORPUS
+from bench.results_file import table, write_section
+from memory_pipeline.assets import ingest, recall, reflect, summarize
+from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.resources import build_resources
+from memory_pipeline.search.briefing import DEFAULT_POLICY, BriefingPolicy, build_briefing, tokens
+from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.open import open_search
+from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.settings import Settings, isolated_settings, load_settings
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
+from memory_pipeline.stores.indices import PIPELINE_INDICES
+
+BUDGET = 800
+INGEST = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
+LLM_FREE = [*INGEST, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
+LOCAL_MODEL = [
+    *INGEST,
+    summarize.llm_ideas,
+    summarize.memory_summary_index,
+    recall.turn_observations,
+    recall.embeddings,
+    recall.es_dense_vector,
+    reflect.daily_log,
+    reflect.reflections,
+]
+_CUT = re.compile(r"…(?!\])")
+
+
+@dataclass
+class Scored:
+    session: dict
+    lines: list[str]
+    covered: list[str]
+    noise: int
+    stale: int
+    cut: int
+    found: bool
+
+
+@dataclass
+class Variant:
+    name: str
+    scored: list[Scored] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def labels() -> dict:
+    return json.loads((CORPUS / "labels.json").read_text())
+
+
+def _names(line: str, sets: list[list[str]]) -> bool:
+    low = line.lower()
+    return any(all(word.lower() in low for word in words) for words in sets)
+
+
+def score(session: dict, markdown: str, knowledge: dict, replaced: set[str], found: bool) -> Scored:
+    """One later session's briefing against its needs (see the module's doc)."""
+    lines = [line for line in markdown.splitlines() if line.startswith("- ")]
+    needs = {key: knowledge[key] for key in session["needs"]}
+    covered = [key for key, k in needs.items() if any(_names(line, k["match"]) for line in lines)]
+    noise = sum(not any(_names(line, k["match"]) for k in needs.values()) for line in lines)
+    stale = sum(
+        1
+        for key in replaced
+        for line in lines
+        if _names(line, knowledge[key]["stale"]) and not _names(line, knowledge[key]["match"])
+    )
+    cut = sum(bool(_CUT.search(line)) for line in lines)
+    return Scored(session, lines, covered, noise, stale, cut, found)
+
+
+def _replaced_before(session: dict, knowledge: dict, planted: dict[str, str]) -> set[str]:
+    """The replacing decisions of this project already made when the session starts."""
+    return {key for key, k in knowledge.items() if k["replaces"] and planted.get(key, "9999") < session["day"]}
+
+
+def _planted_days(truth: dict) -> dict[str, str]:
+    """The day each piece of knowledge was first planted: the first answer session naming it, else the day
+    of the first later session that needs it (every need is planted before its session)."""
+    first: dict[str, str] = {}
+    for session in sorted(truth["sessions"], key=lambda s: s["day"]):
+        for key in session["needs"]:
+            first.setdefault(key, session["day"])
+    return first
+
+
+def baseline_briefing(user_messages: list[str]) -> str:
+    """The project's most recent user messages, newest first, whole, within the budget."""
+    text = "## Recent messages in this project\n"
+    for message in user_messages:
+        line = f"- {' '.join(message.split())}\n"
+        if tokens(text + line) <= BUDGET:
+            text += line
+    return text
+
+
+def _user_messages_by_session(folder: Path) -> dict[str, tuple[str, str, list[str]]]:
+    """session id -> (project, day, its user messages), from the files."""
+    found = {}
+    for path in sorted(folder.rglob("*.jsonl")):
+        lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        header = lines[0]
+        said = [
+            block["text"]
+            for entry in lines[1:]
+            if entry.get("type") == "message" and entry["message"]["role"] == "user"
+            for block in entry["message"]["content"]
+            if block.get("type") == "text"
+        ]
+        found[header["id"]] = (header["cwd"], header["timestamp"][:10], said)
+    return found
+
+
+def run_baseline(truth: dict) -> Variant:
+    variant = Variant("baseline (last user messages)")
+    sessions = _user_messages_by_session(CORPUS / "sessions")
+    for session in truth["sessions"]:
+        before = sorted(
+            (day, msgs) for sid, (project, day, msgs) in sessions.items()
+            if project == session["project"] and day < session["day"]
+        )  # fmt: skip
+        newest_first = [m for _, msgs in reversed(before) for m in reversed(msgs)]
+        knowledge = truth["projects"][session["project"]]
+        replaced = _replaced_before(session, knowledge, _planted_days(truth))
+        variant.scored.append(score(session, baseline_briefing(newest_first), knowledge, replaced, False))
+    return variant
+
+
+# The briefing policies measured at every step (DEFAULT is what the pi extension gets).
+POLICIES = {
+    "default": DEFAULT_POLICY,
+    "with guesses": BriefingPolicy(guesses=True),
+    "rules only as important": BriefingPolicy(important_kinds=("rule",)),
+    "rules only, no observations": BriefingPolicy(important_kinds=("rule",), observations=False),
+    "no important section": BriefingPolicy(important=0),
+}
+
+
+def run_pipeline(settings: Settings, truth: dict, assets: list, name: str) -> list[Variant]:
+    """The assets day by day over the corpus; each later session briefed (once per policy) before its own
+    day is ingested."""
+    variants = {policy: Variant(f"{name}, {policy}") for policy in POLICIES}
+    days = sorted({found.partition for found in scan_sessions(settings.sessions_dir)[0]})
+    by_day = defaultdict(list)
+    for session in truth["sessions"]:
+        by_day[session["day"]].append(session)
+    planted = _planted_days(truth)
+    with make_client(settings) as es:
+        delete_days(es, PIPELINE_INDICES, days)
+    begin = time.perf_counter()
+    done: list[str] = []
+    for day in days:
+        with open_search(settings) as search:
+            for session in by_day.get(day, []):
+                project = session["project"]
+                rows = search.index(session["question"], k=5, filters=Filters(project=project)) if done else []
+                found = any(r.session_id in session["answer_sessions"] for r in rows[:5])
+                knowledge = truth["projects"][project]
+                replaced = _replaced_before(session, knowledge, planted)
+                for policy, variant in variants.items():
+                    made = build_briefing(
+                        search,
+                        session["prompt"],
+                        BUDGET,
+                        project,
+                        workspace=settings.memory_workspace,
+                        policy=POLICIES[policy],
+                    )
+                    variant.scored.append(score(session, made.markdown, knowledge, replaced, found))
+        done.append(day)
+        config = {"ops": {"reflections": {"config": {"as_of": day}}}} if reflect.reflections in assets else None
+        result = materialize(
+            assets,
+            resources=build_resources(settings),
+            partition_key=day,
+            instance=instance_with_days(done),
+            run_config=config,
+            raise_on_error=False,
+        )
+        if not result.success:
+            raise SystemExit(f"{name}: the run of {day} failed")
+        print(f"  {name}: {day} done ({len(done)}/{len(days)})", flush=True)
+    for variant in variants.values():
+        variant.seconds = time.perf_counter() - begin
+    return list(variants.values())
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.3f}" if whole else "-"
+
+
+def figures(variant: Variant, split: str | None) -> dict[str, str]:
+    scored = [s for s in variant.scored if split is None or s.session["split"] == split]
+    needs = sum(len(s.session["needs"]) for s in scored)
+    lines = sum(len(s.lines) for s in scored)
+    return {
+        "coverage": _share(sum(len(s.covered) for s in scored), needs),
+        "noise": _share(sum(s.noise for s in scored), lines),
+        "stale": str(sum(s.stale for s in scored)),
+        "cut": str(sum(s.cut for s in scored)),
+        "recall@5": _share(sum(s.found for s in scored), len(scored)),
+        "lines": f"{lines / len(scored):.1f}" if scored else "-",
+    }
+
+
+def by_kind(variant: Variant, truth: dict, split: str | None) -> dict[str, str]:
+    wanted, met = Counter(), Counter()
+    for s in variant.scored:
+        if split is not None and s.session["split"] != split:
+            continue
+        kinds = truth["projects"][s.session["project"]]
+        for key in s.session["needs"]:
+            wanted[kinds[key]["kind"]] += 1
+            met[kinds[key]["kind"]] += key in s.covered
+    return {kind: _share(met[kind], wanted[kind]) for kind in ("rule", "decision", "gotcha", "fact")}
+
+
+def main(argv: list[str]) -> None:
+    truth = labels()
+    base = load_settings()
+    variants = [run_baseline(truth)]
+    with tempfile.TemporaryDirectory(prefix="next-session-") as tmp:
+        plans = [("llm-free (observations only)", LLM_FREE)]
+        if "--no-llm" not in argv:
+            plans.append(("local model", LOCAL_MODEL))
+        for name, assets in plans:
+            settings = isolated_settings(base, Path(tmp) / name.split()[0], sessions_dir=CORPUS / "sessions")
+            variants += run_pipeline(settings, truth, assets, name)
+    model = ""
+    if "--no-llm" not in argv:
+        from memory_pipeline.stores.llm import chat_client
+
+        with chat_client(base) as client:
+            model = client.model_id()
+    rows, kinds = [], []
+    for variant in variants:
+        for split in ("held_out", "tune", None):
+            f = figures(variant, split)
+            rows.append([variant.name, split or "all", *f.values()])
+            kinds.append([variant.name, split or "all", *by_kind(variant, truth, split).values()])
+    n_held = sum(s["split"] == "held_out" for s in truth["sessions"])
+    listing = []
+    for variant in variants[1:]:
+        if not variant.name.endswith(", default"):
+            continue
+        for s in variant.scored:
+            if s.session["split"] == "held_out":
+                missed = [k for k in s.session["needs"] if k not in s.covered]
+                listing.append([variant.name, s.session["prompt"], ", ".join(missed) or "-", str(s.noise)])
+    body = "\n\n".join(
+        [
+            f"Corpus: `bench/corpus/next_session` ({len(truth['sessions'])} later sessions with "
+            f"{sum(len(s['needs']) for s in truth['sessions'])} labelled needs, {n_held} sessions held out), "
+            f"briefing budget {BUDGET} tokens, the chat model `{model or '(not run)'}`.",
+            table(["variant", "split", "coverage", "noise", "stale", "cut", "recall@5", "lines a briefing"], rows),
+            "Coverage by the kind of need:",
+            table(["variant", "split", "rule", "decision", "gotcha", "fact"], kinds),
+            "Held-out sessions, the needs their briefing missed and its lines that served none:",
+            table(["variant", "first prompt", "needs missed", "noise lines"], listing),
+            "Seconds for the whole history: " + ", ".join(f"{v.name} {v.seconds:.0f}" for v in variants[1:]) + ".",
+        ]
+    )
+    write_section("next_session", f"uv run python -m bench next_session {' '.join(argv)}".strip(), body)
+    print(table(["variant", "split", "coverage", "noise", "stale", "cut", "recall@5", "lines a briefing"], rows))

@@ -1,0 +1,83 @@
+"""A memory is knowledge readable alone: the pure code that cleans statements, splits a person's message into
+its pieces of knowledge, keeps the assistant's findings, and names the categories of the tools a statement
+names."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_pipeline.summarize.compose import make_idea, tags_for
+from memory_pipeline.summarize.knowledge import Kind, clean_statement, files_of, findings_of, pieces_of, topics_of
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ('The user said: "always use pnpm".', "Always use pnpm."),
+        ("The user wants to always run the linter first", "Always run the linter first."),
+        ("ok, so we should keep the API versioned under /v2", "Keep the API versioned under /v2."),
+        ("We decided to use Vitest instead of Jest, because Jest broke on ESM.",
+         "Use Vitest instead of Jest, because Jest broke on ESM."),
+        ("[User sent a photo] show only the market cap!", "Show only the market cap."),
+        ("omfg use fucking rgb values", "Use rgb values."),
+        ("dimGray should be that, no need for linkGray", "dimGray should be that, no need for linkGray."),
+        ("From now on, never push to main", "Never push to main."),
+        ("", ""),
+        ("[image]", ""),
+    ],
+)  # fmt: skip
+def test_a_statement_is_cleaned_never_cut(raw: str, clean: str) -> None:
+    assert clean_statement(raw) == clean
+
+
+def test_a_long_statement_is_kept_whole() -> None:
+    long = "Keep every migration reversible " + "and documented " * 60 + "in the changelog."
+    assert clean_statement(long).endswith("in the changelog.") and "…" not in clean_statement(long)
+
+
+def test_one_message_gives_one_piece_per_rule_decision_or_gotcha_in_order() -> None:
+    said = (
+        "Always use pnpm, never npm; and we go with Vitest over Jest because Jest broke on ESM. "
+        "The theme selector must apply on the next tick, otherwise it renders artifacts. Thanks!"
+    )
+    assert [(p.kind, p.statement) for p in pieces_of(said)] == [
+        (Kind.RULE, "Always use pnpm, never npm."),
+        (Kind.DECISION, "Use Vitest over Jest because Jest broke on ESM."),
+        (Kind.GOTCHA, "The theme selector must apply on the next tick, otherwise it renders artifacts."),
+    ]
+
+
+def test_questions_requests_and_commands_are_no_knowledge() -> None:
+    for said in ("can you run the tests?", "delete the file", "/compact", "thanks, looks good", "why is it slow?"):
+        assert pieces_of(said) == [], said
+
+
+def test_the_assistants_found_cause_is_a_gotcha_in_its_own_words() -> None:
+    answer = (
+        "I looked at the logs.\n"
+        "The root cause was a missing index on orders.customer_id, which made the report scan the table.\n"
+        "Should I add it?"
+    )
+    [finding] = findings_of(answer)
+    assert finding.kind is Kind.GOTCHA and finding.role == "assistant"
+    assert finding.statement.startswith("The root cause was a missing index on orders.customer_id")
+    assert findings_of("Let me check the logs. Would that be the cause?") == []
+
+
+def test_categories_and_files_let_a_question_find_the_tool() -> None:
+    assert topics_of("Always use pnpm, never npm; tests run with Vitest.") == ["package-manager", "test-runner"]
+    assert files_of("The bug was in src/theme.ts and vite.config.ts, not in v1.2 or e.g. this.") == [
+        "src/theme.ts",
+        "vite.config.ts",
+    ]
+    tags = tags_for(Kind.RULE, "pnpm", "Always use pnpm, never npm.", [])
+    assert tags[0] == "rule" and "package-manager" in tags and 3 <= len(tags) <= 8
+
+
+def test_a_memory_made_from_a_piece_carries_its_evidence_and_priority() -> None:
+    idea = make_idea(Kind.DECISION, "we'll use Redis for the cache", "we'll use Redis for the cache", "user")
+    assert idea is not None
+    assert (idea.summary, idea.priority, idea.kind) == ("Use Redis for the cache.", "high", "decision")
+    assert idea.evidence == "we'll use Redis for the cache" and idea.evidence_role == "user"
+    assert "database" in idea.tags  # Redis is a data store: "which database…" finds it
+    assert make_idea(Kind.FACT, "[photo]", "[photo]", "user") is None
