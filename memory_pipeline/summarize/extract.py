@@ -29,10 +29,18 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest
-from memory_pipeline.summarize.compose import from_draft, missed_pieces
-from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN, MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
-from memory_pipeline.summarize.prompt import TurnMessage, build_messages, turn_text
-from memory_pipeline.summarize.trust import review
+from memory_pipeline.summarize.compose import from_draft, make_idea, missed_pieces
+from memory_pipeline.summarize.ideas import (
+    MAX_IDEAS_PER_TURN,
+    MEMORIES_SCHEMA,
+    RESTATE_SCHEMA,
+    Idea,
+    InvalidIdeas,
+    parse_memories,
+)
+from memory_pipeline.summarize.knowledge import is_quote
+from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
+from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
 ATTEMPTS = 2  # the first answer and one retry
 
@@ -62,6 +70,7 @@ class TurnOutcome:
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): ideas the turn does not support
     demoted: int = 0  # ideas whose priority was lowered (no durable signal, tool output only, acknowledgement)
     added: int = 0  # memories composed from the person's or the assistant's own sentences the model missed
+    restated: int = 0  # memories that only repeated their evidence, restated to stand alone
 
 
 def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
@@ -108,12 +117,44 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         added = missed_pieces(text, checked.kept)
         kept = [*checked.kept, *added][:MAX_IDEAS_PER_TURN]
         outcome.added = len(kept) - len(checked.kept)
+        kept = [_restated(client, idea, text, outcome) for idea in kept]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
     return outcome
+
+
+def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutcome) -> Idea:
+    """A memory whose text only repeats its evidence, restated by a short focused pass so it stands alone
+    (subject named, typos fixed); kept as it was when the answer is not usable or not grounded."""
+    if not is_quote(idea.summary, idea.evidence):
+        return idea
+    context = turn.assistant if idea.evidence_role == "user" else turn.user
+    try:
+        answer = client.complete_json(
+            restate_messages(idea.evidence, f"{turn.user}\n\n{context}" if idea.evidence_role == "user" else context),
+            RESTATE_SCHEMA,
+            name="statement",
+            max_tokens=160,
+        )
+    except (InvalidAnswer, RejectedRequest):
+        return idea
+    outcome.attempts += 1
+    outcome.prompt_tokens += answer.usage.prompt_tokens
+    outcome.completion_tokens += answer.usage.completion_tokens
+    statement = answer.data.get("statement", "") if isinstance(answer.data, dict) else ""
+    better = make_idea(idea.kind, statement, idea.evidence, idea.evidence_role, idea.subject)
+    if (
+        better is None
+        or is_quote(better.summary, idea.evidence)
+        or claims_user(statement)
+        or grounding(better.summary, turn.everything) < GROUNDED_AT
+    ):
+        return idea
+    outcome.restated += 1
+    return better.model_copy(update={"priority": idea.priority})
 
 
 def summarise_turns(

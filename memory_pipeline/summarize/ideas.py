@@ -74,6 +74,19 @@ def _knowledge_not_quote(text: str) -> str:
     return text
 
 
+# A sentence that ends on one of these was cut short ("…you may need to."), never finished.
+_DANGLING = re.compile(r"(?i)\b(?:a|an|the|to|of|and|or|but|with|for|in|on|at|by|from|that|is|are|be|if|as)[.!]?$")
+
+
+def _whole(text: str) -> str:
+    """A statement is whole: no code span or bracket left open, no sentence stopped mid-way."""
+    if text.count("`") % 2 or text.count("(") != text.count(")") or text.count('"') % 2:
+        raise ValueError("a statement cut short: a code span, bracket or quote left open")
+    if _DANGLING.search(text.rstrip()):
+        raise ValueError("a statement cut short: it stops mid-sentence")
+    return text
+
+
 class Idea(BaseModel):
     """One piece of knowledge a future session should have, from one turn, readable alone."""
 
@@ -84,6 +97,7 @@ class Idea(BaseModel):
         Field(min_length=10, max_length=600),
         AfterValidator(_one_to_three_sentences),
         AfterValidator(_knowledge_not_quote),
+        AfterValidator(_whole),
     ]
     tags: Annotated[list[Tag], Field(min_length=3, max_length=8), AfterValidator(_unique)]
     priority: Priority
@@ -124,6 +138,15 @@ MEMORIES_SCHEMA: dict[str, Any] = {
         "required": ["evidence", "kind", "subject", "statement"],
         "additionalProperties": False,
     },
+}
+
+
+# The second, focused pass: one remark restated so it stands alone (see `prompt.restate_messages`).
+RESTATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"statement": {"type": "string", "minLength": 10, "maxLength": 240}},
+    "required": ["statement"],
+    "additionalProperties": False,
 }
 
 

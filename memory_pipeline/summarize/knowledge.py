@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
 
 
@@ -86,6 +87,8 @@ _DECIDED = re.compile(
 
 def _strip_quotes(text: str) -> str:
     stripped = text.strip()
+    if len(stripped) > 2 and stripped[-1] in ".!" and stripped[-2] in "\"'”»`" and stripped[0] in "\"'“«`":
+        stripped = stripped[:-1]  # 'a quoted remark'. : the stop outside the quote
     pairs = {'"': '"', "“": "”", "'": "'", "`": "`", "«": "»"}
     while len(stripped) >= 2 and stripped[0] in pairs and stripped.endswith(pairs[stripped[0]]):
         inner = stripped[1:-1].strip()
@@ -113,10 +116,25 @@ _LOWER_NAMES = frozenset(
 )
 
 
+# Sentences that hold no knowledge: a question, or the assistant announcing what it will do next.
+_PLAN = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i'm going to|now i|now let's|next,? i)\b")
+
+
+def _knowledge_sentences(text: str) -> str:
+    """`text` without its questions and announced plans, unless nothing else is left to say."""
+    parts = sentences(text)
+    kept = [p for p in parts if not p.endswith("?") and not _PLAN.match(p)]
+    return " ".join(kept) if kept else ""
+
+
 def clean_statement(text: str) -> str:
     """A statement fit to be read alone (see the module's doc); "" when nothing is left. Never cuts."""
     text = _MEDIA.sub(" ", strip_envelope(text))
     text = " ".join(text.split())
+    first = sentences(text)[:1]
+    if first and _PLAN.match(first[0]) and len(sentences(text)) == 1:
+        text = _WE.sub("", text)  # "Let me add a watcher" said alone: the action, as an order
+    text = _knowledge_sentences(text)
     for _ in range(4):  # wrappers nest: 'The user said: "ok, so we should …"'
         before = text
         text = _SAID.sub("", text)
@@ -172,6 +190,15 @@ class Piece:
     statement: str
     evidence: str  # the exact words it came from
     role: str  # who said them: user | assistant
+
+
+def is_quote(statement: str, evidence: str) -> bool:
+    """A statement that only repeats the words it rests on (bar case, fillers and end marks): a quote."""
+
+    def norm(text: str) -> str:
+        return " ".join(re.findall(r"[\w#%./-]+", clean_statement(text).lower()))
+
+    return bool(evidence) and norm(statement) == norm(evidence)
 
 
 def kind_of(text: str) -> Kind | None:

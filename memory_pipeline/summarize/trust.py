@@ -55,7 +55,9 @@ _SIGNALS = re.compile(
     r"|broke|broken|wrong|fucked|not working|doesn't work|fails?|failed)\b"
 )
 # The prompt's own scaffolding: an idea quoting it was copied from the prompt, not learnt from the turn.
-_SCAFFOLD = re.compile(r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>")
+_SCAFFOLD = re.compile(
+    r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>|\(used the \w+ tool|\[(?:user|assistant)\]"
+)
 _CLAIMS_USER = re.compile(
     r"(?i)\b(?:the user|user's|users?)\b[^.]{0,40}?\b(?:said|says|stated|states|requires?|required|wants?|wanted"
     r"|prefers?|preferred|asked|insists?|told|demands?|rule)\b"

@@ -72,6 +72,26 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     _backfill(settings)
     learned = _memories_of(settings, session_1_id)
     assert learned, "the pipeline learned nothing from session 1"
+    # Knowledge, not quotes: the rule and the decision are memories of their own, readable alone.
+    typed = {m.get("kind"): m for m in learned if m.get("kind") in ("rule", "decision")}
+    assert set(typed) == {"rule", "decision"}, [(m.get("kind"), m["summary"]) for m in learned]
+    assert "pnpm" in typed["rule"]["summary"] and "Vitest" in typed["decision"]["summary"]
+    assert not [m for m in learned if m["summary"].lower().startswith(("the user said", "rule for this project"))]
+    # A natural question that names the category, not the tool, finds the rule first.
+    asked = httpx.get(
+        f"{base}/api/v1/search", params={"q": "which package manager do we use?", "project": str(project)}
+    ).json()["data"]
+    assert asked and asked[0]["id"] == typed["rule"]["_id"], asked[:3]
+    # Promoted by a person through the service: MEMORY.md holds the whole rule, and so will the next briefing.
+    review = httpx.get(f"{base}/api/v1/review", params={"project": str(project)}).json()
+    [proposal] = [p for p in review["proposals"] if p["section"] == "Hard rules" and "pnpm" in p["text"]]
+    token = {"X-Memory-Token": settings.service_token()}
+    decided = httpx.post(
+        f"{base}/api/v1/review", json={"project": str(project), "promote": [proposal["id"]]}, headers=token
+    )
+    assert decided.status_code == 200 and decided.json()["promoted"] == [proposal["id"]], decided.text
+    memory_md = httpx.get(f"{base}/api/v1/review", params={"project": str(project)}).json()["memory"]
+    assert typed["rule"]["summary"] in memory_md and "…" not in memory_md
 
     # Session 2 in the project starts with a briefing holding both, each with its id.
     second = pi.run(project, "Set up the test runner and install the dependencies.", nudge="memory_search")
@@ -81,9 +101,12 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     [brief] = [e for e in log if e.get("customType") == "memory-briefing"]
     markdown, ids = brief["content"], brief["details"]["ids"]
     assert "pnpm" in markdown.lower() and "vitest" in markdown.lower()
+    rules = markdown.split("### Rules of this project (MEMORY.md)")[1].split("###")[0]
+    assert typed["rule"]["summary"] in rules and proposal["id"] in ids  # the promoted rule, whole, cited
     assert ids and all(f"`{i}`" in markdown for i in ids)
     cited = httpx.get(f"{base}/api/v1/memories", params={"ids": ids}).json()["data"]
-    assert {m["session_id"] for m in cited} == {session_1_id}  # every id resolves, to session 1's turns
+    # every memory id resolves, to session 1's turns (the rule's id is its proposal's, in MEMORY.md)
+    assert {m["session_id"] for m in cited} == {session_1_id}
     first_prompt = next(i for i, e in enumerate(log) if e.get("message", {}).get("role") == "user")
     assert log.index(brief) == first_prompt + 1  # injected with the first prompt, before any model reply
 

@@ -411,3 +411,36 @@ def test_journal_keeps_finished_turns_across_a_crash(tmp_path: Path) -> None:
     assert rows["llm_calls"].to_list() == [0, 0, 0] and "no conversation" in rows["reason"][2]
     journal.compact("2024-06-01", done.values())
     assert set(journal.read(["2024-06-01"])) == {("s", "a"), ("s", "b")}
+
+
+def test_a_memory_that_only_repeats_its_evidence_is_restated_to_stand_alone() -> None:
+    turn = [
+        TurnMessage("user", "needs to be set to 1 for true colors"),
+        TurnMessage("assistant", "COLORTERM is read by the theme loader; VS Code does not set it."),
+    ]
+    restated = json.dumps({"statement": "Set COLORTERM to 1 for true colours in VS Code."})
+    calls: list[dict] = []
+    outcome = summarise_turn(
+        chat_client([completion("[]"), completion(restated)], calls), TurnJob("s", "t", "/p", turn), 4096, 256
+    )
+    [idea] = outcome.ideas
+    assert idea.summary == "Set COLORTERM to 1 for true colours in VS Code." and outcome.restated == 1
+    assert idea.evidence == "needs to be set to 1 for true colors" and idea.priority == "high"
+    assert len(calls) == 2 and "needs to be set to 1" in calls[1]["messages"][1]["content"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"statement": "Set MY_FLAG to 1 in the kubernetes manifest for every pod."},  # not in the turn
+        {"statement": "The user said it needs to be set to 1."},  # a claim about the user again
+        {"statement": "needs to be set to 1 for true colors"},  # the same quote
+    ],
+)
+def test_a_restatement_the_turn_does_not_back_keeps_the_original(answer: dict) -> None:
+    turn = [TurnMessage("user", "needs to be set to 1 for true colors"), TurnMessage("assistant", "Done.")]
+    outcome = summarise_turn(
+        chat_client([completion("[]"), completion(json.dumps(answer))], []), TurnJob("s", "t", "/p", turn), 4096, 256
+    )
+    [idea] = outcome.ideas
+    assert idea.summary == "Needs to be set to 1 for true colors." and outcome.restated == 0
