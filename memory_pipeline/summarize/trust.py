@@ -56,7 +56,8 @@ _SIGNALS = re.compile(
 )
 # The prompt's own scaffolding: an idea quoting it was copied from the prompt, not learnt from the turn.
 _SCAFFOLD = re.compile(
-    r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>|\(used the \w+ tool|\[(?:user|assistant)\]"
+    r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>"
+    r"|\(used the \w+ tool|\[(?:user|assistant)\]"
 )
 _CLAIMS_USER = re.compile(
     r"(?i)\b(?:the user|user's|users?)\b[^.]{0,40}?\b(?:said|says|stated|states|requires?|required|wants?|wanted"
