@@ -110,17 +110,6 @@ def reread_reasons(
     return wanted
 
 
-def needs_llm(
-    turns: pl.DataFrame,
-    ledger: dict[tuple[str, str], LedgerDoc],
-    journal: dict[tuple[str, str], JournalEntry],
-    model: str,
-    rebuild: bool,
-) -> list[tuple[str, str]]:
-    """The turns of `reread_reasons`, in order."""
-    return list(reread_reasons(turns, ledger, journal, model, rebuild))
-
-
 def reusable(
     turns: pl.DataFrame, journal: dict[tuple[str, str], JournalEntry], wanted: list[tuple[str, str]], model: str
 ) -> dict[tuple[str, str], JournalEntry]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
-from memory_pipeline.assets import ingest, recall
+from memory_pipeline.assets import ingest, recall, summarize
 from memory_pipeline.instance import STORAGE_URL_VARIABLE, sqlalchemy_url
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
@@ -22,6 +22,15 @@ from memory_pipeline_tests.conftest import SESSION_FIXTURES
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
 # Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.
 RECALL_ASSETS = [*INGEST_ASSETS, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
+# Everything a day's memories need: ingest, the chat model's memories, observations and their vectors.
+MEMORY_ASSETS = [
+    *INGEST_ASSETS,
+    summarize.llm_ideas,
+    summarize.memory_summary_index,
+    recall.turn_observations,
+    recall.embeddings,
+    recall.es_dense_vector,
+]
 
 
 def copy_fixture(name: str, target: Path, session_id: str, day: str, project: str | None = None) -> Path:

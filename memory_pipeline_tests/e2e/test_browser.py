@@ -15,7 +15,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from memory_pipeline.assets import recall, summarize
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.resources import build_resources
@@ -23,19 +22,12 @@ from memory_pipeline.search.engine import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline_tests.e2e.browser import HOSTILE_TURNS, chromium, write_session
-from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, reset_days
+from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, reset_days
 from memory_pipeline_tests.e2e.servers import memory_service
 
 DAY = "2024-07-01"
 PROJECT = "/work/hostile-shop"
-ASSETS = [
-    *INGEST_ASSETS,
-    summarize.llm_ideas,
-    summarize.memory_summary_index,
-    recall.turn_observations,
-    recall.embeddings,
-    recall.es_dense_vector,
-]
+
 REVIEW = """# Review — /work/hostile-shop
 
 ## Hard rules
@@ -47,7 +39,7 @@ REVIEW = """# Review — /work/hostile-shop
 
 def _run_day(settings: Settings) -> None:
     result = materialize(
-        ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
+        MEMORY_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
     )
     assert result.success
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dagster import materialize
 
-from memory_pipeline.assets import recall, reflect, summarize
+from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
@@ -21,21 +21,13 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_summaries
-from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, reset_days, run_metadata
+from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
 
 DAY = "2024-05-14"
 SAID = (
     "[User sent a photo] Always use pnpm, never npm. We go with Vitest over Jest because Jest broke on our ESM "
     "imports. Please acknowledge both in one sentence."
 )
-ASSETS = [
-    *INGEST_ASSETS,
-    summarize.llm_ideas,
-    summarize.memory_summary_index,
-    recall.turn_observations,
-    recall.embeddings,
-    recall.es_dense_vector,
-]
 
 
 def _session(path: Path, session_id: str, project: str) -> None:
@@ -61,7 +53,7 @@ def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_a
     _session(tmp_path / "sessions" / "a.jsonl", session_id, project)
     settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions")
     result = materialize(
-        ASSETS,
+        MEMORY_ASSETS,
         resources=build_resources(settings),
         partition_key=DAY,
         instance=instance_with_days([DAY]),

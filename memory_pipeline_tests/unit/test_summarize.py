@@ -274,7 +274,7 @@ def test_turn_jobs_cover_every_active_turn() -> None:
 
 def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
     from memory_pipeline.stores.summary_store import LedgerDoc
-    from memory_pipeline.summarize.frames import needs_llm, reread_reasons
+    from memory_pipeline.summarize.frames import reread_reasons
     from memory_pipeline.summarize.ideas import PROMPT_VERSION
 
     turns = pl.DataFrame(
@@ -303,10 +303,10 @@ def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
         ("s", "failed"): entry("failed", "h3", status="failed"),
         ("s", "other-model"): entry("other-model", "h5", model="bigger"),
     }
-    assert needs_llm(turns, ledger, {}, "m", rebuild=False) == [
+    assert list(reread_reasons(turns, ledger, {}, "m", rebuild=False)) == [
         ("s", t) for t in ("changed", "failed", "new", "other-model")
     ]
-    assert len(needs_llm(turns, ledger, {}, "m", rebuild=True)) == 5
+    assert len(list(reread_reasons(turns, ledger, {}, "m", rebuild=True))) == 5
     assert reread_reasons(turns, ledger, {}, "m", rebuild=False) == {
         ("s", "changed"): "content changed",
         ("s", "failed"): "failed before",
@@ -318,7 +318,7 @@ def test_only_new_changed_failed_or_rebuilt_turns_go_to_the_llm() -> None:
         ("s", "same"): f"prompt changed (0 -> {PROMPT_VERSION})"
     }
     empty_before = {("s", "same"): entry("same", "h1", status="empty")}
-    assert ("s", "same") not in needs_llm(turns, empty_before, {}, "m", rebuild=False)
+    assert ("s", "same") not in list(reread_reasons(turns, empty_before, {}, "m", rebuild=False))
 
 
 def _turn_job(text: str, session: str = "s", turn: str = "t") -> TurnJob:
@@ -365,7 +365,7 @@ def test_a_turn_the_server_refuses_is_that_turns_failure_and_the_rest_goes_on() 
 
 
 def test_journal_keeps_finished_turns_across_a_crash(tmp_path: Path) -> None:
-    from memory_pipeline.summarize.frames import needs_llm, outcome_rows, reusable
+    from memory_pipeline.summarize.frames import outcome_rows, reread_reasons, reusable
     from memory_pipeline.summarize.ideas import PROMPT_VERSION
     from memory_pipeline.summarize.journal import JournalEntry, TurnJournal
 
@@ -403,7 +403,7 @@ def test_journal_keeps_finished_turns_across_a_crash(tmp_path: Path) -> None:
     with next(tmp_path.glob("*.jsonl")).open("a") as torn:
         torn.write('{"partition": "2024-06-01", "session_')  # a crash mid-write
     journaled = journal.read(["2024-06-01"])
-    wanted = needs_llm(turns, {}, journaled, "m", rebuild=False)
+    wanted = list(reread_reasons(turns, {}, journaled, "m", rebuild=False))
     assert wanted == [("s", "c")]  # a and b were finished: only c goes to the LLM again
     done = reusable(turns, journaled, wanted, "m")
     rows = outcome_rows(turns, done, {}, [], "m")
