@@ -59,7 +59,8 @@ _SAID = re.compile(
 _FILLER = re.compile(
     r"^(?:(?:ok(?:ay)?|o+k|hm+|hmm+|uh+|um+|so|well|yeah|yes|yep|yup|right|alright|oh|ah|wait|also|and|but|btw"
     r"|omfg|omg|wtf|lol|ugh|dude|my dude|man|bro|hey|please|pls|plz|now|then|great|nice|cool|perfect"
-    r"|from now on|going forward|in future|in the future|no(?=[,!.]))[\s,.!:;-]+)+",
+    r"|from now on|going forward|in future|in the future|understood|got it|noted|agreed|done|found it"
+    r"|no(?=[,!.]))[\s,.!:;-]+)+",
     re.I,
 )
 _HEDGE = re.compile(
@@ -78,7 +79,8 @@ _WE = re.compile(
 )
 _WE_KEEP = re.compile(r"^(?:we|you|u)\s+(always|never)\s+", re.I)
 _DECIDED = re.compile(
-    r"^(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|picked|went)\s+(?:to\s+(?:go\s+with|use)|on|with|for)\s+"
+    r"^(?:for|in|on) [\w .-]{1,40},?\s+(?:let's|lets|we'll|we will|we)\s+(?:go with|use)\s+"
+    r"|^(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|picked|went)\s+(?:to\s+(?:go\s+with|use)|on|with|for)\s+"
     r"|^(?:we(?:'re| are)?|i(?:'m| am)?)\s+(?:going|go|will go|gonna go)\s+with\s+"
     r"|^(?:we|i)\s+(?:use|will use|'ll use)\s+",
     re.I,
@@ -167,7 +169,7 @@ _RULE_SIGNAL = re.compile(
     r"(?i)\b(?:always|never|must(?:n't)?|don'?t|do not|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
     r"(?:good|fine|ok|okay|done|able|possible|enough)\b)|prefer|from now on|only use|avoid|not allowed|required?"
     r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
-    r"|\bno (?:[a-z0-9]+ ){0,2}[a-z0-9]+\b(?=[!.,]|$))"
+    r"|(?:^|[,;]\s*)no (?:[a-z0-9]+ ){0,2}[a-z0-9]+s\b(?=[!.]|$))"
 )
 _DECISION_SIGNAL = re.compile(
     r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
@@ -219,7 +221,7 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _meaningful(text: str) -> bool:
-    return len(re.findall(r"[A-Za-z\u00c0-\uffff]{3,}", text)) >= 3
+    return len(re.findall(r"[A-Za-z\u00c0-\uffff]{3,}", text)) >= 2
 
 
 def pieces_of(user_text: str) -> list[Piece]:
