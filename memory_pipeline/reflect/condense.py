@@ -31,6 +31,7 @@ from memory_pipeline.reflect.models import PRIORITY_RANK, Memory, Reflection, Su
 from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
 from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
+from memory_pipeline.summarize.knowledge import TOPICS
 
 REFLECT_PROMPT_VERSION = "2"
 ATTEMPTS = 2
@@ -311,9 +312,13 @@ def find_supersessions(
         restated = bool(_RESTATED.search(reflection.summary))
         similarity = cosine_matrix([reflection.vector, *(r.vector for r in pool)])[0, 1:]
         ranked = sorted(zip(similarity, pool, strict=True), key=lambda pair: -pair[0])
+        topics = set(reflection.tags) & TOPICS
         for score, older in ranked[: policy.candidates_per_memory]:
-            if score < policy.related_threshold:
-                break
+            # The same category of tool (a task queue, a chart library) is the same subject, however far
+            # apart the wordings: "Use Dramatiq over Celery" and "Replaced Dramatiq with arq" (cosine 0.46).
+            same_subject = cue and bool(topics & set(older.tags))
+            if score < policy.related_threshold and not same_subject:
+                continue
             if score >= policy.merge_threshold and not cue:
                 continue  # a near-duplicate restates the older memory; it does not replace it
             rules = "Hard rules" in (section_for(older.tags), section_for(reflection.tags))

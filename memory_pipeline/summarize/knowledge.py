@@ -342,7 +342,15 @@ _TOPICS: dict[str, tuple[str, ...]] = {
     "ci": ("github-actions", "gitlab-ci", "jenkins", "circleci", "buildkite", "travis"),
     "type-checker": ("typescript", "tsc", "mypy", "pyright"),
     "version-control": ("git", "jj", "mercurial", "svn"),
+    "task-queue": ("celery", "dramatiq", "arq", "rq", "huey", "sidekiq", "bullmq", "temporal"),
+    "charts": ("recharts", "echarts", "chart.js", "chartjs", "d3", "highcharts", "plotly", "nivo", "victory"),
+    "http-client": ("httpx", "requests", "aiohttp", "axios", "got", "ky", "fetch"),
+    "logging": ("structlog", "loguru", "slog", "zap", "zerolog", "logrus", "winston", "pino"),
+    "cli-framework": ("cobra", "urfave/cli", "click", "typer", "argparse", "clap", "commander", "yargs"),
+    "state-management": ("redux", "zustand", "mobx", "jotai", "recoil", "pinia", "vuex"),
+    "date-library": ("date-fns", "moment", "dayjs", "luxon", "pendulum", "arrow"),
 }
+TOPICS = frozenset(_TOPICS)
 _TOPIC_OF = {name: topic for topic, names in _TOPICS.items() for name in names}
 _NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*[a-z0-9]|[a-z0-9]", re.I)
 

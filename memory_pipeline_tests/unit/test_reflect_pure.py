@@ -169,6 +169,21 @@ def test_a_newer_decision_supersedes_an_older_one_and_both_are_kept() -> None:
     assert later[1].supersedes == []  # below the related threshold: never judged
 
 
+def test_a_replaced_tool_of_the_same_category_supersedes_however_far_apart_the_wordings() -> None:
+    old = _memory("m1", "Use Dramatiq over Celery for jobs.", _unit(1, 0, 0), day="2024-07-01",
+                  tags=["decision", "task-queue"])  # fmt: skip
+    new = _memory("m2", "Replaced Dramatiq with arq in app/jobs.py.", _unit(0.4, 1, 0), day="2024-07-09",
+                  tags=["decision", "task-queue"])  # cosine 0.37: below the related threshold  # fmt: skip
+    other = _memory("m3", "Replaced the README badges.", _unit(0.4, 0, 1), day="2024-07-09", tags=["decision", "docs"])
+    condenser = Condenser(chat_client([_judge("Dramatiq", "arq")], []))
+    policy = ReflectPolicy()
+    earlier = condense_window([old], "2024-07-01", "recent", policy, condenser)
+    later = condense_window([new, other], "2024-07-09", "recent", policy, condenser)
+    found = find_supersessions(later, earlier, policy, condenser)
+    assert [(s.old_id, s.new_id) for s in found] == [(earlier[0].reflection_id, later[0].reflection_id)]
+    assert later[1].supersedes == []  # a change word alone, about another subject, replaces nothing
+
+
 def test_a_compatible_judgement_without_a_change_word_supersedes_nothing() -> None:
     calls: list[dict] = []
     old = _memory("m1", "Redis stores the sessions.", _unit(1, 0), day="2024-07-01")
