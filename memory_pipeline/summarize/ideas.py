@@ -58,7 +58,7 @@ def _unique(tags: list[str]) -> list[str]:
 
 
 _BARE_QUOTE = re.compile(
-    r"""(?i)^\W*(?:the )?user(?:'s)?\b[^.]{0,30}?\b(?:said|says|stated|wrote)\b|^["“'][^"”']+["”']\.?$"""
+    r"""(?is)^\W*(?:the )?user(?:'s)?\b[^.]{0,30}?\b(?:said|says|stated|wrote)\b|^["“'].*["”']\.?$"""
 )
 _ENVELOPE = re.compile(
     r"(?i)\[(?:user sent|image|photo|media attached|message_id)|\bconversation info \(untrusted|^system: \["
