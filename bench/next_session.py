@@ -37,7 +37,7 @@ from dagster import materialize
 
 from bench.make_next_session_corpus import OUT as CORPUS
 from bench.results_file import table, write_section
-from memory_pipeline.assets import ingest, recall, reflect, summarize
+from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import DEFAULT_POLICY, BriefingPolicy, build_briefing, tokens
@@ -47,20 +47,11 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
+from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
 
 BUDGET = 800
-INGEST = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
-LLM_FREE = [*INGEST, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
-LOCAL_MODEL = [
-    *INGEST,
-    summarize.llm_ideas,
-    summarize.memory_summary_index,
-    recall.turn_observations,
-    recall.embeddings,
-    recall.es_dense_vector,
-    reflect.daily_log,
-    reflect.reflections,
-]
+LLM_FREE = RECALL_ASSETS
+LOCAL_MODEL = [*MEMORY_ASSETS, reflect.daily_log, reflect.reflections]
 _CUT = re.compile(r"…(?!\])")
 
 
