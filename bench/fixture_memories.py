@@ -1,6 +1,8 @@
 """Every memory the pipeline makes from the real fixtures, beside its turn, for a reader to judge.
 
-    uv run python -m bench fixture_memories
+    uv run python -m bench fixture_memories            # every fixture (112 turns, about 20 minutes here)
+    uv run python -m bench fixture_memories --small    # all but the 88-turn pi-mono session (whose 37
+                                                       # labelled turns the summarize section lists)
 
 Each active-path turn of every session in `memory_pipeline_tests/fixtures/pi-sessions/` and `data/sessions/`
 goes through the pipeline's own extraction (prompt, schema, composition, trust review) against the chat
@@ -31,10 +33,15 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = [ROOT / "memory_pipeline_tests" / "fixtures" / "pi-sessions", ROOT / "data" / "sessions"]
 
 
-def jobs() -> list[tuple[str, object]]:
+LARGE = "pi-mono-large-session.v1.jsonl"
+
+
+def jobs(small: bool = False) -> list[tuple[str, object]]:
     found = []
     for folder in FOLDERS:
         for path in sorted(folder.rglob("*.jsonl")):
+            if small and path.name == LARGE:
+                continue
             frame = to_frame(session_messages(parse_session(path), Redactor(), "fixtures")[0])
             found += [(path.name, job) for job in turn_jobs(group_turns(frame), frame).values()]
     return found
@@ -46,13 +53,18 @@ def _cell(text: str) -> str:
 
 def main(argv: list[str]) -> None:
     settings = load_settings()
-    work = jobs()
+    small = "--small" in argv
+    work = jobs(small)
     print(f"{len(work)} turns of the fixtures against {settings.chat_url}", flush=True)
     begin = time.perf_counter()
     with chat_client(settings, timeout=900) as client:
         model = client.model_id()
         outcomes = summarise_turns(
-            client, [job for _, job in work], context_tokens=client.context_size() or 4096, max_output_tokens=512
+            client,
+            [job for _, job in work],
+            context_tokens=client.context_size() or 4096,
+            max_output_tokens=512,
+            on_done=lambda o: print(f"  {o.session_id[:20]}/{o.turn_id}: {o.status}, {len(o.ideas)}", flush=True),
         )
     seconds = time.perf_counter() - begin
     rows = []
@@ -66,10 +78,11 @@ def main(argv: list[str]) -> None:
     kinds = Counter(i.kind.value for o in outcomes for i in o.ideas)
     body = "\n\n".join(
         [
-            f"Model `{model}` at `{settings.chat_url}`; {len(work)} turns of {len(FOLDERS)} folders, "
+            f"Model `{model}` at `{settings.chat_url}`; {len(work)} turns of {len(FOLDERS)} folders"
+            f"{f' (without {LARGE})' if small else ''}, "
             f"{sum(len(o.ideas) for o in outcomes)} memories ({', '.join(f'{k}: {n}' for k, n in kinds.items())}), "
             f"{sum(o.status == 'failed' for o in outcomes)} turns failed, {seconds:.0f} s.",
             table(["file", "turn", "the turn's request", "memories kept"], rows),
         ]
     )
-    write_section("fixture_memories", "uv run python -m bench fixture_memories", body)
+    write_section("fixture_memories", " ".join(["uv run python -m bench fixture_memories", *argv]), body)
