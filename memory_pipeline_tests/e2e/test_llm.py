@@ -36,7 +36,7 @@ def test_chat_completion_returns_schema_valid_json(local_runtime: Settings) -> N
 def test_a_cjk_turn_is_sized_by_the_servers_tokens_and_fits(local_runtime: Settings) -> None:
     """A Chinese turn at 3 characters a token (the old guess) overflows a 2,048-token budget; counted by the
     server's tokenizer it fits, and the server takes it."""
-    from memory_pipeline.summarize.ideas import IDEAS_SCHEMA
+    from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA
     from memory_pipeline.summarize.prompt import TurnMessage, build_messages
 
     turn = [TurnMessage(role="user", content="请检查部署脚本为什么在预发布环境失败，并修复 SSH 密钥路径。" * 150)]
@@ -47,7 +47,7 @@ def test_a_cjk_turn_is_sized_by_the_servers_tokens_and_fits(local_runtime: Setti
         assert sum(client.count_tokens(m["content"]) for m in fitted) <= 2048 - 256 - 64
         # The server takes the prompt (no HTTP 400): it answers, whether the answer fits 256 tokens or not.
         try:
-            answered = client.complete_json(fitted, IDEAS_SCHEMA, max_tokens=256).usage.prompt_tokens <= 2048 - 256
+            answered = client.complete_json(fitted, MEMORIES_SCHEMA, max_tokens=256).usage.prompt_tokens <= 2048 - 256
         except InvalidAnswer:
             answered = True
     assert answered
