@@ -120,6 +120,19 @@ def covered(piece: Piece, ideas: Sequence[Idea]) -> bool:
     return any(support(piece.evidence, f"{i.summary} {i.evidence}") >= GROUNDED_AT for i in ideas)
 
 
+def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
+    """`ideas`, each that holds a piece of the person's own message typed as that piece is: "always use pnpm,
+    never npm" is a rule because the person said "always" and "never", whatever kind a small model gave it."""
+    pieces = pieces_of(turn.user)
+    typed = []
+    for idea in ideas:
+        piece = next((p for p in pieces if covered(p, [idea])), None)
+        if piece and piece.kind is not idea.kind:
+            idea = make_idea(piece.kind, idea.summary, idea.evidence, idea.evidence_role, idea.subject) or idea
+        typed.append(idea)
+    return typed
+
+
 def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     """Memories for the person's stated rules, decisions and gotchas, and for the causes the assistant found,
     that `ideas` do not hold yet."""

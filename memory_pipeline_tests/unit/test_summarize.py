@@ -444,3 +444,13 @@ def test_a_restatement_the_turn_does_not_back_keeps_the_original(answer: dict) -
     )
     [idea] = outcome.ideas
     assert idea.summary == "Needs to be set to 1 for true colors." and outcome.restated == 0
+
+
+def test_the_persons_own_words_decide_the_kind_of_what_they_state() -> None:
+    said = "Rule for this project: always use pnpm, never npm."
+    typed_as_decision = {"kind": "decision", "subject": "pnpm", "statement": "Always use pnpm, never npm.",
+                         "evidence": said}  # fmt: skip
+    job = TurnJob("s", "t", "/p", [TurnMessage("user", said), TurnMessage("assistant", "Noted.")])
+    outcome = summarise_turn(chat_client([completion(json.dumps([typed_as_decision]))], []), job, 4096, 256)
+    [idea] = outcome.ideas
+    assert (idea.kind, idea.priority, idea.tags[0]) == ("rule", "high", "rule")
