@@ -1,8 +1,12 @@
 """Backfilling session days from the command line (the UI's "materialize missing", as few runs as possible).
 
 A day is done when every asset of `memory_job` is materialised for it and the
-latest run that covered it succeeded with every check passing. A day whose run
-failed half way, or whose checks failed, is picked up again.
+latest run that covered it ran the whole job and succeeded with every check
+passing. A day is run again when it is not done (never run, failed half way, a
+failed check, ingested without the chat model), when its files changed since
+`memory-raw` indexed them (new, grown, rewritten, moved or gone), or when turns
+of it failed and wait to be read again. Without the chat model (`--no-llm`) the
+runs leave out the LLM's assets and a day is done when the rest is.
 """
 
 from __future__ import annotations
@@ -24,10 +28,15 @@ from dagster import (
 )
 from dagster._core.storage.partition_status_cache import AssetPartitionStatus
 from dagster._core.utils import make_new_run_id
+from elasticsearch import Elasticsearch
 
+from memory_pipeline.jobs import LLM_FREE_ASSETS
 from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
 from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
+from memory_pipeline.stores.raw_store import read_manifest
+from memory_pipeline.stores.summary_store import failed_turns_by_day
 
 JOB = "memory_job"
 
@@ -38,19 +47,38 @@ class Plan:
     todo: list[str]  # of those, the ones to run
     added: list[str]  # days that became partitions now
     problems: list[Problem] = field(default_factory=list)
+    why: dict[str, list[str]] = field(default_factory=dict)  # each day to run: why
 
 
 def plan_backfill(
-    instance: DagsterInstance, sessions_dir: Path, everything: bool, start: str | None = None, end: str | None = None
+    instance: DagsterInstance,
+    sessions_dir: Path,
+    everything: bool,
+    start: str | None = None,
+    end: str | None = None,
+    *,
+    es: Elasticsearch | None = None,
+    with_llm: bool = True,
 ) -> Plan:
-    """Every day with sessions becomes a partition; the ones not done (or all, with `everything`) are to run."""
+    """Every day with sessions becomes a partition; the ones to run (all, with `everything`) are those not
+    done, and, with `es` to compare against, done days whose files changed or whose turns failed."""
     found, problems = scan_sessions(sessions_dir)
     days = sorted(
         {f.partition for f in found if (start is None or f.partition >= start) and (end is None or f.partition <= end)}
     )
     added = register_days(instance, days)
-    todo = days if everything else [d for d in days if d not in finished_days(instance, days)]
-    return Plan(days, todo, added, problems)
+    done = finished_days(instance, days, None if with_llm else LLM_FREE_ASSETS)
+    why: dict[str, list[str]] = {
+        d: ["--all" if everything else "not done"] for d in days if everything or d not in done
+    }
+    if es is not None and done:
+        recorded = read_manifest(es, sorted(done))
+        for day, changes in changes_since_indexed(found, recorded, done).items():
+            why.setdefault(day, []).extend(changes)
+        if with_llm:
+            for day, failed in failed_turns_by_day(es, sorted(done)).items():
+                why.setdefault(day, []).append(f"{failed} failed turn(s) to read again")
+    return Plan(days, sorted(why), added, problems, why)
 
 
 def job_asset_keys() -> list[AssetKey]:
@@ -60,18 +88,20 @@ def job_asset_keys() -> list[AssetKey]:
     return sorted(k for k in graph.get_all_asset_keys() if graph.get(k).is_materializable)
 
 
-def finished_days(instance: DagsterInstance, days: Sequence[str]) -> set[str]:
-    """The days every asset of the job has materialised and whose latest run passed (status and checks)."""
+def finished_days(instance: DagsterInstance, days: Sequence[str], assets: Sequence[AssetKey] | None = None) -> set[str]:
+    """The days every asset of the job (or of `assets`, a part of it) has materialised and whose latest run
+    passed (status and checks) and ran those assets."""
     if not days:
         return set()
+    keys = list(assets) if assets is not None else job_asset_keys()
     complete = set(days)
-    for key in job_asset_keys():
+    for key in keys:
         status = instance.get_status_by_partition(key, list(days), session_days) or {}
         complete &= {d for d, s in status.items() if s == AssetPartitionStatus.MATERIALIZED}
-    return complete & _days_whose_latest_run_passed(instance, complete)
+    return complete & _days_whose_latest_run_passed(instance, complete, set(keys))
 
 
-def _days_whose_latest_run_passed(instance: DagsterInstance, days: set[str]) -> set[str]:
+def _days_whose_latest_run_passed(instance: DagsterInstance, days: set[str], keys: set[AssetKey]) -> set[str]:
     order = ordered_days(instance)
     undecided, passed = set(days), set()
     for run in instance.get_runs(filters=RunsFilter(job_name=JOB)):  # newest first
@@ -81,7 +111,9 @@ def _days_whose_latest_run_passed(instance: DagsterInstance, days: set[str]) -> 
         if not covered:
             continue
         undecided -= covered
-        if run.status == DagsterRunStatus.SUCCESS and _checks_passed(instance, run.run_id):
+        # A run without the chat model does not finish a day that needs it.
+        ran_all = not run.asset_selection or keys <= set(run.asset_selection)  # none: the whole job
+        if run.status == DagsterRunStatus.SUCCESS and ran_all and _checks_passed(instance, run.run_id):
             passed |= covered
     return passed
 
@@ -125,10 +157,11 @@ def run_backfill(
     run_config: dict[str, Any] | None = None,
     on_step: StepProgress | None = None,
     log_level: str = "DEBUG",
+    asset_selection: Sequence[AssetKey] | None = None,
 ) -> ExecuteInProcessResult:
     """One run of the job over the partitions [first, last] (the assets' single-run backfill policy), with
     the code location's definitions unless others are given; `on_step` hears of each finished step, and the
-    console shows the run's events from `log_level` up."""
+    console shows the run's events from `log_level` up; `asset_selection` runs a part of the job (`assets_to_run`)."""
     if definitions is None:
         from memory_pipeline.definitions import defs as definitions
 
@@ -151,6 +184,7 @@ def run_backfill(
             run_config=config,
             run_id=run_id,
             tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
+            asset_selection=list(asset_selection) if asset_selection is not None else None,
         )
     finally:
         done.set()

@@ -260,3 +260,14 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str]) -> AssetCheckRe
             "threshold": GROUNDED_AT,
         },
     )
+
+
+def knn_finds_itself(found: int, tried: int, coverage: dict[str, tuple[int, int]], sample: int) -> AssetCheckResult:
+    """A kNN query for a memory's own text returns it first, for every memory tried; and the days' memories
+    with vectors were tried (up to `sample` of each index): trying none of them is a failure, not a pass."""
+    expected = sum(min(sample, with_vector) for _, with_vector in coverage.values())
+    return AssetCheckResult(
+        check_name="knn_finds_itself",
+        passed=tried == expected and found == tried,
+        metadata={"found_first": found, "tried": tried, "to_try": expected},
+    )

@@ -227,18 +227,43 @@ def dev(port: int, no_local: bool) -> None:
 @click.option("--end", help="Last day (YYYY-MM-DD) to consider.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan and each run's outcome as JSON.")
 @click.option("--verbose", is_flag=True, help="Show the runs' whole event log (by default: warnings and errors).")
-def backfill(everything: bool, start: str | None, end: str | None, as_json: bool, verbose: bool) -> None:
-    """Run every day that has sessions and is not done yet (never run, failed, half done or with a failed
-    check), as one run per stretch of days."""
+@click.option(
+    "--no-llm",
+    is_flag=True,
+    help="Ingest and index without the chat model (MEMORY_PIPELINE_NO_LLM); a later backfill summarises the days.",
+)
+@click.option(
+    "--chat-timeout",
+    type=click.FloatRange(min=5),
+    help="Seconds a chat request may wait for its answer, at least (LLAMA_TIMEOUT; default 300).",
+)
+def backfill(
+    everything: bool,
+    start: str | None,
+    end: str | None,
+    as_json: bool,
+    verbose: bool,
+    no_llm: bool,
+    chat_timeout: float | None,
+) -> None:
+    """Run every day that has sessions and is not done: never run, failed, half done, a failed check, files
+    changed since they were indexed (new, grown, rewritten, gone), turns that failed, or ingested without the
+    chat model; as one run per stretch of days. Says why for each day."""
     from dagster import DagsterInstance
+    from elasticsearch import ConnectionError as ElasticsearchConnectionError
     from rich.console import Console
     from rich.progress import Progress
 
     from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
+    from memory_pipeline.jobs import assets_to_run
     from memory_pipeline.locks import exclusive
     from memory_pipeline.partitions import SESSION_DAYS, ordered_days
+    from memory_pipeline.stores.elasticsearch import make_client
 
+    if chat_timeout is not None:  # before the settings (and the definitions built from them) are read
+        os.environ["LLAMA_TIMEOUT"] = str(chat_timeout)
     settings = _settings()
+    with_llm = not (no_llm or settings.memory_pipeline_no_llm)
     home = _run(lambda: prepare_dagster_home(settings))
     # The first use of an instance creates its SQLite storages: two commands doing it at once would both stamp
     # the schema (Alembic then finds two heads). One at a time; later uses only open them.
@@ -246,11 +271,26 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions(SESSION_DAYS)
     with DagsterInstance.get() as instance:
-        plan = plan_backfill(instance, settings.sessions_dir, everything, start, end)
+        # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
+        try:
+            with make_client(settings, request_timeout=10, max_retries=1) as es:
+                plan = plan_backfill(instance, settings.sessions_dir, everything, start, end, es=es, with_llm=with_llm)
+        except ElasticsearchConnectionError as exc:
+            raise click.ClickException(
+                f"Elasticsearch at {', '.join(settings.elasticsearch_hosts)} does not answer ({exc.message}): "
+                "start it with `memory-pipeline local up`, or check ES_URL"
+            ) from None
         for problem in plan.problems:
             click.echo(f"skipped {problem}", err=True)
         runs: list[dict[str, object]] = []
-        report = {"days": len(plan.days), "todo": plan.todo, "problems": [str(p) for p in plan.problems], "runs": runs}
+        report = {
+            "days": len(plan.days),
+            "todo": plan.todo,
+            "why": plan.why,
+            "with_llm": with_llm,
+            "problems": [str(p) for p in plan.problems],
+            "runs": runs,
+        }
         if not plan.todo:
             if as_json:
                 click.echo(json.dumps(report, indent=2))
@@ -260,7 +300,13 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
             )
             return
         ranges = day_ranges(plan.todo, ordered_days(instance))
-        click.echo(f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)", err=True)
+        click.echo(
+            f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)"
+            + ("" if with_llm else ", without the chat model"),
+            err=True,
+        )
+        for day in plan.todo:
+            click.echo(f"  {day}: {'; '.join(plan.why[day])}", err=True)
         failed = 0
         # A bar per run on a terminal (steps done of the job's); the event log only when asked (--verbose).
         console = Console(stderr=True)
@@ -275,6 +321,7 @@ def backfill(everything: bool, start: str | None, end: str | None, as_json: bool
                     last,
                     on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
                     log_level="DEBUG" if verbose else "WARNING",
+                    asset_selection=assets_to_run(with_llm),
                 )
                 bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
                 runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})

@@ -3,7 +3,7 @@ review loop."""
 
 from datetime import UTC, datetime
 
-from dagster import AssetSelection, OpExecutionContext, define_asset_job, in_process_executor, job, op
+from dagster import AssetKey, AssetSelection, OpExecutionContext, define_asset_job, in_process_executor, job, op
 
 from memory_pipeline.reflect.review import apply_all
 from memory_pipeline.resources import MemoryWorkspaceResource
@@ -18,6 +18,28 @@ memory_job = define_asset_job(
     # (bench/results.md, "executor"); the steps run one after another anyway on two cores.
     executor_def=in_process_executor,
 )
+
+# What `memory_job` runs without the chat model (MEMORY_PIPELINE_NO_LLM, `backfill --no-llm`): everything search
+# needs that costs no LLM call, as the run's asset selection. A later full run summarises those days; their
+# files are not read again (the manifest says they are unchanged).
+LLM_FREE_ASSETS = [
+    AssetKey(name)
+    for name in (
+        "session_files",
+        "raw_messages",
+        "turns",
+        "memory_raw_index",
+        "turn_observations",
+        "embeddings",
+        "es_dense_vector",
+    )
+]
+
+
+def assets_to_run(with_llm: bool) -> list[AssetKey] | None:
+    """The asset selection of a `memory_job` run: None (all of it) with the chat model, else the LLM-free part."""
+    return None if with_llm else LLM_FREE_ASSETS
+
 
 friction_job = define_asset_job(
     "friction_job",

@@ -28,7 +28,8 @@ class LlamaResource(ConfigurableResource):
 
     url: str
     model: str | None = Field(None, description="Model id; None = the first one the server lists.")
-    timeout_seconds: float = 300.0
+    timeout_seconds: float = Field(300.0, description="Shortest read timeout of a request (LLAMA_TIMEOUT).")
+    enabled: bool = Field(True, description="False: days are ingested without the chat model (MEMORY_PIPELINE_NO_LLM).")
     journal_dir: str = Field(description="Each turn's outcome, kept as it completes (a crash loses no finished turn).")
     api_key: str | None = Field(None, description="Bearer key of a server of the user's (LLAMA_API_KEY).")
     api_key_file: str | None = Field(None, description="File holding the local server's key.")
@@ -170,6 +171,8 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
         "llm": LlamaResource(
             url=settings.chat_url,
             model=settings.llama_model,
+            timeout_seconds=settings.llama_timeout,
+            enabled=not settings.memory_pipeline_no_llm,
             journal_dir=str(settings.memory_pipeline_state_dir / "llm-journal"),
             **_auth(settings, "chat", "LLAMA_API_KEY"),
         ),

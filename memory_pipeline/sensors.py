@@ -15,9 +15,9 @@ from collections import defaultdict
 
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
-from memory_pipeline.jobs import memory_job
+from memory_pipeline.jobs import assets_to_run, memory_job
 from memory_pipeline.partitions import new_days, session_days
-from memory_pipeline.resources import SessionsResource
+from memory_pipeline.resources import LlamaResource, SessionsResource
 from memory_pipeline.sessions.discovery import session_paths
 from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
 
@@ -27,9 +27,10 @@ from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
     description="Watches SESSIONS_DIR: a new, changed or deleted session file requests a run of its day "
-    "(30 s after its last write), and a new day becomes a partition.",
+    "(30 s after its last write), and a new day becomes a partition. Without the chat model "
+    "(MEMORY_PIPELINE_NO_LLM) the runs leave out the LLM's assets.",
 )
-def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource):
+def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource, llm: LlamaResource):
     """Requests ingest runs for session days with new, changed or deleted files."""
     root = sessions.root
     before: dict[str, list] = json.loads(context.cursor) if context.cursor else {}
@@ -72,7 +73,12 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
     for day, states in sorted(touched.items()):
         run_key = f"{day}:{hashlib.sha1(chr(10).join(sorted(states)).encode()).hexdigest()[:16]}"
         requests.append(
-            RunRequest(run_key=run_key, partition_key=day, tags={"memory_pipeline/files": str(len(states))})
+            RunRequest(
+                run_key=run_key,
+                asset_selection=assets_to_run(llm.enabled),
+                partition_key=day,
+                tags={"memory_pipeline/files": str(len(states))},
+            )
         )
     if not requests:
         return SkipReason(f"no new or changed session files under {root}")

@@ -55,6 +55,17 @@ class Settings(BaseSettings):
     llama_url: AnyHttpUrl | None = Field(None, description="Chat server (OpenAI-compatible); unset = local runtime.")
     llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
     llama_api_key: str | None = Field(None, description="Bearer key for LLAMA_URL, if it wants one.")
+    llama_timeout: float = Field(
+        300.0,
+        ge=5,
+        description="Seconds a chat request may wait for its answer, at least; a longer prompt gets more, from its "
+        "size and the server's measured speed. A request still unanswered fails its turn only (read again next run).",
+    )
+    memory_pipeline_no_llm: bool = Field(
+        False,
+        description="Ingest and index without the chat model (raw messages, observations, embeddings); the days "
+        "are summarised by a later `backfill` once this is unset, without ingesting them again.",
+    )
     embed_url: AnyHttpUrl | None = Field(
         None, description="Embedding server (OpenAI-compatible); unset = local runtime."
     )

@@ -35,8 +35,9 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import LlamaResource, MemoryWorkspaceResource
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
-from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
+from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns, timed_out
 from memory_pipeline.summarize.frames import (
+    after_timeout,
     ledger_rows,
     outcome_rows,
     reread_reasons,
@@ -84,7 +85,7 @@ def llm_ideas(
         done = reusable(turns, journaled, wanted, model)
         from_journal = len(done)
         jobs = turn_jobs(turns, raw_messages)
-        todo = [jobs[key] for key in wanted if key in jobs]
+        todo = [after_timeout(jobs[key], journaled.get(key) or ledger.get(key)) for key in wanted if key in jobs]
         where = {
             (s, t): (p, h)
             for s, t, p, h in turns.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
@@ -134,6 +135,8 @@ def llm_ideas(
             "summarised": statuses["summarised"],
             "skipped_empty": statuses["empty"],
             "failed": len(failures),
+            # Turns the server did not answer in time: read again next run with half the prompt.
+            "timed_out": sum(timed_out(o.reason) for o in outcomes if o.status == "failed"),
             "failures": MetadataValue.json(failures[:100]),
             "from_journal": from_journal,
             "reused": turns.height - len(todo),

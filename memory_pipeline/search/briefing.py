@@ -111,9 +111,27 @@ class BriefingPolicy:
     important_kinds: tuple[str, ...] = ()  # of these kinds only (notes always); () = every kind
     guesses: bool = False  # matches below the relevance floor too
     observations: bool = True  # turn observations among the matches
+    # A memory (not an observation) of high or medium priority the search ranks this high earns a line even
+    # below the floor: on real pi-mono prompts the decision search found at #2 was left out for low lines.
+    top_memories: int = 3
+    # Low-priority lines ("Asked: …" observations) only when nothing of more weight matched, and this many at
+    # most: empty is better than padding.
+    filler: int = 3
 
 
 DEFAULT_POLICY = BriefingPolicy()
+
+
+def _weighty(row: Row) -> bool:
+    return row.kind != "observation" and row.priority in ("high", "medium")
+
+
+def earned(related: list[Row], filler: int) -> list[Row]:
+    """The matches that earn a line, the more important first (the search's order breaks ties): low-priority
+    lines only when no high or medium one matched, and at most `filler` of them."""
+    ordered = [r for _, r in sorted(enumerate(related), key=lambda i: (_ORDER.get(i[1].priority, 3), i[0]))]
+    weighty = [r for r in ordered if r.priority in ("high", "medium")]
+    return weighty or ordered[:filler]
 
 
 @dataclass
@@ -143,11 +161,12 @@ def build_briefing(
     # Only what clears the relevance floor: a guess in a briefing is noise an agent reads as knowledge.
     related = [
         r
-        for r in search.index(prompt, k=candidates, filters=scope)
-        if (r.strong or policy.guesses) and not r.superseded_by and (policy.observations or r.kind != "observation")
+        for rank, r in enumerate(search.index(prompt, k=candidates, filters=scope))
+        if (r.strong or policy.guesses or (rank < policy.top_memories and _weighty(r)))
+        and not r.superseded_by
+        and (policy.observations or r.kind != "observation")
     ]
-    # Among the matches, the more important first; the search's order breaks ties.
-    related = [r for _, r in sorted(enumerate(related), key=lambda i: (_ORDER.get(i[1].priority, 3), i[0]))]
+    related = earned(related, policy.filler)
     notice = review_notice(workspace, project)
     shown = [content_words(r.text) for r in rules]
     important_rows = consolidate(high, shown)

@@ -530,27 +530,31 @@ TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW grap
 def self_retrieval(
     es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int, sample: int = 5
 ) -> tuple[int, int]:
-    """(found first, tried): kNN with a summary's own text should return that summary first."""
-    summary_index = next(i for i, kind in RECALL_INDICES.items() if kind == "summary")
-    if not es.indices.exists(index=summary_index):
-        return 0, 0
-    hits = es.search(
-        index=summary_index,
-        size=sample,
-        source=["summary"],
-        sort=[{"doc_id": "asc"}],
-        query={"bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}},
-    )["hits"]["hits"]
-    found = 0
-    for hit in hits:
-        [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
-        top = es.search(
-            index=summary_index,
-            size=10,
-            source=False,
-            knn={"field": vector_field(dims), "query_vector": vector, "k": 10, "num_candidates": 50},
+    """(found first, tried): kNN with a memory's own text (up to `sample` of each recall index: summaries
+    and observations, so an LLM-free day is tried too) should return that memory first."""
+    found = tried = 0
+    for index in RECALL_INDICES:
+        if not es.indices.exists(index=index):
+            continue
+        hits = es.search(
+            index=index,
+            size=sample,
+            source=["summary"],
+            sort=[{"doc_id": "asc"}],
+            query={
+                "bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}
+            },
         )["hits"]["hits"]
-        # First, or tied first: the same text stored twice has the same vector, and either may come back.
-        first = [h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE] if top else []
-        found += hit["_id"] in first
-    return found, len(hits)
+        for hit in hits:
+            [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
+            top = es.search(
+                index=index,
+                size=10,
+                source=False,
+                knn={"field": vector_field(dims), "query_vector": vector, "k": 10, "num_candidates": 50},
+            )["hits"]["hits"]
+            # First, or tied first: the same text stored twice has the same vector, and either may come back.
+            first = [h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE] if top else []
+            found += hit["_id"] in first
+            tried += 1
+    return found, tried

@@ -89,6 +89,37 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
     return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
 
 
+def changes_since_indexed(
+    found: list[FoundFile], recorded: dict[str, tuple[str, Recorded]], days: set[str]
+) -> dict[str, list[str]]:
+    """Per day of `days`, what changed in its files since `memory-raw` indexed them (`recorded`: the manifest,
+    session id -> (day, entry)): new, grown, rewritten, moved or gone files; files whose size and mtime are
+    as recorded cost no read."""
+    in_days = [f for f in found if f.partition in days]
+    files = catalog(in_days, {sid: rec for sid, (_, rec) in recorded.items()})
+    changes: dict[str, list[str]] = {}
+    for item, row in zip(in_days, files.iter_rows(named=True), strict=True):
+        if not row["changed"]:
+            continue
+        before = recorded.get(item.session_id)
+        if before is None:
+            what = "new file"
+        elif before[1].session_file != item.relative_path:
+            what = f"moved from {before[1].session_file}"
+        elif before[1].parser_version != PARSER_VERSION:
+            what = "read by a newer parser"
+        elif item.size > before[1].size:
+            what = "grew"
+        else:
+            what = "rewritten"
+        changes.setdefault(item.partition, []).append(f"{item.relative_path}: {what}")
+    present = {f.session_id for f in found}
+    for session_id, (day, entry) in recorded.items():
+        if day in days and session_id not in present:
+            changes.setdefault(day, []).append(f"{entry.session_file}: gone")
+    return changes
+
+
 @dataclass
 class LoadReport:
     parsed_files: int = 0

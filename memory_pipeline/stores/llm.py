@@ -8,6 +8,8 @@ cut off by the token limit is an error, never a result.
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -61,7 +63,58 @@ class JsonAnswer(BaseModel):
     timings: Timings | None
 
 
+# Until the server's speed is measured, it is assumed as slow as the busiest machine a real history met
+# (issue 31: 8 prompt tokens a second, under 2 of answer), so the first request of a slow day gets its time.
+ASSUMED_PROMPT_PER_SECOND = 8.0
+ASSUMED_ANSWER_PER_SECOND = 1.5
+# How much slower than its last measured pace a request may be before it counts as lost: a busy machine's
+# speed wanders (a second process, a longer answer), a hung server does not answer at all.
+SLACK = 3.0
+
+
+@dataclass
+class Pace:
+    """The chat server's speed as this client last saw it, wall clock included (a proxy, a queue, a load)."""
+
+    prompt_per_second: float = ASSUMED_PROMPT_PER_SECOND
+    answer_per_second: float = ASSUMED_ANSWER_PER_SECOND
+    measured: bool = False
+
+    def seconds(self, prompt_tokens: int, answer_tokens: int) -> float:
+        return prompt_tokens / self.prompt_per_second + answer_tokens / self.answer_per_second
+
+    def learn(self, wall_seconds: float, usage: Usage, timings: Timings | None) -> None:
+        """The pace of an answered request: the server's own split of prompt and answer time (llama-server's
+        timings), scaled to the wall clock; without timings, the wall clock for each part alone (slower than
+        true, so timeouts err long)."""
+        if wall_seconds <= 0:
+            return
+        if timings and timings.prompt_ms and timings.predicted_ms and timings.prompt_per_second:
+            slower = max(1.0, wall_seconds * 1000 / (timings.prompt_ms + timings.predicted_ms))
+            if timings.prompt_ms >= 50:  # a prompt served from the cache says nothing of the server's speed
+                self.prompt_per_second = timings.prompt_per_second / slower
+            if timings.predicted_per_second:
+                self.answer_per_second = timings.predicted_per_second / slower
+        else:
+            self.prompt_per_second = max(usage.prompt_tokens, 1) / wall_seconds
+            self.answer_per_second = max(usage.completion_tokens, 1) / wall_seconds
+        self.measured = True
+
+
 class ChatClient(OpenAICompatibleClient):
+    """Chat completions with JSON-schema output. Each request's read timeout follows its size and the server's
+    measured pace (never below the configured timeout), and a request still unanswered then is `TimedOut`:
+    that turn's failure, not retried at once with the same prompt."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pace = Pace()
+        self.floor_seconds = float(self._http.timeout.read or 300.0)
+
+    def read_timeout(self, prompt_tokens: int, max_tokens: int) -> float:
+        """Seconds to wait for an answer of up to `max_tokens` to a prompt of `prompt_tokens`."""
+        return max(self.floor_seconds, SLACK * self.pace.seconds(prompt_tokens, max_tokens) + 10)
+
     def complete_json(
         self,
         messages: list[dict[str, str]],
@@ -78,7 +131,19 @@ class ChatClient(OpenAICompatibleClient):
             "max_tokens": max_tokens,
             "response_format": {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}},
         }
-        completion = ChatCompletion.model_validate(self.request("POST", "/v1/chat/completions", json=body))
+        # Sized without a request: half the UTF-8 bytes is more tokens than English or CJK text holds, so the
+        # timeout errs long.
+        prompt_tokens = len("\n".join(m["content"] for m in messages).encode()) // 2
+        begin = time.perf_counter()
+        answer = self.request(
+            "POST",
+            "/v1/chat/completions",
+            json=body,
+            read_timeout=self.read_timeout(prompt_tokens, max_tokens),
+            slow_fails=True,
+        )
+        completion = ChatCompletion.model_validate(answer)
+        self.pace.learn(time.perf_counter() - begin, completion.usage, completion.timings)
         choice = completion.choices[0]
         if choice.finish_reason == "length":
             raise TruncatedAnswer(f"{self.base_url}: answer cut off at max_tokens={max_tokens}")

@@ -24,6 +24,11 @@ class ServerError(RuntimeError):
     """The server could not be reached or answered with an error, after retries."""
 
 
+class TimedOut(ServerError):
+    """The server took the request but gave no answer within the read timeout: that item's failure (a slow or
+    busy server), not the run's; sending the same prompt again at once would only wait as long again."""
+
+
 class RejectedRequest(ServerError):
     """The server answered and refused this request (4xx other than 429): an item's failure, not the run's."""
 
@@ -63,12 +68,24 @@ class OpenAICompatibleClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def request(self, method: str, path: str, json: Any = None) -> dict[str, Any]:
-        """One call, retried on transient failures; the parsed JSON answer."""
+    def request(
+        self, method: str, path: str, json: Any = None, *, read_timeout: float | None = None, slow_fails: bool = False
+    ) -> dict[str, Any]:
+        """One call, retried on transient failures; the parsed JSON answer. `read_timeout` replaces the
+        client's for this call; with `slow_fails`, a read timeout is `TimedOut` at once (not retried)."""
         last: str = ""
+        timeout = httpx.Timeout(self._http.timeout.connect, read=read_timeout) if read_timeout else None
         for attempt in range(self._retries + 1):
             try:
-                response = self._http.request(method, path, json=json)
+                if timeout:
+                    response = self._http.request(method, path, json=json, timeout=timeout)
+                else:
+                    response = self._http.request(method, path, json=json)
+            except httpx.ReadTimeout as exc:
+                if slow_fails:
+                    seconds = read_timeout or self._http.timeout.read
+                    raise TimedOut(f"{self.base_url}{path} gave no answer within {seconds:.0f}s") from exc
+                last = f"{type(exc).__name__}: {exc}"
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}"
             else:

@@ -86,6 +86,19 @@ def read_ledger(client: Elasticsearch, partitions: list[str]) -> dict[tuple[str,
     return ledger
 
 
+def failed_turns_by_day(client: Elasticsearch, partitions: list[str]) -> dict[str, int]:
+    """Turns of these days whose last reading failed (listed in the ledger, to be read again), per day."""
+    if not partitions or not client.indices.exists(index=LEDGER_INDEX):
+        return {}
+    answer = client.search(
+        index=LEDGER_INDEX,
+        size=0,
+        query={"bool": {"filter": [{"terms": {"partition": partitions}}, {"term": {"status": "failed"}}]}},
+        aggs={"days": {"terms": {"field": "partition", "size": len(partitions)}}},
+    )
+    return {b["key"]: b["doc_count"] for b in answer["aggregations"]["days"]["buckets"]}
+
+
 def read_summaries(client: Elasticsearch, partitions: list[str]) -> list[SummaryDoc]:
     if not client.indices.exists(index=SUMMARY_INDEX):
         return []

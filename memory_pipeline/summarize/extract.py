@@ -6,6 +6,9 @@
 - A request the server refuses (HTTP 400: over its context, an input it
   rejects) is retried once with half the prompt budget, then that turn is
   `failed` with the reason: one turn never fails a day.
+- A request the server takes but does not answer in time (the timeout follows the prompt's size and the
+  server's measured pace) fails that turn at once, `TIMED_OUT` in its reason: the next run reads it again
+  with half the prompt (`SMALLER_AFTER_TIMEOUT`), and the day's other turns go on.
 - Transport failures are retried by the client with backoff; if the server
   stays unreachable the error (naming the URL) ends the run. Turns finished by
   then were handed to `on_done` (the journal) and are not read again.
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
-from memory_pipeline.stores.openai_compat import RejectedRequest
+from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize.compose import from_draft, make_idea, missed_pieces, typed_by_the_person
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
@@ -43,6 +46,8 @@ from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restat
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
 ATTEMPTS = 2  # the first answer and one retry
+TIMED_OUT = "timed out"
+SMALLER_AFTER_TIMEOUT = 0.5  # share of the prompt budget a turn gets when it timed out last time
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,12 @@ class TurnJob:
     turn_id: str
     project: str
     messages: Sequence[TurnMessage]
+    prompt_share: float = 1.0  # of the context left for the prompt: less after a timeout
+
+
+def timed_out(reason: str | None) -> bool:
+    """Whether a failed turn's reason says the server did not answer in time."""
+    return bool(reason) and TIMED_OUT in str(reason)
 
 
 @dataclass
@@ -77,7 +88,7 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
     text = turn_text(job.messages)
     begin = time.perf_counter()
-    budget = context_tokens
+    budget = max_output_tokens + int((context_tokens - max_output_tokens) * job.prompt_share)
     for attempt in range(1, ATTEMPTS + 1):
         outcome.attempts = attempt
         messages = build_messages(
@@ -104,6 +115,9 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
             outcome.reason = f"attempt {attempt}: rejected: {exc}"
             budget = max_output_tokens + (budget - max_output_tokens) // 2
             continue
+        except TimedOut as exc:
+            outcome.reason = f"attempt {attempt}: {TIMED_OUT}: {exc}; read again next run with a smaller prompt"
+            break
         ideas: list[Idea] = []
         for draft in drafts:
             idea, why = from_draft(draft, text)
@@ -139,7 +153,7 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
             name="statement",
             max_tokens=160,
         )
-    except (InvalidAnswer, RejectedRequest):
+    except (InvalidAnswer, RejectedRequest, TimedOut):
         return idea
     outcome.attempts += 1
     outcome.prompt_tokens += answer.usage.prompt_tokens

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 
 import polars as pl
 
 from memory_pipeline.stores.summary_store import LedgerDoc, SummaryDoc, summary_doc_id
-from memory_pipeline.summarize.extract import TurnJob
+from memory_pipeline.summarize.extract import SMALLER_AFTER_TIMEOUT, TurnJob, timed_out
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry
 from memory_pipeline.summarize.prompt import TurnMessage
@@ -67,6 +68,13 @@ def turn_jobs(turns: pl.DataFrame, messages: pl.DataFrame) -> dict[tuple[str, st
     return {
         key: TurnJob(key[0], key[1], projects.get(key, ""), msgs) for key, msgs in grouped.items() if key in projects
     }
+
+
+def after_timeout(job: TurnJob, earlier: LedgerDoc | JournalEntry | None) -> TurnJob:
+    """The job as it is read this time: with a smaller prompt when the server timed out on it last time."""
+    if earlier is not None and earlier.status == "failed" and timed_out(earlier.reason):
+        return replace(job, prompt_share=SMALLER_AFTER_TIMEOUT)
+    return job
 
 
 def _fresh(entry: LedgerDoc | JournalEntry | None, content_hash: str, model: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from memory_pipeline.checks import every_message_placed, llm_answers_usable
+from memory_pipeline.checks import every_message_placed, knn_finds_itself, llm_answers_usable
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, to_frame
 
 
@@ -39,3 +39,12 @@ def test_llm_answers_usable_fails_only_when_every_turn_of_the_day_failed() -> No
     every = llm_answers_usable(outcomes(("failed", 2), ("failed", 2)))
     assert not every.passed and every.metadata["failed"].value == 2
     assert every.metadata["first_failures"].value == ["s/t0: not JSON", "s/t1: not JSON"]
+
+
+def test_knn_check_fails_when_it_tried_nothing_it_should_have() -> None:
+    coverage = {"memory-summary": (0, 0), "memory-observations": (4, 4)}
+    assert not knn_finds_itself(0, 0, coverage, sample=5).passed  # 4 vectors there, none queried: not a pass
+    assert knn_finds_itself(4, 4, coverage, sample=5).passed
+    assert not knn_finds_itself(3, 4, coverage, sample=5).passed
+    assert knn_finds_itself(0, 0, {"memory-summary": (0, 0)}, sample=5).passed  # nothing there to try
+    assert knn_finds_itself(7, 7, {"a": (9, 9), "b": (2, 2)}, sample=5).metadata["to_try"].value == 7

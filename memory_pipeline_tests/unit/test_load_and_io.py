@@ -15,7 +15,7 @@ from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.partitions import instance_with_days, ordered_days
 from memory_pipeline.sessions import load
 from memory_pipeline.sessions.discovery import scan_sessions
-from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, load_messages
+from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, changes_since_indexed, load_messages
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
 
@@ -70,6 +70,28 @@ def test_appended_file_is_changed(sessions: Path) -> None:
         )
     again = catalog(scan_sessions(sessions)[0], recorded)
     assert again.filter(pl.col("changed"))["session_file"].to_list() == ["handwritten-cass-v1.jsonl"]
+
+
+def test_what_changed_since_indexing_is_named_per_day(sessions: Path, tmp_path: Path) -> None:
+    found, _ = scan_sessions(sessions)
+    first = catalog(found, {})
+    recorded = {sid: (f.partition, rec) for f, (sid, rec) in zip(found, _recorded(first).items(), strict=True)}
+    days = {f.partition for f in found}
+    assert changes_since_indexed(found, recorded, days) == {}
+    v1 = next(f for f in found if f.relative_path == "handwritten-cass-v1.jsonl")
+    with (sessions / v1.relative_path).open("a") as handle:
+        handle.write(json.dumps({"type": "message", "message": {"role": "user", "content": "one more"}}) + "\n")
+    (sessions / "telegram-bot-errors.v3.jsonl").unlink()
+    extra = sessions / "new.jsonl"
+    extra.write_bytes((SESSION_FIXTURES / "handwritten-kuato.v3.jsonl").read_bytes())
+    now, _ = scan_sessions(sessions)
+    kuato = next(f for f in now if f.relative_path == "new.jsonl")
+    changes = changes_since_indexed(now, recorded, days | {kuato.partition})
+    telegram = next(f for f in found if f.relative_path == "telegram-bot-errors.v3.jsonl")
+    assert changes[v1.partition] == ["handwritten-cass-v1.jsonl: grew"]
+    assert changes[telegram.partition] == ["telegram-bot-errors.v3.jsonl: gone"]
+    assert changes[kuato.partition] == ["new.jsonl: new file"]
+    assert changes_since_indexed(now, recorded, {v1.partition}) == {v1.partition: ["handwritten-cass-v1.jsonl: grew"]}
 
 
 def test_parse_cache_serves_the_second_load(sessions: Path, tmp_path: Path) -> None:

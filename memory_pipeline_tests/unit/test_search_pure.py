@@ -132,17 +132,39 @@ def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_pat
         _row("o1", "low", "Asked: set up CI", strong=True),
         _row("o2", "low", "Asked: rename a helper"),  # below the relevance floor: a guess, left out
         _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest", strong=True),
+        _row("f1", "medium", "The CI runs on GitHub Actions in .github/workflows/ci.yml.", strong=True),
     ]
     search = _Search(high, related)
     made = build_briefing(search, "set up CI", project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
     text = made.markdown
-    assert made.ids == ["p-20261101-001", "d1", "o1"]  # each once, a replaced decision and a guess left out
-    assert "said in 2 sessions, id `d1`" in text and "`d2`" not in text and "`r1`" not in text
-    assert text.index("Always use pnpm") < text.index("### Important") < text.index("Use Vitest") < text.index("o1")
+    # Each once; a replaced decision, a guess and low-priority filler beside weightier matches left out.
+    assert made.ids == ["p-20261101-001", "d1", "f1"]
+    assert "said in 2 sessions, id `d1`" in text and "`d2`" not in text and "`r1`" not in text and "Asked" not in text
+    assert text.index("Always use pnpm") < text.index("### Important") < text.index("Use Vitest") < text.index("f1")
     assert text.count("`d1`") == 1 and "Use Jest" not in text.replace("not Jest", "")
     small = build_briefing(search, "set up CI", token_budget=70, project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
     assert tokens(small.markdown) <= 70 and small.ids == ["p-20261101-001"]
     assert build_briefing(_Search([], []), "x", project="/work/shop").markdown == ""  # type: ignore[arg-type]
+
+
+def test_briefing_lines_earn_their_place() -> None:
+    from memory_pipeline.search.briefing import BriefingPolicy, build_briefing, earned
+
+    asked = [_row(f"o{i}", "low", f"Asked: question number {i} about themes", strong=True) for i in range(9)]
+    decision = _row("d9", "high", "Use RGB values in the themes, never 256-colour indices.")  # below the floor
+    # The pi-mono case: nine strong low lines and a decision ranked #2 by the search.
+    made = build_briefing(_Search([], [asked[0], decision, *asked[1:]]), "themes", project="/work/shop")  # type: ignore[arg-type]
+    assert made.ids == ["d9"]
+    # Only low lines matched: a few of them, not nine.
+    assert [r.id for r in earned(asked, filler=3)] == ["o0", "o1", "o2"]
+    # Ranked below the top three and below the floor: a guess, not shown; nothing else matched, so nothing.
+    late = build_briefing(
+        _Search([], [*[_row(f"x{i}", "low", "Asked: q") for i in range(3)], decision]), "themes", project="/work/shop"
+    )  # type: ignore[arg-type]
+    assert late.markdown == ""
+    assert build_briefing(
+        _Search([], [asked[0], decision]), "t", project="/work/shop", policy=BriefingPolicy(top_memories=0)
+    ).ids == ["o0"]  # type: ignore[arg-type]
 
 
 def test_a_note_has_a_stable_id_and_is_redacted() -> None:

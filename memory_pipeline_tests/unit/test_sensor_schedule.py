@@ -19,7 +19,8 @@ from dagster import (
     instance_for_test,
 )
 
-from memory_pipeline.resources import SessionsResource
+from memory_pipeline.jobs import LLM_FREE_ASSETS
+from memory_pipeline.resources import LlamaResource, SessionsResource
 from memory_pipeline.schedules import daily_ingest_schedule
 from memory_pipeline.sensors import session_files_sensor
 
@@ -45,10 +46,14 @@ def _session(path: Path, session_id: str, day: str, lines: int = 1, age_seconds:
     return path
 
 
-def _tick(root: Path, cursor: str | None) -> tuple[list[RunRequest] | SkipReason, str | None]:
+def _llm(with_llm: bool = True) -> LlamaResource:
+    return LlamaResource(url="http://127.0.0.1:1", journal_dir="/nonexistent", enabled=with_llm)
+
+
+def _tick(root: Path, cursor: str | None, with_llm: bool = True) -> tuple[list[RunRequest] | SkipReason, str | None]:
     resource = SessionsResource(sessions_dir=str(root), cache_dir=str(root / ".cache"), debounce_seconds=30)
     context = build_sensor_context(
-        cursor=cursor, resources={"sessions": resource}, instance=DagsterInstance.ephemeral()
+        cursor=cursor, resources={"sessions": resource, "llm": _llm(with_llm)}, instance=DagsterInstance.ephemeral()
     )
     result = session_files_sensor(context)
     if isinstance(result, SensorResult):
@@ -70,6 +75,15 @@ def test_new_file_requests_its_day_and_a_repeat_tick_requests_nothing(tmp_path: 
     # A tick that lost its cursor asks again, under the same run key: Dagster drops the duplicate.
     replay, _ = _tick(tmp_path, None)
     assert [r.run_key for r in replay] == [r.run_key for r in first]
+
+
+def test_without_the_chat_model_runs_leave_out_the_llm_assets(tmp_path: Path) -> None:
+    _session(tmp_path / "a.jsonl", "a", "2026-01-05")
+    [full], _ = _tick(tmp_path, None)
+    [llm_free], _ = _tick(tmp_path, None, with_llm=False)
+    assert full.asset_selection is None  # the whole job
+    assert llm_free.asset_selection == LLM_FREE_ASSETS
+    assert not {"llm_ideas", "memory_summary_index", "reflections"} & {k.path[-1] for k in LLM_FREE_ASSETS}
 
 
 def test_changed_file_requests_again_with_a_new_run_key(tmp_path: Path) -> None:
@@ -132,7 +146,7 @@ def test_daily_schedule_targets_the_latest_complete_day_when_it_has_sessions(tmp
         instance_for_test() as instance,
         build_schedule_context(
             scheduled_execution_time=datetime(2026, 3, 1, 0, 30, tzinfo=UTC),
-            resources={"sessions": resource},
+            resources={"sessions": resource, "llm": _llm()},
             instance=instance,
         ) as context,
     ):

@@ -200,3 +200,18 @@ def test_the_instance_yaml_names_postgres_without_its_password(tmp_path: Path) -
     assert sqlalchemy_url("postgresql://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
     assert sqlalchemy_url("postgres://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
     assert sqlalchemy_url("postgresql+psycopg2://u:p@db/x") == "postgresql+psycopg2://u:p@db/x"
+
+
+def test_chat_timeout_and_llm_free_mode_reach_the_chat_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.resources import build_resources
+
+    llm = build_resources(load_settings())["llm"]
+    assert (llm.timeout_seconds, llm.enabled) == (300.0, True)
+    assert llm.get_client().floor_seconds == 300.0
+    monkeypatch.setenv("LLAMA_TIMEOUT", "1800")
+    monkeypatch.setenv("MEMORY_PIPELINE_NO_LLM", "1")
+    llm = build_resources(load_settings())["llm"]
+    assert (llm.timeout_seconds, llm.enabled) == (1800.0, False) and llm.get_client().floor_seconds == 1800.0
+    monkeypatch.setenv("LLAMA_TIMEOUT", "1")
+    with pytest.raises(ConfigError, match="LLAMA_TIMEOUT"):
+        load_settings()

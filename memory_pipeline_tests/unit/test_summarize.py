@@ -16,12 +16,19 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.stores.llm import ChatClient
 from memory_pipeline.stores.openai_compat import ServerError
-from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turn, summarise_turns
+from memory_pipeline.summarize.extract import (
+    SMALLER_AFTER_TIMEOUT,
+    TurnJob,
+    TurnOutcome,
+    summarise_turn,
+    summarise_turns,
+    timed_out,
+)
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
 from memory_pipeline_tests.conftest import SESSION_FIXTURES
-from memory_pipeline_tests.unit.mock_llm import chat_client, completion
+from memory_pipeline_tests.unit.mock_llm import chat_client, completion, plain_server
 
 GOOD = [
     {
@@ -250,6 +257,60 @@ def test_unreachable_server_fails_the_run_naming_the_url() -> None:
     client = ChatClient("http://llm.test:8080", model="m", retries=1, backoff=0, transport=httpx.MockTransport(handler))
     with pytest.raises(ServerError, match=r"http://llm\.test:8080/\S+ failed after 2 attempts"):
         summarise_turns(client, [JOB], context_tokens=4096, max_output_tokens=256)
+
+
+def test_a_turn_the_server_does_not_answer_in_time_fails_alone_and_is_read_next_with_a_smaller_prompt() -> None:
+    from memory_pipeline.summarize.frames import after_timeout
+    from memory_pipeline.summarize.journal import JournalEntry
+
+    slow = TurnJob("s", "slow", "/p", [TurnMessage("user", "Always use uv for Python. " + "context " * 400)])
+    timeouts: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        timeouts.append(request.extensions["timeout"]["read"])
+        if "context context" in body["messages"][-1]["content"]:
+            raise httpx.ReadTimeout("no answer", request=request)
+        return completion(json.dumps(GOOD))
+
+    client = ChatClient("http://llm.test:8080", model="m", retries=3, backoff=0, transport=plain_server(handler))
+    outcomes = summarise_turns(client, [slow, JOB], context_tokens=4096, max_output_tokens=256)
+    assert [o.status for o in outcomes] == ["failed", "summarised"]  # the day's other turn goes on
+    assert outcomes[0].attempts == 1 and len(timeouts) == 2  # the same prompt is not sent again at once
+    assert outcomes[0].reason and timed_out(outcomes[0].reason) and "smaller prompt" in outcomes[0].reason
+    entry = JournalEntry.of(outcomes[0], "2026-12-01", "h", "3", "m")
+    smaller = after_timeout(slow, entry)
+    assert smaller.prompt_share == SMALLER_AFTER_TIMEOUT and after_timeout(JOB, None).prompt_share == 1.0
+    assert after_timeout(slow, entry.model_copy(update={"reason": "attempt 2: not JSON"})).prompt_share == 1.0
+    answer = completion(json.dumps(GOOD))
+    calls: list[dict] = []
+    counting = chat_client([answer], calls)
+    summarise_turn(counting, slow, 1024, 256)
+    summarise_turn(counting, smaller, 1024, 256)
+    sent = [
+        len(c["messages"][-1]["content"]) for c in calls if c["response_format"]["json_schema"]["name"] == "memories"
+    ]
+    assert len(sent) == 2 and sent[1] < sent[0]  # the retry next run sends less of the turn
+
+
+def test_a_request_waits_as_long_as_its_size_and_the_servers_measured_pace_need() -> None:
+    from memory_pipeline.stores.llm import ASSUMED_ANSWER_PER_SECOND, Pace, Timings, Usage
+
+    client = ChatClient("http://llm.test:8080", timeout=300)
+    # Unmeasured, a server is assumed slow: a big prompt on it gets more than the configured 300 s.
+    assert client.read_timeout(6000, 512) > 1000 and client.read_timeout(10, 10) == 300
+    pace = Pace()
+    assert pace.answer_per_second == ASSUMED_ANSWER_PER_SECOND
+    # llama-server says 400 prompt and 20 answer tokens a second; the wall clock was twice its own count.
+    pace.learn(2.0, Usage(prompt_tokens=400, completion_tokens=10), Timings(
+        prompt_ms=500, predicted_ms=500, prompt_per_second=400, predicted_per_second=20
+    ))  # fmt: skip
+    assert (pace.prompt_per_second, pace.answer_per_second) == (200, 10)
+    client.pace = pace
+    assert client.read_timeout(6000, 512) == 300  # a fast server: the configured floor
+    # Under 2 tokens a second (issue 31's busy machine), no timings: the wall clock alone.
+    pace.learn(200.0, Usage(prompt_tokens=1600, completion_tokens=300), None)
+    assert pace.answer_per_second == 1.5 and client.read_timeout(1600, 512) > 3 * 512 / 1.5
 
 
 def test_concurrency_keeps_job_order() -> None:
