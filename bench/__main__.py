@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
 service, executor, scale, scaleout, hard, next_session,
-fixture_memories).
+fixture_memories, slow_server).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -24,6 +24,7 @@ from bench import (
     screenshots,
     secrets,
     service,
+    slow_server,
     summarize,
 )
 
@@ -42,6 +43,7 @@ BENCHMARKS = {
     "hard": hard.main,
     "next_session": next_session.main,
     "fixture_memories": fixture_memories.main,
+    "slow_server": slow_server.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

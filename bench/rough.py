@@ -51,11 +51,11 @@ class ServerClock:
                 clock.seconds["elasticsearch"] += time.perf_counter() - begin
                 clock.calls["elasticsearch"] += 1
 
-        def http_request(client, method, path, json=None):  # noqa: ANN001, ANN202
+        def http_request(client, method, path, json=None, **options):  # noqa: ANN001, ANN003, ANN202
             name = "embed" if "embed" in type(client).__name__.lower() else "chat"
             begin = time.perf_counter()
             try:
-                return clock._http(client, method, path, json=json)
+                return clock._http(client, method, path, json=json, **options)
             finally:
                 clock.seconds[name] += time.perf_counter() - begin
                 clock.calls[name] += 1

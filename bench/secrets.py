@@ -63,10 +63,10 @@ class RequestLog:
         self._original = OpenAICompatibleClient.request
         log = self
 
-        def request(client, method, path, json=None):  # noqa: ANN001, ANN202
+        def request(client, method, path, json=None, **options):  # noqa: ANN001, ANN003, ANN202
             if json is not None:
                 log.bodies.append(_dump(json))
-            return log._original(client, method, path, json=json)
+            return log._original(client, method, path, json=json, **options)
 
         OpenAICompatibleClient.request = request
         return self

@@ -34,6 +34,7 @@ GITLEAKS_RULES = Path(__file__).with_name("rules") / "gitleaks.toml"
 MARKER = re.compile(r"\[REDACTED:[\w.\-]+\]")
 # Characters a token is made of, for joining a token a terminal wrapped over two lines.
 _TOKEN = "A-Za-z0-9_\\-+/="
+_OWN_LINE = re.compile(r"[A-Za-z_][\w.\-]*[ \t]*[=:]")
 _WRAP = re.compile(rf"(?<=[{_TOKEN}]{{8}})\r?\n[ \t]*(?=[{_TOKEN}]{{8}})")
 
 
@@ -152,6 +153,27 @@ _PLACEHOLDER = re.compile(
     r"<[^>]*>|your[_-].*|\$.*|%.*%|\{\{.*\}\})$"
 )
 _PLACEHOLDERS = (Allow(regexes=(_PLACEHOLDER,)),)
+# Values that are code, not a secret: a call (`os.environ.get(`, `Path(__file__)`), an attribute path
+# (`settings.api_token`, `process.env.TOKEN`), an interpolation. Seen swallowed whole on real histories.
+_CODE_VALUE = re.compile(r"^(?:[A-Za-z_][\w.]*\(|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\)?[,)]*$|\$)")
+_NOT_CODE = (*_PLACEHOLDERS, Allow(regexes=(_CODE_VALUE,)))
+_PROSE = re.compile(r"(?i)\b(?:the|a|an|your|my|our|to|of|for|with|is|are|enter|please|not|and|or|here)\b")
+# A password a person typed in chat: after a label in English, Vietnamese, Chinese or Japanese. Only a value
+# that looks like one (a digit, a symbol or an inner capital; not a path or a URL) counts: "the password is
+# required" stays as it was.
+_CHAT_PASSWORD_LABEL = (
+    r"(?:(?i:\b(?:password|passwd|passcode|pass\s?phrase)\b)(?:\s+(?:is|was|=)|\s*[:=：])"
+    r"|(?i:\b(?:pw|pwd)\b)\s*[:=：]"
+    r"|(?i:m[ậa]t\s+kh[ẩa]u)(?:\s+(?:là|la)|\s*[:=：])?"
+    r"|(?:密码|密碼|口令|パスワード)(?:是|为|為|は|：|:|=)?)"
+)
+# CJK ideographs and punctuation (full-width comma, full stop): where a password typed in Chinese chat ends.
+_CJK = "\u3000-\u303f\u3040-\u30ff\u4e00-\u9fff\uff00-\uffef"
+_NOT_A_PASSWORD = (
+    *_NOT_CODE,
+    # A path, a URL, a word (letters only, no inner capital), or too short to be one.
+    Allow(regexes=(re.compile(r"^(?:[/~.]|\w+://)|^(?!.*[a-z][A-Z])[^\W\d_]+$|^.{0,3}$"),)),
+)
 
 OWN_RULES: tuple[Rule, ...] = (
     Rule.of(
@@ -188,7 +210,28 @@ OWN_RULES: tuple[Rule, ...] = (
             r"(?P<secret>[^\s'\"$`;#]{6,})",
         ),
         ("key", "token", "secret", "pass", "pwd", "credential", "auth"),
-        allow=_PLACEHOLDERS,
+        allow=_NOT_CODE,
+    ),
+    # The same, quoted with spaces inside (a Gmail app password: `SMTP_PASSWORD="wxyz abcd qrst uvwk"`).
+    Rule(
+        "spaced-secret-assignment",
+        re.compile(
+            rf"(?m)(?:^|(?<=[\s;&|(]))(?:export[ \t]+)?(?-i:{_SECRET_NAME})[ \t]*[=:][ \t]*(?P<q>['\"])"
+            r"(?P<secret>[^'\"\n$`]*\S \S[^'\"\n$`]*)(?P=q)"
+        ),
+        ("key", "token", "secret", "pass", "pwd", "credential", "auth"),
+        # Prose is not a passphrase: `PASSWORD_PROMPT = "Enter your password"`.
+        allow=(*_NOT_CODE, Allow(regexes=(_PROSE,))),
+    ),
+    Rule(
+        "chat-password",
+        re.compile(
+            _CHAT_PASSWORD_LABEL + r"\s*['\"“「]?(?P<secret>[^\s'\"”」" + _CJK + r"]+?)['\"”」]?"
+            r"(?=[.,;)]?(?:[\s" + _CJK + r"]|$))"
+        ),
+        ("password", "passwd", "passcode", "pass phrase", "passphrase", "pw", "pwd", "mật khẩu", "mat khau",
+         "密码", "密碼", "口令", "パスワード"),
+        allow=_NOT_A_PASSWORD,
     ),
     Rule(
         "cli-secret-flag",
@@ -274,7 +317,10 @@ class Redactor:
             joined, origin = _join(text, breaks)
             for start, end, name in self._spans(joined):
                 first, last = origin[start], origin[end - 1] + 1
-                if any(first < b_start and b_end < last for b_start, b_end in breaks):
+                crossed = [b_end for b_start, b_end in breaks if first < b_start and b_end < last]
+                # A next line that starts a `NAME=` or `key:` of its own is a line, not the token's tail:
+                # joining it would erase it (`env` output: GITHUB_TOKEN=…, then LOG_LEVEL=info).
+                if crossed and not any(_OWN_LINE.match(text, b_end) for b_end in crossed):
                     spans.append((first, last, name))
         if not spans:
             return text

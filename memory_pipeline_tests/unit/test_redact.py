@@ -156,3 +156,64 @@ def test_no_planted_secret_survives_parsing_in_any_field(tmp_path) -> None:  # n
         rows, counts = session_messages(parse_session(path), Redactor(), "d")
         assert leaks(to_frame(rows).write_ndjson(), planted) == set(), path.name
         assert sum(counts.values()) >= len(planted)
+
+
+# Issue 31: what real histories held in clear, each with the secret that must go.
+TYPED = [
+    ("spaced app password", 'SMTP_PASSWORD="wxyz abcd qrst uvwk"', "wxyz abcd qrst uvwk"),
+    ("spaced, single quotes", "export MAIL_APP_PASSWORD='abcd efgh ijkl mnop'", "abcd efgh ijkl mnop"),
+    ("English chat", "ok the password is Hunter2024! for the admin panel", "Hunter2024!"),
+    ("pw:", "login with pw: s3cr3t-Pa55 please", "s3cr3t-Pa55"),
+    ("Vietnamese chat", "tài khoản admin, mật khẩu là Abc@12345 nhé", "Abc@12345"),
+    ("Vietnamese without accents", "mat khau: Zx9!kQ2w", "Zx9!kQ2w"),
+    ("Chinese chat", "服务器密码是abc12345记得改", "abc12345"),
+    ("Chinese, full-width colon", "数据库密码：Qw3rty!9，别外传", "Qw3rty!9"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "secret"), [c[1:] for c in TYPED], ids=[c[0] for c in TYPED])
+def test_passwords_people_type_and_spaced_values_are_masked(text: str, secret: str) -> None:
+    masked = Redactor().redact(text)
+    assert secret not in masked and "[REDACTED:" in masked
+    # Only the value goes: the words around it stay (the Chinese after the password included).
+    before, after = text.split(secret)
+    assert masked.startswith(before) and masked.endswith(after)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password is required.",
+        "Password is incorrect, try again",
+        "your password was reset",
+        "mật khẩu là đúng rồi",
+        "pwd\n/home/user/project",
+        'PASSWORD_PROMPT = "Enter your password"',
+        'API_KEY = os.environ.get("API_KEY")',
+        'ROOT_PASSWORD_FILE = Path(__file__).parent / "pw.txt"',
+        "TOKEN = settings.api_token",
+        "password = forms.CharField(widget=forms.PasswordInput)",
+    ],
+)
+def test_prose_about_passwords_and_code_stay_as_they_were(text: str) -> None:
+    counts: Counter[str] = Counter()
+    assert Redactor().redact(text, counts) == text and not counts
+
+
+def test_no_line_without_a_secret_is_erased_around_masked_ones() -> None:
+    env = (
+        "GITHUB_TOKEN=ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8\nLOG_LEVEL=info\nPORT=8080\n"
+        "OPENAI_API_KEY=sk-proj-Zq8XwV2bN4mK6jH8gF0dS2aP4oI6uY8tR0eWvB3nM5kL\nHOME=/root\n"
+        "DATABASE_URL=postgresql://postgres:Sup3rPass@db:5432/app\nFIRST_SUPERUSER=admin@example.com\n"
+        "AWS_SECRET_ACCESS_KEY=Kq3Zt8PmW2xYv7Nc5Rb1Lh9Jf4Dg6Ts0Ua2Ee8Oi\nAWS_REGION=eu-west-1\n"
+    )
+    masked = Redactor().redact(env)
+    kept = masked.split("\n")
+    for before, after in zip(env.split("\n"), kept, strict=True):
+        if "[REDACTED:" not in after:
+            assert after == before  # byte for byte
+        else:
+            assert after.split("=", 1)[0] == before.split("=", 1)[0]  # the name stays
+    assert sum("[REDACTED:" in line for line in kept) == 4
+    assert "LOG_LEVEL=info" in kept and "PORT=8080" in kept and "AWS_REGION=eu-west-1" in kept
+    assert "postgresql://postgres:[REDACTED:url-password]@db:5432/app" in masked
