@@ -3,7 +3,7 @@ with the chat server behind a proxy that slows it to a busy 2-core machine's pac
 tokens a second, under 2 of answer).
 
     uv run python -m bench slow_server                     # the rough corpus's one-turn days (about 10 minutes)
-    uv run python -m bench slow_server --day 2026-03-10    # its big day (20 turns: an hour or more)
+    uv run python -m bench slow_server --day=2026-03-10    # its big day (20 turns: an hour or more)
 
 The proxy forwards every request to the real local chat server and holds each chat answer until
 `prompt tokens / PROMPT_PER_SECOND + answer tokens / ANSWER_PER_SECOND` seconds have passed; it adds the local
@@ -115,7 +115,7 @@ def _copy_days(settings: Settings, days: list[str]) -> None:
 
 
 def main(flags: list[str]) -> None:
-    days = [flags[flags.index("--day") + 1]] if "--day" in flags else SMALL_DAYS
+    days = [f.split("=", 1)[1] for f in flags if f.startswith("--day=")] or SMALL_DAYS
     base = load_settings()
     with SlowProxy(base.chat_url, base.api_key("chat")) as proxy:
         settings = isolated_settings(base, WORK, llama_url=proxy.url, llama_timeout=FLOOR)

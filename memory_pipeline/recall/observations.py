@@ -19,7 +19,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_pipeline.sessions.envelope import strip_envelope
+from memory_pipeline.sessions.envelope import automation_of, automation_task, strip_envelope
 
 OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "doc_id": pl.String,
@@ -114,6 +114,10 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         calls = [c for m in messages_of for c in (m["tool_calls"] or [])]
         files = list(dict.fromkeys(_files(calls)))
         opener = _OPENERS.get(turn["start_role"])
+        asked = strip_envelope(turn["prompt"] or "")
+        origin = automation_of(turn["prompt"] or "") if turn["start_role"] == "user" else None
+        if origin:  # a scheduler's or a sub-agent's prompt: named as such, never as what the person asked
+            opener, asked = origin.capitalize(), automation_task(turn["prompt"] or "")
         # A turn that opens with the assistant (after a compaction, say) has no request: its first message is
         # part of the outcome, and is not shown twice.
         replies = [
@@ -129,7 +133,7 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
             if last
             else "no reply"
         )
-        parts = [f"{opener}: {clip_tokens(strip_envelope(turn['prompt'] or ''), ASKED_TOKENS)}"] if opener else []
+        parts = [f"{opener}: {clip_tokens(asked, ASKED_TOKENS)}"] if opener else []
         if turn["tool_names"]:
             parts.append(f"Tools: {', '.join(turn['tool_names'])}.")
         if files:

@@ -229,8 +229,21 @@ OWN_RULES: tuple[Rule, ...] = (
             _CHAT_PASSWORD_LABEL + r"\s*['\"“「]?(?P<secret>[^\s'\"”」" + _CJK + r"]+?)['\"”」]?"
             r"(?=[.,;)]?(?:[\s" + _CJK + r"]|$))"
         ),
-        ("password", "passwd", "passcode", "pass phrase", "passphrase", "pw", "pwd", "mật khẩu", "mat khau",
-         "密码", "密碼", "口令", "パスワード"),
+        (
+            "password",
+            "passwd",
+            "passcode",
+            "pass phrase",
+            "passphrase",
+            "pw",
+            "pwd",
+            "mật khẩu",
+            "mat khau",
+            "密码",
+            "密碼",
+            "口令",
+            "パスワード",
+        ),
         allow=_NOT_A_PASSWORD,
     ),
     Rule(

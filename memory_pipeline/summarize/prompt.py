@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_pipeline.sessions.envelope import strip_envelope
+from memory_pipeline.sessions.envelope import automation_of, strip_envelope
 from memory_pipeline.sessions.messages import OWN_CUSTOM_TYPES, is_own_tool
 from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
 from memory_pipeline.summarize.trust import TurnText
@@ -83,10 +83,16 @@ class TurnMessage:
 def turn_text(messages: Sequence[TurnMessage]) -> TurnText:
     """The turn's text split by who wrote it (our own injected context left out), for the trust checks."""
     kept = [m for m in messages if not (m.role == "custom" and m.custom_type in OWN_CUSTOM_TYPES)]
-    user = "\n".join(m.content for m in kept if m.role == "user")
+    # A cron prompt or a sub-agent's preamble in the user's role is not the person's words: it is context.
+    user = "\n".join(m.content for m in kept if _persons(m))
     assistant = "\n".join(m.content for m in kept if m.role == "assistant")
-    other = "\n".join(_body(m, tool_limit=10**9) for m in kept if m.role not in ("user",))
+    other = "\n".join(_body(m, tool_limit=10**9) for m in kept if not _persons(m))
     return TurnText(user=user, assistant=assistant, other=other)
+
+
+def _persons(message: TurnMessage) -> bool:
+    """A message in the user's role that the person wrote (not a scheduler's, a sub-agent's or the system's)."""
+    return message.role == "user" and automation_of(message.content) is None
 
 
 def trim_middle(text: str, limit: int) -> str:
@@ -99,6 +105,8 @@ def trim_middle(text: str, limit: int) -> str:
 
 
 def _label(message: TurnMessage) -> str:
+    if message.role == "user" and (origin := automation_of(message.content)):
+        return f"{origin} (not the user's words)"
     if message.role == "toolResult":
         return f"{message.tool_name or 'tool'} output"
     return {
@@ -131,7 +139,7 @@ def _body(message: TurnMessage, tool_limit: int) -> str:
 def render_turn(messages: Sequence[TurnMessage], budget_chars: int) -> str:
     """The turn as labelled text within `budget_chars`; the user's words are placed first and cut last."""
     kept = [m for m in messages if not (m.role == "custom" and m.custom_type in OWN_CUSTOM_TYPES)]
-    said = "\n\n".join(strip_envelope(m.content).strip() for m in kept if m.role == "user" and m.content.strip())
+    said = "\n\n".join(strip_envelope(m.content).strip() for m in kept if _persons(m) and m.content.strip())
     header = f"WHAT THE USER SAID:\n{said}\n\n" if said else ""
     tool_limit = TOOL_OUTPUT_CHARS
     while True:
