@@ -6,7 +6,7 @@ files that are not sessions (empty, binary, BOM, a side file, a torn header), li
 ids, dangling parents, a parent cycle, a second header), ids and projects that would become unsafe
 file names (600 characters, `../../tmp/x`, a project `..`, `/work/a-b` beside `/work/a/b`), symlink
 loops, a duplicate session, chat-bot envelopes, a turn that starts with the assistant, sessions from
-2019 and from year 9999, multilingual turns (Chinese, Japanese, Korean, Arabic, emoji), a tool output
+2019 and from year 9999, impossible times and an unknown format version, multilingual turns (Chinese, Japanese, Korean, Arabic, emoji), a tool output
 of 200,000 characters and code-heavy output.
 
 `cases.json` lists every case with the file (and line) where a run must report it, or `ingested` for
@@ -344,11 +344,33 @@ def huge_and_code() -> None:
     case("code-heavy tool output", rel, "ingested")
 
 
+def bad_values() -> None:
+    """One bad value in an otherwise good file (issue 30's probe): each costs its field or its file, never
+    another file or another day."""
+    rel = "--work-rough--/2026-03-10T22-00-00-000Z_bad-times.jsonl"
+    turn = conversation(DAY, [("Which port does the API use?", "The API listens on port 8000.")])
+    turn[0]["message"]["timestamp"] = 1e23  # line 2
+    turn[1]["message"]["timestamp"] = -1e15  # line 3
+    write(rel, [header("rough-bad-times", hour=22), *turn])
+    case("message time of 1e23 ms", rel, "bad timestamp", 2)
+    case("message time of -1e15 ms", rel, "bad timestamp", 3)
+    case("messages with impossible times kept", rel, "ingested")
+    rel = "--work-rough--/2026-03-10T23-00-00-000Z_version-999.jsonl"
+    write(rel, [header("rough-v999", version=999, hour=23), *conversation(DAY, [
+        ("Keep the README short.", "Trimmed the README to one screen.")])])  # fmt: skip
+    case("header version 999", rel, "unknown format version", 1)
+    case("a version-999 session read as the latest known", rel, "ingested")
+    for name, stamp in (("year-0", "0001-01-01T00:30:00.000+01:00"), ("year-10000", "9999-12-31T23:30:00.000-01:00")):
+        rel = f"--work-rough--/{name}.jsonl"
+        write(rel, [header(f"rough-{name}") | {"timestamp": stamp}, *conversation(DAY, [("Hi.", "Hello.")])])
+        case(f"header time whose UTC falls in {name.replace('-', ' ')}", rel, "not a session file", 1, "session_files")
+
+
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     SESSIONS.mkdir(parents=True)
     parts = [not_sessions, links, bad_lines, unsafe_entry_ids, cycle, unsafe_names, chat_bot, assistant_first]
-    for part in [*parts, dates, multilingual, huge_and_code]:
+    for part in [*parts, dates, bad_values, multilingual, huge_and_code]:
         part()
     (OUT / "cases.json").write_text(json.dumps(cases, indent=1, ensure_ascii=False) + "\n")
     print(f"{len(cases)} cases, {sum(c['kind'] != 'ingested' for c in cases)} of them bad input, in {SESSIONS}")

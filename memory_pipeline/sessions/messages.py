@@ -249,8 +249,8 @@ def session_messages(
                 "parent_id": parsed.parent_id,
                 "line": parsed.line,
                 "entry_type": parsed.entry.type,
-                "entry_timestamp": _safe_time(parsed.entry.timestamp),
-                "message_timestamp": _safe_time(message_ms),
+                "entry_timestamp": _safe_time(parsed.entry.timestamp, session, name, parsed.line),
+                "message_timestamp": _safe_time(message_ms, session, name, parsed.line),
                 "role": fields["role"],
                 "content": content,
                 "thinking": thinking or None,
@@ -317,10 +317,13 @@ def _ancestors(entry_id: str, parent_of: dict[str, str | None]) -> set[str]:
     return seen
 
 
-def _safe_time(value: str | float | None):  # noqa: ANN202 - datetime | None
+def _safe_time(value: str | float | None, session: ParsedSession, name: str, line: int):  # noqa: ANN202
+    """The time, or None (listed with its file and line) when it is no time at all: one bad value costs that
+    field, never the message, the file or the day."""
     try:
         return parse_timestamp(value) if value is not None else None
-    except ValueError:
+    except ValueError as exc:
+        session.problems.append(Problem(name, line, "bad timestamp", f"{exc}; left empty"))
         return None
 
 

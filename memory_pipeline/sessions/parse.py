@@ -72,7 +72,8 @@ class ParsedSession:
 
     @property
     def format_version(self) -> int:
-        return self.header.version or 1
+        """1-3 as pi writes them; a later version is read as the latest known (and listed by the parser)."""
+        return min(max(self.header.version or 1, 1), LATEST_VERSION)
 
     @property
     def started_at(self) -> datetime:
@@ -94,14 +95,24 @@ class ParsedSession:
         return sum(1 for parent, kids in self.children.items() if parent is not None and len(kids) > 1)
 
 
+LATEST_VERSION = 3  # the newest session format pi writes (docs/pi-session-format.md)
+
+
 def parse_timestamp(value: str | float | None) -> datetime:
-    """ISO-8601 (entry and header times) or Unix milliseconds (message times), as aware UTC."""
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value / 1000, tz=UTC)
-    if not value:
-        raise ValueError("missing timestamp")
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    """ISO-8601 (entry and header times) or Unix milliseconds (message times), as aware UTC. Anything that is
+    not a time in years 1-9999 UTC (`1e23` ms, `-1e15` ms, NaN, a local time whose UTC falls in year 0 or
+    10000) is a ValueError, the one error a caller has to expect."""
+    try:
+        if isinstance(value, int | float):
+            return datetime.fromtimestamp(value / 1000, tz=UTC)
+        if not value:
+            raise ValueError("missing timestamp")
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc) == "missing timestamp":
+            raise
+        raise ValueError(f"timestamp out of range or malformed: {str(value)[:40]!r} ({exc})") from None
 
 
 def read_header(path: Path) -> SessionHeader:
@@ -197,6 +208,10 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
     if safe_id(header.id) != header.id:
         problems.append(
             Problem(name, 1, "unsafe session id", f"{len(header.id)} characters; used as {safe_id(header.id)}")
+        )
+    if header.version is not None and not 1 <= header.version <= LATEST_VERSION:
+        problems.append(
+            Problem(name, 1, "unknown format version", f"{header.version}; read as version {LATEST_VERSION}")
         )
     session = ParsedSession(path=path, header=header, entries=[], problems=problems, skipped=skipped)
     session.entries = _with_ids(session, raw_entries, name)

@@ -273,3 +273,23 @@ def test_forked_files_share_entry_ids_but_not_document_ids(tmp_path: Path) -> No
     assert original["entry_id"].to_list() == forked["entry_id"].to_list()
     assert not set(original["doc_id"].drop_nulls()) & set(forked["doc_id"].drop_nulls())
     assert forked["parent_session"].unique().to_list() == [str(source)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1e23, -1e15, float("nan"), "0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00", "2026-13-01T00:00:00Z", ""],
+)
+def test_a_time_that_is_no_time_is_a_value_error_only(value: object) -> None:
+    from memory_pipeline.sessions.parse import parse_timestamp
+
+    with pytest.raises(ValueError):
+        parse_timestamp(value)  # type: ignore[arg-type]
+
+
+def test_offsets_are_read_as_utc_and_far_dates_still_work() -> None:
+    from datetime import UTC, datetime
+
+    from memory_pipeline.sessions.parse import parse_timestamp
+
+    assert parse_timestamp("2026-01-01T00:30:00+01:00") == datetime(2025, 12, 31, 23, 30, tzinfo=UTC)
+    assert parse_timestamp("9999-12-31T08:00:00Z").year == 9999 and parse_timestamp(0).year == 1970
