@@ -6,8 +6,8 @@ files that are not sessions (empty, binary, BOM, a side file, a torn header), li
 ids, dangling parents, a parent cycle, a second header), ids and projects that would become unsafe
 file names (600 characters, `../../tmp/x`, a project `..`, `/work/a-b` beside `/work/a/b`), symlink
 loops, a duplicate session, chat-bot envelopes, a turn that starts with the assistant, sessions from
-2019 and from year 9999, impossible times and an unknown format version, multilingual turns (Chinese, Japanese, Korean, Arabic, emoji), a tool output
-of 200,000 characters and code-heavy output.
+2019 and from year 9999, impossible times and an unknown format version, multilingual turns
+(Chinese, Japanese, Korean, Arabic, emoji), a tool output of 200,000 characters and code-heavy output.
 
 `cases.json` lists every case with the file (and line) where a run must report it, or `ingested` for
 the ones whose messages must all arrive. Deterministic: the same bytes on every run. Kept small in
