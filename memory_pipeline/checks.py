@@ -235,10 +235,11 @@ def llm_answers_usable(outcomes: pl.DataFrame) -> AssetCheckResult:
     )
 
 
-def ideas_grounded(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str] = frozenset()) -> AssetCheckResult:
     """Every stored idea is supported by its turn as `memory-raw` holds it (the same test the extraction
-    applies, run again on what was stored): an idea the turn does not support fails the check."""
-    summaries = read_summaries(client, partitions)
+    applies, run again on what was stored): an idea the turn does not support fails the check. Ideas a person
+    edited (`edited`) are theirs, not the model's, and are not judged."""
+    summaries = [doc for doc in read_summaries(client, partitions) if doc.doc_id not in edited]
     texts = turn_texts(client, sorted({doc.session_id for doc in summaries}))
     unsupported = []
     for doc in summaries:
@@ -256,6 +257,7 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str]) -> AssetCheckRe
         passed=not unsupported,
         metadata={
             "ideas": len(summaries),
+            "edited_by_people": len(edited),
             "unsupported": MetadataValue.json(unsupported[:20]),
             "threshold": GROUNDED_AT,
         },

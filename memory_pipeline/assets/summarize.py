@@ -30,7 +30,7 @@ from memory_pipeline.checks import (
     source_refs_exist,
     summaries_are_well_formed,
 )
-from memory_pipeline.curation.corrections import correct_frame
+from memory_pipeline.curation.corrections import correct_frame, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import LlamaResource, MemoryWorkspaceResource
@@ -211,7 +211,8 @@ def memory_summary_index(
     keys = context.partition_keys
     with es.get_client() as client:
         # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
-        documents = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root))
+        corrections = read_corrections(workspace.root)
+        documents = correct_frame(summary_documents(llm_ideas), corrections)
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
         checks = [
             source_refs_exist(client, keys),
@@ -219,7 +220,8 @@ def memory_summary_index(
             summaries_are_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),
-            ideas_grounded(client, keys),
+            # Human edits are the person's words: the check judges what the model wrote.
+            ideas_grounded(client, keys, edited=edited_ids(documents, corrections)),
         ]
     return MaterializeResult(
         metadata={

@@ -23,14 +23,21 @@ def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple
     if not rows:
         raise UnknownMemory(memory_id)
     row = rows[0]
-    correction = Correction(
-        memory_id=row.id, session_id=row.session_id, turn_id=row.turn_id, original=row.summary, **change
-    )
+    memory = {
+        "doc_id": row.id,
+        "session_id": row.session_id,
+        "turn_id": row.turn_id,
+        "summary": row.summary,
+        "kind": row.knowledge,  # rule, decision, …: what the knowledge is, which another model types alike
+        "subject": row.subject,
+        "evidence": row.evidence,
+    }
+    correction = Correction.of(memory, **change)
     return correction, KIND_INDEX[row.kind]
 
 
 def forget(search: MemorySearch, workspace: Path, memory_id: str, who: str = "person") -> Correction:
-    """Forget a memory: recorded, then removed from its index (the trail keeps its text)."""
+    """Forget a memory: recorded (ids and hashes, never its text), then removed from its index."""
     correction, index = _correction(search, memory_id, action="forget", who=who)
     record(workspace, correction)
     search.es.delete(index=index, id=memory_id, refresh="wait_for")

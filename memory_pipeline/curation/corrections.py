@@ -1,14 +1,19 @@
 """Corrections: a person edits a memory's text or priority, or forgets it.
 
-A correction is an event in an append-only trail (`memory-corrections`: who, what, when, before and after). The
-pipeline applies the trail every time it writes memories, so a re-run of the day never brings a forgotten memory
-back from the same turn and never overwrites an edit. "The same" is the memory's id (its turn and text) or, when
-the model words an idea a little differently on a later run, an idea of the same turn whose words are nearly
-the same (`SAME_IDEA` of their word sets).
+A correction is an event in an append-only trail (`corrections.jsonl`: who, what, when, and the new text of an
+edit). The pipeline applies the trail every time it writes memories, so a re-run of the day never brings a
+forgotten memory back from the same turn and never overwrites an edit, whatever model or prompt made it again.
+"The same" is the memory's id (its turn and text), or a memory of the same turn that holds the same knowledge:
+nearly the same words (`SAME_IDEA` of their word sets), or the same kind resting on the same evidence or about
+the same subject (another model words the statement differently, but types it alike and quotes the same words).
+
+The trail keeps ids and hashes, never the forgotten text: the words of the memory, its evidence and subject
+are stored as short hashes, enough to recognise the knowledge again and nothing to read it back from.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -28,7 +33,11 @@ class Correction(BaseModel):
     action: Literal["edit", "forget"]
     session_id: str = ""
     turn_id: str = ""
-    original: str = Field("", description="The memory's text before the change (to recognise it reworded).")
+    original: str = Field("", description="The memory's text before the change: hashed on creation, never kept.")
+    original_words: list[str] = Field(default_factory=list, description="Hashes of the memory's words.")
+    kind: str = Field("", description="What the memory was: rule, decision, gotcha, fact, task (or '').")
+    subject_words: list[str] = Field(default_factory=list, description="Hashes of the words of its subject.")
+    evidence_words: list[str] = Field(default_factory=list, description="Hashes of the words it rested on.")
     text: str | None = Field(None, max_length=4000, description="The new text (edit).")
     priority: Literal["high", "medium", "low"] | None = None
     who: str = "person"
@@ -40,14 +49,47 @@ class Correction(BaseModel):
             raise ValueError("an edit needs a new text or a new priority")
         return self
 
+    @model_validator(mode="after")
+    def _text_kept_as_hashes_only(self) -> Correction:
+        # Trails written before hashing held the text: read, they are hashed like new ones.
+        if self.original:
+            self.original_words = sorted(hashed_words(self.original) | set(self.original_words))
+            self.original = ""
+        return self
+
+    @classmethod
+    def of(cls, memory: dict, **change: object) -> Correction:
+        """A change to `memory` (a stored document: id, turn, text, kind, subject, evidence)."""
+        return cls(
+            memory_id=str(memory.get("doc_id") or memory.get("id") or ""),
+            session_id=str(memory.get("session_id") or ""),
+            turn_id=str(memory.get("turn_id") or ""),
+            original_words=sorted(hashed_words(str(memory.get("summary") or ""))),
+            kind=str(memory.get("kind") or memory.get("knowledge") or ""),
+            subject_words=sorted(hashed_words(str(memory.get("subject") or ""))),
+            evidence_words=sorted(hashed_words(str(memory.get("evidence") or ""))),
+            **change,
+        )
+
 
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
-def same_idea(a: str, b: str) -> bool:
-    left, right = _words(a), _words(b)
+def hashed_words(text: str) -> set[str]:
+    """The words of `text` as 12-hex-digit hashes: comparable, not readable."""
+    return {hashlib.sha256(word.encode()).hexdigest()[:12] for word in _words(text)}
+
+
+def _similar(left: set[str], right: set[str]) -> bool:
     return bool(left and right) and len(left & right) / len(left | right) >= SAME_IDEA
+
+
+def same_idea(a: str, b: str) -> bool:
+    return _similar(_words(a), _words(b))
+
+
+_KINDS = ("rule", "decision", "gotcha", "fact", "task")
 
 
 def _matches(correction: Correction, memory: dict) -> bool:
@@ -57,7 +99,25 @@ def _matches(correction: Correction, memory: dict) -> bool:
         correction.session_id,
         correction.turn_id,
     )
-    return bool(same_turn) and same_idea(correction.original, str(memory.get("summary", "")))
+    if not same_turn:
+        return False
+    if _similar(set(correction.original_words), hashed_words(str(memory.get("summary", "")))):
+        return True
+    kind = next((t for t in memory.get("tags") or [] if t in _KINDS), memory.get("kind") or "")
+    if not correction.kind or kind != correction.kind:
+        return False
+    return _similar(set(correction.evidence_words), hashed_words(str(memory.get("evidence") or ""))) or _similar(
+        set(correction.subject_words), hashed_words(str(memory.get("subject") or ""))
+    )
+
+
+def edited_ids(frame: pl.DataFrame, corrections: list[Correction]) -> set[str]:
+    """Ids of the memories in `frame` whose text a person edited: their words are the person's, not the turn's,
+    and no grounding check judges them."""
+    edits = [c for c in corrections if c.action == "edit" and c.text and c.text.strip()]
+    if not edits or frame.is_empty():
+        return set()
+    return {str(m["doc_id"]) for m in frame.iter_rows(named=True) if any(_matches(c, m) for c in edits)}
 
 
 def apply_corrections(memories: Iterable[dict], corrections: list[Correction]) -> list[dict]:

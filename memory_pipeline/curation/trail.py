@@ -21,8 +21,10 @@ def record(workspace: Path, correction: Correction) -> None:
     """Append `correction` (one write of one line, flushed to disk before the change is made)."""
     workspace.mkdir(parents=True, exist_ok=True)
     line = (correction.model_dump_json() + "\n").encode()
-    fd = os.open(trail_path(workspace), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    # Owner-only: the trail says what a person chose to forget (as hashes) and the text of their edits.
+    fd = os.open(trail_path(workspace), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
+        os.fchmod(fd, 0o600)  # a trail made before this rule was readable by every local user
         os.write(fd, line)
         os.fsync(fd)
     finally:

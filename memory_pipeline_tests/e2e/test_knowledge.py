@@ -101,3 +101,45 @@ def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_a
     with open_search(settings) as search:
         briefing = build_briefing(search, "set up the tests", 800, project, workspace=settings.memory_workspace)
     assert rule.summary in briefing.markdown and proposal.id in briefing.ids
+
+
+def test_a_forget_and_an_edit_hold_through_a_model_change_and_the_day_is_done_in_one_run(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    from memory_pipeline.curation.actions import edit, forget
+
+    reset_days(local_runtime, [DAY])
+    project = f"/work/decided-{uuid.uuid4().hex[:6]}"
+    session_id = f"decided-{uuid.uuid4().hex[:6]}"
+    _session(tmp_path / "sessions" / "a.jsonl", session_id, project)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions")
+
+    def run(settings: Settings) -> dict[str, bool]:
+        result = materialize(
+            MEMORY_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
+        )
+        _, checks, _ = run_metadata(result)
+        assert result.success
+        return checks
+
+    assert all(run(settings).values())
+    with make_client(settings) as client:
+        by_kind = {d.kind: d for d in read_summaries(client, [DAY]) if d.session_id == session_id}
+    assert {"rule", "decision"} <= set(by_kind)
+    edited_text = "Run the tests with Bun's runner in every package."  # words the turn cannot back
+    with open_search(settings) as search:
+        forget(search, settings.memory_workspace, by_kind["rule"].doc_id)
+        edit(search, settings.memory_workspace, by_kind["decision"].doc_id, text=edited_text)
+
+    # Another model (the id is part of every turn's record): every turn is read again, and the person's choices
+    # hold; the grounding check does not judge their edit, so the day is done after this one run.
+    other = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions", llama_model="another-model")
+    checks = run(other)
+    assert all(checks.values()), checks
+    with make_client(settings) as client:
+        stored = [d for d in read_summaries(client, [DAY]) if d.session_id == session_id]
+    assert {d.model for d in stored} == {"another-model"}
+    assert not [d for d in stored if "pnpm" in d.summary.lower() and "never" in d.summary.lower()]
+    assert [d.summary for d in stored if d.summary == edited_text] == [edited_text]
+    trail = (settings.memory_workspace / "corrections.jsonl").read_text()
+    assert "pnpm" not in trail and edited_text in trail

@@ -75,3 +75,71 @@ def test_the_trail_is_appended_read_back_in_order_and_survives_a_torn_line(tmp_p
     assert read_corrections(tmp_path) == [first, second]
     assert read_corrections(tmp_path, "b") == [second] and read_corrections(tmp_path / "none") == []
     assert len(trail_path(tmp_path).read_text().splitlines()) == 3  # appended, never rewritten
+
+
+# The same knowledge as two models wrote it (issue 30): other words, the same kind, evidence and subject.
+BY_QWEN = {
+    "doc_id": "q1",
+    "session_id": "s5",
+    "turn_id": "t2",
+    "kind": "rule",
+    "subject": "package manager",
+    "summary": "Use pnpm, never npm.",
+    "evidence": "always use pnpm, never npm",
+    "tags": ["rule"],
+    "priority": "high",
+}
+BY_OTHER = {
+    "doc_id": "o7",
+    "session_id": "s5",
+    "turn_id": "t2",
+    "kind": "rule",
+    "subject": "Package manager",
+    "summary": "Install dependencies with pnpm instead of npm in this repository.",
+    "priority": "high",
+    "evidence": "Always use pnpm, never npm.",
+    "tags": ["rule", "package-manager"],
+}
+DECISION = {
+    "doc_id": "d3", "session_id": "s5", "turn_id": "t2", "kind": "decision", "subject": "test runner",
+    "summary": "Use Vitest over Jest because Jest broke on ESM imports.", "priority": "high",
+    "evidence": "We go with Vitest over Jest because Jest broke on our ESM imports.", "tags": ["decision"],
+}  # fmt: skip
+
+
+def test_a_decision_holds_for_the_knowledge_whatever_model_words_it_again() -> None:
+    forgotten = Correction.of(BY_QWEN, action="forget")
+    assert not same_idea(BY_QWEN["summary"], BY_OTHER["summary"])  # the words alone would not find it
+    assert apply_corrections([BY_OTHER, DECISION], [forgotten]) == [DECISION]  # the other piece stays
+    edited = Correction.of(BY_QWEN, action="edit", text="Use pnpm (v9), never npm or yarn.")
+    [again, decision] = apply_corrections([BY_OTHER, DECISION], [edited])
+    assert again["summary"] == "Use pnpm (v9), never npm or yarn." and again["doc_id"] == "o7"
+    assert decision == DECISION
+    # Another turn's same words are another memory.
+    assert apply_corrections([BY_OTHER | {"turn_id": "t3"}], [forgotten])[0]["doc_id"] == "o7"
+
+
+def test_the_trail_keeps_hashes_not_the_forgotten_text_and_only_its_owner_reads_it(tmp_path) -> None:  # noqa: ANN001
+    import stat
+
+    from memory_pipeline.curation.trail import read_corrections, record, trail_path
+
+    record(tmp_path, Correction.of(BY_QWEN, action="forget"))
+    record(tmp_path, _forget(IDEAS[0]))  # made the old way, with the text: hashed all the same
+    written = trail_path(tmp_path).read_text()
+    for words in ("pnpm", "npm", "package", "always use"):
+        assert words not in written
+    assert stat.S_IMODE(trail_path(tmp_path).stat().st_mode) == 0o600
+    [old, new] = read_corrections(tmp_path)  # oldest first
+    assert new.kind == "rule" and new.original == "" and new.evidence_words
+    assert old.original == "" and old.original_words
+    assert apply_corrections([BY_OTHER, IDEAS[0], IDEAS[1]], [old, new]) == [IDEAS[1]]
+
+
+def test_edited_memories_are_named_so_no_grounding_check_judges_them() -> None:
+    from memory_pipeline.curation.corrections import edited_ids
+
+    frame = pl.DataFrame([BY_OTHER, DECISION])
+    assert edited_ids(frame, [Correction.of(BY_QWEN, action="edit", text="Use pnpm 9.")]) == {"o7"}
+    assert edited_ids(frame, [Correction.of(BY_QWEN, action="edit", priority="low")]) == set()
+    assert edited_ids(frame, [Correction.of(BY_QWEN, action="forget")]) == set()
