@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import Filters, MemorySearch
-from memory_pipeline.search.remember import Note, remember
+from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails
 from memory_pipeline.sessions.redact import Redactor
 
@@ -65,19 +65,24 @@ def build_mcp(
     def memory_remember(
         text: str,
         project: str | None = None,
-        priority: Literal["high", "medium", "low"] = "high",
+        priority: Literal["medium", "low"] | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
     ) -> Memory:
-        """Keep a note on purpose (a rule, a preference, a decision and why), cited to a session and turn."""
+        """Keep a note on purpose (a rule the user stated, a decision and why), cited to a session and turn.
+        An agent's note is medium at most until a person promotes it; a rule must be the user's words."""
         where = project or default_project
         if not where:
             raise ToolError("name the project (its working directory) the note belongs to")
         try:
-            note = Note(text=text, project=where, priority=priority, session_id=session_id, turn_id=turn_id)
+            note = Note(
+                text=text, project=where, priority=priority, session_id=session_id, turn_id=turn_id, agent="mcp"
+            )
+            return Memory.of(remember(get_search(), note, get_redactor()))
         except ValidationError as exc:
             raise ToolError("; ".join(e["msg"] for e in exc.errors())) from None
-        return Memory.of(remember(get_search(), note, get_redactor()))
+        except RefusedNote as exc:
+            raise ToolError(str(exc)) from None
 
     @mcp.tool()
     def memory_briefing(prompt: str, project: str | None = None, tokens: int = 800) -> Briefing:

@@ -197,6 +197,7 @@ NOTE_MAPPINGS: dict[str, Any] = {
         "session_id": _KEYWORD,
         "turn_id": _KEYWORD,
         "author": _KEYWORD,
+        "agent": _KEYWORD,
         "established_at": {"type": "date"},
         "embed_model": _KEYWORD,
     },

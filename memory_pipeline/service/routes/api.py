@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import PlainTextResponse
 
 from memory_pipeline.search.briefing import build_briefing
-from memory_pipeline.search.remember import Note, remember
+from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, rows_text
 from memory_pipeline.service.deps import RedactorDep, SearchDep, SettingsDep
 from memory_pipeline.service.models import Briefing, FilterParams, Memories, Memory, MemoryDetail, MemoryDetails
@@ -87,5 +87,9 @@ def session_briefing(
 
 @router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
 def remember_note(search: SearchDep, redactor: RedactorDep, note: Note) -> Memory:
-    """Keep `note` (redacted), cited to its session and turn; storing the same note again returns the first."""
-    return Memory.of(remember(search, note, redactor))
+    """Keep `note` (redacted, vetted), cited to its session and turn; storing the same note again returns the
+    first. An agent's note is medium at most; a rule found only in the turn's tool output is refused (422)."""
+    try:
+        return Memory.of(remember(search, note, redactor))
+    except RefusedNote as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
