@@ -10,6 +10,7 @@ Every row's `id` is the document id: a stable citation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
@@ -253,12 +254,14 @@ class MemorySearch:
         ranking: Ranking = DEFAULT,
         today: date | None = None,
     ) -> list[Row]:
-        """Layer 1: a compact ranked list. `today` anchors the times a question names ("last week")."""
+        """Layer 1: a compact ranked list. `today` anchors the times a question names ("last week"). A question
+        longer than `MAX_QUERY_WORDS` words is cut to them, and `degraded` says so."""
+        query, cut = cut_query(query)
         plan = plan_query(query, today or date.today()) if ranking.plan else QueryPlan(text=query)
         if not plan.text.strip():
             plan = replace(plan, text=query)  # nothing but glue: match what was asked rather than nothing
         depth = ranking.depth or max(k * 3, 30)
-        self.degraded = None
+        self.degraded = cut
         channels: list[tuple[str, list[str], dict[str, Any]]] = []
         # No existence checks (a round trip each): the searches skip indices not made yet.
         if mode in ("hybrid", "bm25"):
@@ -277,7 +280,7 @@ class MemorySearch:
                 if mode == "knn":
                     raise
                 # The embedding server is down: BM25 alone still answers (a briefing must not fail on it).
-                self.degraded = f"{self.embedder.base_url} unreachable: BM25 only"
+                self.degraded = "; ".join(filter(None, [cut, f"{self.embedder.base_url} unreachable: BM25 only"]))
         if not channels:
             return []
         searches: list[dict[str, Any]] = []
@@ -525,6 +528,22 @@ class MemorySearch:
 
 
 TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW graph (about 1e-7)
+
+
+# Elasticsearch refuses a query of more clauses than its limit (1,024 by default, "too many clauses"), and a
+# question is never that long: a 2,000-word paste is cut, with a note, rather than answered with an error.
+MAX_QUERY_WORDS = 200
+_QUERY_WORD = re.compile(r"\S+")
+
+
+def cut_query(query: str) -> tuple[str, str | None]:
+    """`query` within `MAX_QUERY_WORDS` words, and a note when it was cut."""
+    words = _QUERY_WORD.findall(query)
+    if len(words) <= MAX_QUERY_WORDS:
+        return query, None
+    return " ".join(
+        words[:MAX_QUERY_WORDS]
+    ), f"the question was cut to its first {MAX_QUERY_WORDS} of {len(words)} words"
 
 
 def self_retrieval(

@@ -49,7 +49,9 @@ class Memories(BaseModel):
     data: list[Memory]
     count: int
     strong: int = Field(0, description="How many matched the query's words or meaning (not a guess).")
-    degraded: str | None = Field(None, description="Why ranking fell back to BM25 alone, if it did.")
+    degraded: str | None = Field(
+        None, description="Why ranking fell back to BM25 alone, or how the question was cut, if it was."
+    )
 
     @classmethod
     def of(cls, rows: list[Row], degraded: str | None = None) -> Memories:

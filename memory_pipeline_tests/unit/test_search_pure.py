@@ -231,3 +231,13 @@ def test_an_agents_note_is_medium_carries_its_source_and_never_keeps_a_rule_from
     assert fact.priority == "low" and not fact.tags
     person = vet(Note(text="Never run the test suite.", project="/p", author="person"), turn)
     assert person.priority == "high"  # a person's word is theirs to rank
+
+
+def test_a_long_question_is_cut_with_a_note_never_an_error() -> None:
+    from memory_pipeline.search.engine import MAX_QUERY_WORDS, cut_query
+
+    assert cut_query("which package manager do we use?") == ("which package manager do we use?", None)
+    pasted = " ".join(f"w{i}" for i in range(2000))
+    query, note = cut_query(pasted)
+    assert query.split() == pasted.split()[:MAX_QUERY_WORDS]
+    assert note == f"the question was cut to its first {MAX_QUERY_WORDS} of 2000 words"
