@@ -85,7 +85,10 @@ def session_files(
 
 @asset(**_common, kinds={"polars"})
 def raw_messages(
-    context: AssetExecutionContext, session_files: pl.DataFrame, sessions: SessionsResource
+    context: AssetExecutionContext,
+    session_files: pl.DataFrame,
+    sessions: SessionsResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> Output[pl.DataFrame]:
     """One row per message entry of the partition's sessions, parsed tolerantly and with secrets masked.
 
@@ -126,7 +129,10 @@ def raw_messages(
 
 
 @asset(**_common, kinds={"polars"})
-def turns(raw_messages: pl.DataFrame) -> Output[pl.DataFrame]:
+def turns(
+    raw_messages: pl.DataFrame,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
+) -> Output[pl.DataFrame]:
     """The active path's turns (pi's definition: from a user message, bash execution, custom message or
     branch summary to the next), with the first message, tools used and a content hash that decides
     whether a turn must be summarised again."""
@@ -176,6 +182,7 @@ def memory_raw_index(
     session_files: pl.DataFrame,
     sessions: SessionsResource,
     es: ElasticsearchResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`memory-raw`: one document per message (id `{session_id}_{turn_id}_{message_index}`), kept equal to
     the session files: new and changed messages are written, vanished ones deleted, unchanged files cost

@@ -20,7 +20,7 @@ from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.resources import EmbeddingsResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource
 from memory_pipeline.search.engine import self_retrieval
 from memory_pipeline.stores.recall_store import (
     embed_hash,
@@ -47,7 +47,10 @@ _VECTOR_SCHEMA = {
 
 @asset(**_common, kinds={"polars"})
 def turn_observations(
-    turns: pl.DataFrame, raw_messages: pl.DataFrame, workspace: MemoryWorkspaceResource
+    turns: pl.DataFrame,
+    raw_messages: pl.DataFrame,
+    workspace: MemoryWorkspaceResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> Output[pl.DataFrame]:
     """One compact record per active-path turn (asked, tools, files, what failed, outcome), built without the
     LLM, so search works before any summary exists and every memory can be cited back to its turn. People's
@@ -70,6 +73,7 @@ def embeddings(
     turn_observations: pl.DataFrame,
     embedder: EmbeddingsResource,
     es: ElasticsearchResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> Output[pl.DataFrame]:
     """Vectors from `/v1/embeddings` for the memories (summaries and observations) whose text, model,
     dimension or prefix changed since they were embedded; unchanged texts are never embedded twice.
@@ -151,6 +155,7 @@ def es_dense_vector(
     turn_observations: pl.DataFrame,
     embedder: EmbeddingsResource,
     es: ElasticsearchResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """The vectors as indexed `dense_vector` fields (cosine, `vector_<dims>`) on `memory-summary` and
     `memory-observations`, ready for kNN and hybrid search; the mapping's size comes from the model."""

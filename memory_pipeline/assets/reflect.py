@@ -36,6 +36,7 @@ from memory_pipeline.reflect.proposals import Candidate, auto_promote, from_refl
 from memory_pipeline.reflect.review import apply_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, write_daily_log
 from memory_pipeline.resources import (
+    DayLocksResource,
     EmbeddingsResource,
     LlamaResource,
     MemoryWorkspaceResource,
@@ -67,7 +68,10 @@ def _as_of(configured: str | None, keys: list[str]) -> date:
 
 @asset(**daily_assets(REFLECT), kinds={"markdown"})
 def daily_log(
-    context: AssetExecutionContext, llm_ideas: pl.DataFrame, workspace: MemoryWorkspaceResource
+    context: AssetExecutionContext,
+    llm_ideas: pl.DataFrame,
+    workspace: MemoryWorkspaceResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`<workspace>/<project>/daily/<day>.md`: the day's ideas by priority, with their ids and source
     sessions, as people corrected them (forgotten ones left out); what the review loop rejects is archived at
@@ -125,6 +129,7 @@ def reflections(
     llm: LlamaResource,
     embedder: EmbeddingsResource,
     reflect_policy: ReflectPolicyResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`memory-reflections`: per project and window (a day by default), the memories condensed — near-duplicates
     merged with all their sources, older windows compressed harder, and decisions replaced by later ones marked
@@ -239,6 +244,7 @@ def review_proposals(
     embedder: EmbeddingsResource,
     workspace: MemoryWorkspaceResource,
     reflect_policy: ReflectPolicyResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`<workspace>/<project>/REVIEW.md`: what the days' high-priority reflections propose for the curated
     memory, by section (hard rules, patterns, gotchas, decisions), each a checkbox with a stable
@@ -293,6 +299,7 @@ def rule_maturity(
     embedder: EmbeddingsResource,
     workspace: MemoryWorkspaceResource,
     reflect_policy: ReflectPolicyResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """The level of every rule promoted into a MEMORY.md (candidate, established, proven), from independent
     session evidence that decays with a half-life; a rule whose evidence a later decision superseded is

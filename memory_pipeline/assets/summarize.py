@@ -33,7 +33,7 @@ from memory_pipeline.checks import (
 from memory_pipeline.curation.corrections import correct_frame, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import LlamaResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns, timed_out
 from memory_pipeline.summarize.frames import (
@@ -67,6 +67,7 @@ def llm_ideas(
     raw_messages: pl.DataFrame,
     llm: LlamaResource,
     es: ElasticsearchResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> Output[pl.DataFrame]:
     """For each active-path turn, the ideas the LLM says a future session should know (summary, tags,
     priority), or none. A turn is read once per (content, prompt version, model): unchanged turns keep
@@ -204,6 +205,7 @@ def memory_summary_index(
     llm_ideas: pl.DataFrame,
     es: ElasticsearchResource,
     workspace: MemoryWorkspaceResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
     tags and `source_refs` back to the turn in `memory-raw`; plus the ledger of what each turn gave.

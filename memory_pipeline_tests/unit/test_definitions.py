@@ -48,3 +48,12 @@ def test_reflect_assets_checks_weekly_friction_job_and_schedule() -> None:
     assert weekly.get_first_partition_key() == "2024-01-01"  # a Monday: ISO weeks
     schedule = defs.resolve_schedule_def("weekly_friction_schedule")
     assert schedule.job_name == "friction_job" and schedule.cron_schedule == "0 2 * * 1"
+
+
+def test_every_daily_asset_holds_its_days_however_its_run_starts() -> None:
+    """A run from an asset's page or the Dagster CLI that materialises only, say, `rule_maturity` still takes
+    the day locks: every asset of the session days needs the `day_locks` resource (issue 30)."""
+    daily = [a for a in defs.assets if getattr(a, "partitions_def", None) == session_days]
+    assert len(daily) >= 13
+    for asset in daily:
+        assert "day_locks" in asset.required_resource_keys, asset.key
