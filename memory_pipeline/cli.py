@@ -506,15 +506,20 @@ def remember(
 @click.option("--port", default=8765, show_default=True, help="Port of the service (always bound to 127.0.0.1).")
 def serve(port: int) -> None:
     """The local memory service: the memory browser at /, JSON API under /api/v1, MCP (streamable HTTP) at
-    /mcp, docs at /docs. Every write needs the token in <state>/service-token (made on first start)."""
+    /mcp, docs at /docs. Every write needs the token in <state>/service-token (made on first start), or, in a
+    browser, a login through the one-time link it prints (the next one is in <state>/service-login)."""
     import uvicorn
 
     from memory_pipeline.service import create_app
 
     settings = _settings()
+    from memory_pipeline.service.app import login_link
+
     settings.service_token()  # made now, so clients can read it before their first write
     click.echo(f"memory service on http://127.0.0.1:{port} (pages: /, docs: /docs, MCP: /mcp)", err=True)
     click.echo(f"writes (and MCP over HTTP) need the X-Memory-Token header: {settings.service_token_path}", err=True)
+    # A browser logs in once (the link is good for one use; the next is in <state>/service-login).
+    click.echo(f"to edit, forget and review in a browser, open once: {login_link(settings, port)}", err=True)
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
 
 

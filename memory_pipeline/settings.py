@@ -267,6 +267,10 @@ class Settings(BaseSettings):
         """The token every write to the memory service carries (made on first use, owner-only)."""
         return local_secret(self.service_token_path)
 
+    @property
+    def service_login_path(self) -> Path:
+        return (self.memory_pipeline_state_dir / "service-login").expanduser().absolute()
+
     def is_local(self, service: ServiceName) -> bool:
         """Whether the local runtime owns this server (its URL is not configured)."""
         configured = {

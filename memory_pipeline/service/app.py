@@ -1,5 +1,10 @@
 """The app: the JSON API, the memory browser's pages, the MCP server at /mcp, one set of search clients opened
-for the app's life."""
+for the app's life.
+
+Writes are authenticated without a secret in any page: API clients (the pi extension, MCP over HTTP, scripts)
+send the token of `<state>/service-token` in a header; a browser logs in once through a one-time link
+(`serve` prints it; `<state>/service-login` holds the current one, owner-only), which sets an HTTP-only,
+SameSite=Strict session cookie. A local process that reads a page finds no credential in it."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.trustedhost import TrustedHostMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from memory_pipeline.search.engine import MemorySearch
@@ -25,6 +30,27 @@ from memory_pipeline.web import routes as web
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SESSION_COOKIE = "memory_session"
+
+
+def new_login_code(settings: Settings) -> str:
+    """A fresh one-time login code, written owner-only to `service_login_path` (replacing the last one)."""
+    code = secrets.token_urlsafe(24)
+    path = settings.service_login_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.touch(mode=0o600)
+    partial.chmod(0o600)
+    partial.write_text(code + "\n")
+    partial.replace(path)
+    return code
+
+
+def login_link(settings: Settings, port: int) -> str:
+    """The link `serve` prints: the current one-time code (made when there is none)."""
+    path = settings.service_login_path
+    code = path.read_text().strip() if path.exists() else new_login_code(settings)
+    return f"http://127.0.0.1:{port}/login?code={code}"
 LOCAL_ORIGIN = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?$")
 
 
@@ -49,6 +75,10 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])
 
     token = settings.service_token()
+    # The browser's session: made at start, known only to this process and the cookie of a logged-in browser.
+    session = secrets.token_urlsafe(32)
+    if not settings.service_login_path.exists():
+        new_login_code(settings)
 
     @app.middleware("http")
     async def local_writes_only(request: Request, call_next: Callable) -> Response:
@@ -56,13 +86,38 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
         origin = request.headers.get("origin")
         if request.method not in SAFE_METHODS and origin and not LOCAL_ORIGIN.match(origin):
             return JSONResponse({"detail": f"a write from {origin} is refused"}, status_code=403)
-        # Every write (the API's, the pages', MCP's) carries the token this service made: a local process of
-        # another user, or a page that got past the checks above, cannot change memory.
+        # Every write carries the token this service made (API clients, MCP) or the session cookie of a browser
+        # that logged in with the one-time link: a local process of another user, or a page that got past the
+        # checks above, cannot change memory.
         sent = request.headers.get(TOKEN_HEADER, "")
-        if request.method not in SAFE_METHODS and not secrets.compare_digest(sent.encode(), token.encode()):
-            detail = f"a write needs the {TOKEN_HEADER} header: the token in {settings.service_token_path}"
+        cookie = request.cookies.get(SESSION_COOKIE, "")
+        if request.method not in SAFE_METHODS and not (
+            secrets.compare_digest(sent.encode(), token.encode())
+            or secrets.compare_digest(cookie.encode(), session.encode())
+        ):
+            detail = (
+                f"a write needs the {TOKEN_HEADER} header (the token in {settings.service_token_path}), or a "
+                f"browser logged in with the one-time link `memory-pipeline serve` printed "
+                f"(the current one: {settings.service_login_path})"
+            )
             return JSONResponse({"detail": detail}, status_code=403)
         return await call_next(request)
+
+    @app.get("/login", include_in_schema=False)
+    def login(code: str = "") -> Response:
+        """The one-time link: sets the browser's session cookie, and makes the next link."""
+        path = settings.service_login_path
+        current = path.read_text().strip() if path.exists() else ""
+        if not (code and current and secrets.compare_digest(code.encode(), current.encode())):
+            return HTMLResponse(
+                "<p>This login link was used already or is wrong. The current one is in "
+                f"<code>{settings.service_login_path}</code>.</p>",
+                status_code=403,
+            )
+        new_login_code(settings)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        return response
 
     app.include_router(api.router)
     app.include_router(review.router)

@@ -2,8 +2,8 @@
 actions (edit, forget, promote, reject); the service lets no write through without its local token.
 
 Every page is rendered with autoescaping: session content is untrusted, and a message holding `<script>`
-shows as text. The token sits in the page (a page of another site cannot read it) and htmx sends it back as
-a header on every write.
+shows as text. No page holds a credential: a write from a page carries the browser's HTTP-only session cookie
+(set by the one-time login link), which no script and no other site can read.
 """
 
 from __future__ import annotations
@@ -22,18 +22,17 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
 from memory_pipeline.search.engine import Filters
-from memory_pipeline.service.deps import TOKEN_HEADER, SearchDep, SettingsDep
+from memory_pipeline.service.deps import SearchDep, SettingsDep
 from memory_pipeline.settings import Settings
 from memory_pipeline.web.glance import bar_chart, glance
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 router = APIRouter(include_in_schema=False)
-# The service runs as the person on this machine (bound to 127.0.0.1, writes need their token): the trail names them.
+# The service runs as the person on this machine (bound to 127.0.0.1, writes need their login): the trail names them.
 BROWSER_USER = f"{getpass.getuser()} (browser)"
 
 
 def _page(request: Request, template: str, settings: Settings, **context: object) -> HTMLResponse:
-    context |= {"token": settings.service_token(), "token_header": TOKEN_HEADER}
     return TEMPLATES.TemplateResponse(request, template, context)
 
 

@@ -64,6 +64,10 @@ def _wait(driver, condition, seconds: float = 20):  # noqa: ANN001, ANN202
 def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[Settings, str]) -> None:
     settings, base = world
     with chromium() as driver:
+        # Not logged in: the page shows, a write is refused. The one-time link `serve` printed logs the browser in.
+        driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
+        assert settings.service_token() not in driver.page_source
+        driver.get(f"{base}/login?code={settings.service_login_path.read_text().strip()}")
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         rows = driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")
         assert rows, driver.page_source[:2000]

@@ -85,7 +85,7 @@ def client(fake: FakeSearch, tmp_path) -> Iterator[TestClient]:  # noqa: ANN001
 
     settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
     with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
-        c.headers["X-Memory-Token"] = settings.service_token()  # as the pages and the extension send it
+        c.headers["X-Memory-Token"] = settings.service_token()  # as the extension and MCP clients send it
         yield c
 
 
@@ -237,9 +237,37 @@ def test_every_write_needs_the_services_token(client: TestClient, tmp_path) -> N
         for sent in ("", "guess"):
             refused = client.post(path, headers={"X-Memory-Token": sent}, **body)
             assert refused.status_code == 403 and "service-token" in refused.json()["detail"], path
-    page = client.get("/review").text  # every page carries the token for htmx to send back
+    # No page holds a credential: a local process that reads one finds nothing to write with.
     token = (tmp_path / "state" / "service-token").read_text().strip()
-    assert f'hx-headers=\'{{"X-Memory-Token": "{token}"}}\'' in page and len(token) >= 40
+    for page in ("/", "/review", "/m/m1"):
+        assert token not in client.get(page).text and "hx-headers" not in client.get(page).text
+
+
+def test_a_browser_logs_in_once_with_a_link_and_writes_with_an_http_only_cookie(fake: FakeSearch, tmp_path) -> None:  # noqa: ANN001
+    import stat
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[FakeSearch]:
+        yield fake
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as browser:
+        write = ("/review/decide", {"project": "/p", "proposal": "p-1", "decision": "promote"})
+        assert browser.post(write[0], data=write[1]).status_code == 403  # not logged in
+        code = settings.service_login_path.read_text().strip()
+        assert stat.S_IMODE(settings.service_login_path.stat().st_mode) == 0o600 and len(code) >= 30
+        assert browser.get("/login?code=wrong").status_code == 403
+        entered = browser.get(f"/login?code={code}", follow_redirects=False)
+        assert entered.status_code == 303 and entered.headers["location"] == "/"
+        cookie = entered.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "memory_session=" in cookie
+        assert browser.post(write[0], data=write[1]).status_code != 403  # the cookie is the credential now
+        # One use: the link does nothing the second time, and the next one is in the file.
+        assert browser.get(f"/login?code={code}").status_code == 403
+        assert settings.service_login_path.read_text().strip() != code
+        # A write from another site is refused even with the cookie.
+        foreign = browser.post(write[0], data=write[1], headers={"Origin": "https://evil.example"})
+        assert foreign.status_code == 403
 
 
 def test_bar_charts_escape_their_labels() -> None:
