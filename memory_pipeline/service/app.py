@@ -51,6 +51,8 @@ def login_link(settings: Settings, port: int) -> str:
     path = settings.service_login_path
     code = path.read_text().strip() if path.exists() else new_login_code(settings)
     return f"http://127.0.0.1:{port}/login?code={code}"
+
+
 LOCAL_ORIGIN = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?$")
 
 
