@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memory_pipeline.names import safe_id
 from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
+from memory_pipeline.sessions.redact import masked_project
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
                 session_id=safe_id(header.id),
                 started_at_iso=started.isoformat(),
                 partition=started.date().isoformat(),
-                project=header.cwd,
+                project=masked_project(header.cwd),
                 size=stat.st_size,
                 mtime_ns=stat.st_mtime_ns,
             )

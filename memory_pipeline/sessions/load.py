@@ -25,7 +25,7 @@ from memory_pipeline.sessions.parse import Problem, fingerprint, parse_session
 from memory_pipeline.sessions.redact import Redactor, Rule
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "partition": pl.String,

@@ -31,7 +31,7 @@ from memory_pipeline.sessions.models import (
     ToolCallBlock,
 )
 from memory_pipeline.sessions.parse import ParsedSession, Problem, parse_timestamp
-from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.redact import Redactor, masked_project, secret_argument
 from memory_pipeline.sessions.turns import Node, assign_turns
 
 MAX_TEXT_CHARS = 100_000
@@ -240,7 +240,7 @@ def session_messages(
                 "partition": partition,
                 "session_id": session.session_id,
                 "session_file": name,
-                "project": header.cwd,
+                "project": masked_project(header.cwd),
                 "session_name": session_name,
                 "session_started_at": started_at,
                 "parent_session": header.parentSession or header.branchedFrom,
@@ -304,7 +304,14 @@ def _redact_values(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
     if isinstance(value, list):
         return [_redact_values(v, redactor, counts) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_values(v, redactor, counts) for k, v in value.items()}
+        masked = {}
+        for key, item in value.items():
+            if secret_argument(key, item):
+                counts["secret-argument"] += 1
+                masked[key] = "[REDACTED:secret-argument]"
+            else:
+                masked[key] = _redact_values(item, redactor, counts)
+        return masked
     return value
 
 

@@ -405,3 +405,36 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     *OWN_RULES,
     *(r for r in gitleaks_rules() if r.name == _GENERIC),
 )
+
+
+@cache
+def _default_redactor() -> Redactor:
+    return Redactor()
+
+
+def masked_project(cwd: str | None) -> str | None:
+    """A session's working directory as it is stored (the project of every row, the manifest, the workspace
+    folder): a secret in the path (`/home/me/ghp_…/repo`) masked by the built-in rules, the same everywhere."""
+    return _default_redactor().redact(cwd) if cwd else cwd
+
+
+# A tool-call argument whose key names a secret (`{"password": "…"}`, `{"X-Api-Key": "…"}`): its value is one,
+# whatever it looks like; scanned alone, a short password passes every pattern.
+_SECRET_KEY = re.compile(
+    r"(?i)^[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+    r"|credentials?|auth(?:orization)?)[\w.-]*$"
+)
+
+
+def secret_argument(key: object, value: object) -> bool:
+    """Whether a tool-call argument `key: value` holds a secret by its name (placeholders and empty values
+    excepted)."""
+    return (
+        isinstance(key, str)
+        and isinstance(value, str)
+        and bool(_SECRET_KEY.match(key))
+        and len(value.strip()) >= 4
+        and not _PLACEHOLDER.match(value.strip())
+        and not MARKER.fullmatch(value.strip())
+        and not key.lower().endswith(("_count", "_tokens", "tokens", "_type", "_name", "_file", "_path", "_url"))
+    )

@@ -217,3 +217,50 @@ def test_no_line_without_a_secret_is_erased_around_masked_ones() -> None:
     assert sum("[REDACTED:" in line for line in kept) == 4
     assert "LOG_LEVEL=info" in kept and "PORT=8080" in kept and "AWS_REGION=eu-west-1" in kept
     assert "postgresql://postgres:[REDACTED:url-password]@db:5432/app" in masked
+
+
+def test_tool_call_arguments_named_as_secrets_and_the_working_directory_are_masked(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from memory_pipeline.sessions.messages import session_messages, to_frame
+    from memory_pipeline.sessions.parse import parse_session
+
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "s-args",
+        "timestamp": "2026-03-01T10:00:00Z",
+        "cwd": f"/home/me/{token}/shop",
+    }
+    call = {
+        "type": "toolCall",
+        "id": "c1",
+        "name": "http",
+        "arguments": {
+            "url": "https://api.example.com",
+            "headers": {"X-Api-Key": "9f8e7d6c5b4a3921"},
+            "body": {"password": "Winter2026!116", "max_tokens": 300, "token_count": "12"},
+        },
+    }
+    entries = [
+        header,
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-03-01T10:00:01Z",
+         "message": {"role": "user", "content": "call the API"}},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-03-01T10:00:02Z",
+         "message": {"role": "assistant", "content": [call], "stopReason": "toolUse"}},
+    ]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    rows, counts = session_messages(parse_session(path), Redactor(), "p")
+    frame = to_frame(rows)
+    arguments = json.loads(frame.filter(frame["role"] == "assistant")["tool_calls"][0][0]["arguments"])
+    assert arguments["headers"]["X-Api-Key"] == "[REDACTED:secret-argument]"
+    assert arguments["body"]["password"] == "[REDACTED:secret-argument]"
+    assert arguments["body"]["max_tokens"] == 300 and arguments["body"]["token_count"] == "12"  # not secrets
+    assert arguments["url"] == "https://api.example.com" and counts["secret-argument"] == 2
+    assert set(frame["project"]) == {"/home/me/[REDACTED:github-pat]/shop"}
+    from memory_pipeline.sessions.discovery import scan_sessions
+
+    [found], _ = scan_sessions(tmp_path)
+    assert found.project == "/home/me/[REDACTED:github-pat]/shop"  # the manifest and the workspace: the same
