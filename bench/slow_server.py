@@ -171,7 +171,7 @@ def main(flags: list[str]) -> None:
                 "nothing to keep",
                 "failed, listed for retry",
                 "chat answers",
-                "answer tokens/s seen",
+                "answer tokens per second waited",
                 "slowest answer s",
                 "wall s",
             ],
@@ -180,7 +180,8 @@ def main(flags: list[str]) -> None:
         + ("\n\nListed for retry: " + "; ".join(listed[:10]) if listed else "")
         + "\n"
     )
-    write_section("slow_server", "uv run python -m bench slow_server", body)
+    command = "uv run python -m bench slow_server" + ("" if days == SMALL_DAYS else f" --day={days[0]}")
+    write_section("slow_server", command, body)
     print(body)
     assert all(r.success for r in results), "a day failed on the slow server"
     assert outcomes["summarised"] + outcomes["skipped_empty"] + failed == turns
