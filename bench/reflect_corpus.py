@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, materialize
+from dagster import materialize
 
 from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
@@ -106,7 +106,7 @@ def run_friction(settings: Settings, week: str) -> dict[str, Any]:
     result = materialize(
         [reflect.friction_report],
         resources=build_resources(settings),
-        instance=DagsterInstance.ephemeral(),
+        instance=instance_with_days([week]),  # a day of the week registers the week
         partition_key=week,
     )
     event = result.get_asset_materialization_events()[0]

@@ -1,24 +1,34 @@
-"""Partitions: the days that have sessions, and ISO weeks for the friction report.
+"""Partitions: the days that have sessions, and the ISO weeks that have them, for the friction report.
 
 Session days are dynamic partitions: a day exists once a session started on it
 (UTC) has been found, by the sensor, the daily schedule or `memory-pipeline
 backfill`. So a history from 2019 or a clock set to year 9999 is ingested like
 any other day, and "missing" in the UI means a day with sessions not processed
-yet, never one of a thousand empty days.
+yet, never one of a thousand empty days. Weeks follow the days: registering a
+day registers its ISO week (keyed by its Monday), so a history older than any
+fixed start still gets its friction report.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date, timedelta
 from typing import Any
 
-from dagster import BackfillPolicy, DagsterInstance, DynamicPartitionsDefinition, WeeklyPartitionsDefinition
+from dagster import BackfillPolicy, DagsterInstance, DynamicPartitionsDefinition
 
 SESSION_DAYS = "session_days"
 session_days = DynamicPartitionsDefinition(name=SESSION_DAYS)
 
-# Friction is a weekly look back: ISO weeks (Monday to Sunday), the current one included.
-session_weeks = WeeklyPartitionsDefinition(start_date="2024-01-01", day_offset=1, end_offset=1, timezone="UTC")
+# Friction is a weekly look back: ISO weeks (Monday to Sunday) that have sessions, keyed by their Monday.
+SESSION_WEEKS = "session_weeks"
+session_weeks = DynamicPartitionsDefinition(name=SESSION_WEEKS)
+
+
+def week_of(day: str) -> str:
+    """The Monday (ISO week start) of `day`, both YYYY-MM-DD."""
+    when = date.fromisoformat(day)
+    return (when - timedelta(days=when.weekday())).isoformat()
 
 
 def daily_assets(group: str) -> dict[str, Any]:
@@ -32,11 +42,21 @@ def new_days(instance: DagsterInstance, days: Iterable[str]) -> list[str]:
     return sorted(set(days) - known)
 
 
+def new_weeks(instance: DagsterInstance, days: Iterable[str]) -> list[str]:
+    """The weeks of `days` not yet partitions, sorted."""
+    known = set(instance.get_dynamic_partitions(SESSION_WEEKS))
+    return sorted({week_of(d) for d in days} - known)
+
+
 def register_days(instance: DagsterInstance, days: Iterable[str]) -> list[str]:
-    """Make every day in `days` a partition; the ones that were new."""
+    """Make every day in `days` a partition, and its week; the days that were new."""
+    days = list(days)
     added = new_days(instance, days)
     if added:
         instance.add_dynamic_partitions(SESSION_DAYS, added)
+    weeks = new_weeks(instance, days)
+    if weeks:
+        instance.add_dynamic_partitions(SESSION_WEEKS, weeks)
     return added
 
 

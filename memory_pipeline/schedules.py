@@ -7,12 +7,11 @@ from dagster import (
     RunRequest,
     ScheduleEvaluationContext,
     SkipReason,
-    build_schedule_from_partitioned_job,
     schedule,
 )
 
 from memory_pipeline.jobs import assets_to_run, friction_job, memory_job
-from memory_pipeline.partitions import register_days
+from memory_pipeline.partitions import SESSION_WEEKS, register_days, week_of
 from memory_pipeline.resources import LlamaResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
 
@@ -37,12 +36,18 @@ def daily_ingest_schedule(
     return RunRequest(run_key=f"daily:{day}", partition_key=day, asset_selection=assets_to_run(llm.enabled))
 
 
-# Monday 02:00 UTC, for the week that just ended (after that Sunday's daily run).
-weekly_friction_schedule = build_schedule_from_partitioned_job(
-    friction_job,
-    hour_of_day=2,
-    minute_of_hour=0,
+@schedule(
+    job=friction_job,
+    cron_schedule="0 2 * * 1",
+    execution_timezone="UTC",
     name="weekly_friction_schedule",
     default_status=DefaultScheduleStatus.RUNNING,
-    description="Mondays at 02:00 UTC, the friction report of the week that just ended.",
+    description="Mondays at 02:00 UTC (after Sunday's daily run), the friction report of the week that just ended, "
+    "when it had sessions.",
 )
+def weekly_friction_schedule(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
+    """The week that ended yesterday, when any session of it was found (its week is then a partition)."""
+    week = week_of((context.scheduled_execution_time - timedelta(days=7)).date().isoformat())
+    if week not in context.instance.get_dynamic_partitions(SESSION_WEEKS):
+        return SkipReason(f"no session found in the week of {week}")
+    return RunRequest(run_key=f"friction:{week}", partition_key=week)

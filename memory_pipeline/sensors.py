@@ -16,7 +16,7 @@ from collections import defaultdict
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
 from memory_pipeline.jobs import assets_to_run, memory_job
-from memory_pipeline.partitions import new_days, session_days
+from memory_pipeline.partitions import new_days, new_weeks, session_days, session_weeks
 from memory_pipeline.resources import LlamaResource, SessionsResource
 from memory_pipeline.sessions.discovery import session_paths
 from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
@@ -83,7 +83,11 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
     if not requests:
         return SkipReason(f"no new or changed session files under {root}")
     added = new_days(context.instance, touched)
+    weeks = new_weeks(context.instance, touched)
     return SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[session_days.build_add_request(added)] if added else [],
+        dynamic_partitions_requests=[
+            *([session_days.build_add_request(added)] if added else []),
+            *([session_weeks.build_add_request(weeks)] if weeks else []),
+        ],
     )

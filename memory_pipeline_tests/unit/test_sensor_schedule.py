@@ -172,3 +172,29 @@ def test_symlink_loops_are_logged_not_followed_forever(tmp_path: Path, capfd: py
     assert [r.partition_key for r in result] == ["2026-01-05"]
     logged = capfd.readouterr().err
     assert "symlink loop" in logged and "dangling.jsonl: broken or looping symlink" in logged
+
+
+def test_weeks_follow_the_days_however_old_and_the_friction_schedule_runs_a_week_with_sessions(tmp_path: Path) -> None:
+    from memory_pipeline.partitions import register_days, week_of
+    from memory_pipeline.schedules import weekly_friction_schedule
+
+    assert week_of("2019-05-02") == "2019-04-29" and week_of("2026-03-09") == "2026-03-09"  # a Monday is its own
+    with instance_for_test() as instance:
+        register_days(instance, ["2019-05-02", "2019-05-05", "2026-02-25"])
+        assert instance.get_dynamic_partitions("session_weeks") == ["2019-04-29", "2026-02-23"]
+        for when, expected in ((datetime(2026, 3, 2, 2, 0, tzinfo=UTC), "2026-02-23"), (None, None)):
+            at = when or datetime(2026, 3, 9, 2, 0, tzinfo=UTC)  # the week of 2026-03-02 had no session
+            with build_schedule_context(scheduled_execution_time=at, instance=instance) as context:
+                result = weekly_friction_schedule(context)
+            if expected:
+                assert isinstance(result, RunRequest) and result.partition_key == expected
+            else:
+                assert isinstance(result, SkipReason)
+    # The sensor registers the weeks of the days it finds.
+    _session(tmp_path / "old.jsonl", "old", "2019-05-02")
+    resource = SessionsResource(sessions_dir=str(tmp_path), cache_dir=str(tmp_path / ".cache"), debounce_seconds=30)
+    context = build_sensor_context(
+        resources={"sessions": resource, "llm": _llm()}, instance=DagsterInstance.ephemeral()
+    )
+    result = session_files_sensor(context)
+    assert {k for r in result.dynamic_partitions_requests for k in r.partition_keys} == {"2019-05-02", "2019-04-29"}
