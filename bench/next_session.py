@@ -162,6 +162,10 @@ POLICIES = {
     "rules only as important": BriefingPolicy(important_kinds=("rule",)),
     "rules only, no observations": BriefingPolicy(important_kinds=("rule",), observations=False),
     "no important section": BriefingPolicy(important=0),
+    "no low line beside memories": BriefingPolicy(filler_alone=True),
+    "low lines beside memories, 3 at most": BriefingPolicy(filler=3),
+    "every low line, and the top-3 memories": BriefingPolicy(filler=100),
+    "every low line, no top-3 memories (before issue 31)": BriefingPolicy(filler=100, top_memories=0),
 }
 
 

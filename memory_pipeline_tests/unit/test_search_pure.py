@@ -137,10 +137,11 @@ def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_pat
     search = _Search(high, related)
     made = build_briefing(search, "set up CI", project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
     text = made.markdown
-    # Each once; a replaced decision, a guess and low-priority filler beside weightier matches left out.
-    assert made.ids == ["p-20261101-001", "d1", "f1"]
-    assert "said in 2 sessions, id `d1`" in text and "`d2`" not in text and "`r1`" not in text and "Asked" not in text
+    # Each once; a replaced decision and a guess left out; a low line after the weightier ones.
+    assert made.ids == ["p-20261101-001", "d1", "f1", "o1"]
+    assert "said in 2 sessions, id `d1`" in text and "`d2`" not in text and "`r1`" not in text
     assert text.index("Always use pnpm") < text.index("### Important") < text.index("Use Vitest") < text.index("f1")
+    assert text.index("f1") < text.index("o1")
     assert text.count("`d1`") == 1 and "Use Jest" not in text.replace("not Jest", "")
     small = build_briefing(search, "set up CI", token_budget=70, project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
     assert tokens(small.markdown) <= 70 and small.ids == ["p-20261101-001"]
@@ -154,8 +155,9 @@ def test_briefing_lines_earn_their_place() -> None:
     decision = _row("d9", "high", "Use RGB values in the themes, never 256-colour indices.")  # below the floor
     # The pi-mono case: nine strong low lines and a decision ranked #2 by the search.
     made = build_briefing(_Search([], [asked[0], decision, *asked[1:]]), "themes", project="/work/shop")  # type: ignore[arg-type]
-    assert made.ids == ["d9"]
-    # Only low lines matched: a few of them, not nine.
+    assert made.ids == ["d9", "o0", "o1", "o2", "o3", "o4", "o5"]  # the decision first, six low lines, not nine
+    alone = BriefingPolicy(filler_alone=True)  # low lines only when nothing weightier matched
+    assert build_briefing(_Search([], [asked[0], decision]), "t", project="/work/shop", policy=alone).ids == ["d9"]  # type: ignore[arg-type]
     assert [r.id for r in earned(asked, filler=3)] == ["o0", "o1", "o2"]
     # Ranked below the top three and below the floor: a guess, not shown; nothing else matched, so nothing.
     late = build_briefing(
