@@ -65,7 +65,7 @@ def build_mcp(
     def memory_remember(
         text: str,
         project: str | None = None,
-        priority: Literal["medium", "low"] | None = None,
+        priority: Literal["high", "medium", "low"] | None = None,
         session_id: str | None = None,
         turn_id: str | None = None,
     ) -> Memory:

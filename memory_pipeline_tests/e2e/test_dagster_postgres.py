@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg2
 import pytest
 
+from memory_pipeline.partitions import week_of
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
 from memory_pipeline_tests.e2e.servers import private_runtime
@@ -52,8 +53,9 @@ def test_backfill_keeps_its_runs_in_the_local_postgres(local_runtime: Settings, 
         with closing(psycopg2.connect(url, connect_timeout=5)) as connection, connection.cursor() as cursor:
             cursor.execute("SELECT status FROM runs")
             assert [status for (status,) in cursor.fetchall()] == ["SUCCESS"]
-            cursor.execute("SELECT partition FROM dynamic_partitions")
-            assert [partition for (partition,) in cursor.fetchall()] == [DAY]
+            cursor.execute("SELECT partitions_def_name, partition FROM dynamic_partitions")
+            # The day, and its ISO week for the friction report (keyed by its Monday).
+            assert sorted(cursor.fetchall()) == [("session_days", DAY), ("session_weeks", week_of(DAY))]
         assert not list(home.rglob("*.db")), "a SQLite storage was made beside PostgreSQL"
         instance_yaml, password = (home / "dagster.yaml").read_text(), settings.postgres_password_path.read_text()
         assert "postgres:" in instance_yaml and password.strip() not in instance_yaml, "the password is in the env"
