@@ -243,12 +243,7 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str
     texts = turn_texts(client, sorted({doc.session_id for doc in summaries}))
     unsupported = []
     for doc in summaries:
-        roles = texts.get((doc.session_id, doc.turn_id), {})
-        turn = TurnText(
-            user="\n".join(roles.get("user", [])),
-            assistant="\n".join(roles.get("assistant", [])),
-            other="\n".join(t for role, items in roles.items() if role not in ("user", "assistant") for t in items),
-        )
+        turn = TurnText.of_roles(texts.get((doc.session_id, doc.turn_id), {}))
         score = grounding(doc.summary, turn.everything)
         if score < GROUNDED_AT:
             unsupported.append(f"{doc.doc_id[:12]} ({score:.2f}): {doc.summary[:120]}")

@@ -22,6 +22,8 @@ from typing import Literal
 import polars as pl
 from pydantic import BaseModel, Field, model_validator
 
+from memory_pipeline.summarize.knowledge import Kind
+
 SAME_IDEA = 0.6  # Jaccard of the word sets: a reworded idea of the same turn is the same memory
 _WORD = re.compile(r"\w+")
 
@@ -89,9 +91,6 @@ def same_idea(a: str, b: str) -> bool:
     return _similar(_words(a), _words(b))
 
 
-_KINDS = ("rule", "decision", "gotcha", "fact", "task")
-
-
 def _matches(correction: Correction, memory: dict) -> bool:
     if memory.get("doc_id") == correction.memory_id:
         return True
@@ -103,7 +102,8 @@ def _matches(correction: Correction, memory: dict) -> bool:
         return False
     if _similar(set(correction.original_words), hashed_words(str(memory.get("summary", "")))):
         return True
-    kind = next((t for t in memory.get("tags") or [] if t in _KINDS), memory.get("kind") or "")
+    kinds = {k.value for k in Kind}
+    kind = next((t for t in memory.get("tags") or [] if t in kinds), memory.get("kind") or "")
     if not correction.kind or kind != correction.kind:
         return False
     return _similar(set(correction.evidence_words), hashed_words(str(memory.get("evidence") or ""))) or _similar(

@@ -111,10 +111,7 @@ def cited_turn(search: MemorySearch, note: Note) -> TurnText | None:
     if not (note.session_id and note.turn_id):
         return None
     roles = turn_texts(search.es, [note.session_id]).get((note.session_id, note.turn_id))
-    if not roles:
-        return None
-    other = "\n".join(t for role, items in roles.items() if role not in ("user", "assistant") for t in items)
-    return TurnText(user="\n".join(roles.get("user", [])), assistant="\n".join(roles.get("assistant", [])), other=other)
+    return TurnText.of_roles(roles) if roles else None
 
 
 def remember(search: MemorySearch, note: Note, redactor: Redactor, now: datetime | None = None) -> Row:

@@ -46,10 +46,15 @@ def new_login_code(settings: Settings) -> str:
     return code
 
 
+def current_login_code(settings: Settings) -> str:
+    """The one-time login code waiting in `service_login_path` ("" when there is none)."""
+    path = settings.service_login_path
+    return path.read_text().strip() if path.exists() else ""
+
+
 def login_link(settings: Settings, port: int) -> str:
     """The link `serve` prints: the current one-time code (made when there is none)."""
-    path = settings.service_login_path
-    code = path.read_text().strip() if path.exists() else new_login_code(settings)
+    code = current_login_code(settings) or new_login_code(settings)
     return f"http://127.0.0.1:{port}/login?code={code}"
 
 
@@ -108,8 +113,7 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
     @app.get("/login", include_in_schema=False)
     def login(code: str = "") -> Response:
         """The one-time link: sets the browser's session cookie, and makes the next link."""
-        path = settings.service_login_path
-        current = path.read_text().strip() if path.exists() else ""
+        current = current_login_code(settings)
         if not (code and current and secrets.compare_digest(code.encode(), current.encode())):
             return HTMLResponse(
                 "<p>This login link was used already or is wrong. The current one is in "

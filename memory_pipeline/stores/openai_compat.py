@@ -74,13 +74,12 @@ class OpenAICompatibleClient:
         """One call, retried on transient failures; the parsed JSON answer. `read_timeout` replaces the
         client's for this call; with `slow_fails`, a read timeout is `TimedOut` at once (not retried)."""
         last: str = ""
-        timeout = httpx.Timeout(self._http.timeout.connect, read=read_timeout) if read_timeout else None
+        timeout = (
+            httpx.Timeout(self._http.timeout.connect, read=read_timeout) if read_timeout else httpx.USE_CLIENT_DEFAULT
+        )
         for attempt in range(self._retries + 1):
             try:
-                if timeout:
-                    response = self._http.request(method, path, json=json, timeout=timeout)
-                else:
-                    response = self._http.request(method, path, json=json)
+                response = self._http.request(method, path, json=json, timeout=timeout)
             except httpx.ReadTimeout as exc:
                 if slow_fails:
                     seconds = read_timeout or self._http.timeout.read

@@ -84,9 +84,10 @@ def turn_text(messages: Sequence[TurnMessage]) -> TurnText:
     """The turn's text split by who wrote it (our own injected context left out), for the trust checks."""
     kept = [m for m in messages if not (m.role == "custom" and m.custom_type in OWN_CUSTOM_TYPES)]
     # A cron prompt or a sub-agent's preamble in the user's role is not the person's words: it is context.
-    user = "\n".join(m.content for m in kept if _persons(m))
+    theirs = [_persons(m) for m in kept]
+    user = "\n".join(m.content for m, person in zip(kept, theirs, strict=True) if person)
     assistant = "\n".join(m.content for m in kept if m.role == "assistant")
-    other = "\n".join(_body(m, tool_limit=10**9) for m in kept if not _persons(m))
+    other = "\n".join(_body(m, tool_limit=10**9) for m, person in zip(kept, theirs, strict=True) if not person)
     return TurnText(user=user, assistant=assistant, other=other)
 
 

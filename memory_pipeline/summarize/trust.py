@@ -136,6 +136,15 @@ class TurnText:
     def everything(self) -> str:
         return "\n".join((self.user, self.assistant, self.other))
 
+    @classmethod
+    def of_roles(cls, roles: dict[str, list[str]]) -> TurnText:
+        """From a stored turn's texts by role (`raw_store.turn_texts`): the user's, the assistant's, the rest."""
+        return cls(
+            user="\n".join(roles.get("user", [])),
+            assistant="\n".join(roles.get("assistant", [])),
+            other="\n".join(t for role, items in roles.items() if role not in ("user", "assistant") for t in items),
+        )
+
 
 def is_acknowledgement(text: str) -> bool:
     """ "ok", "yes", "Run them.", "continue": consent, not content."""

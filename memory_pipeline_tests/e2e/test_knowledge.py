@@ -44,6 +44,16 @@ def _session(path: Path, session_id: str, project: str) -> None:
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
 
 
+def _run_day(settings: Settings) -> dict[str, bool]:
+    """The day's memory assets through the real servers; the run must succeed; its checks, by name."""
+    result = materialize(
+        MEMORY_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
+    )
+    _, checks, _ = run_metadata(result)
+    assert result.success
+    return checks
+
+
 def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_and_promoted_whole(
     local_runtime: Settings, tmp_path: Path
 ) -> None:
@@ -52,14 +62,8 @@ def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_a
     session_id = f"knowledge-{uuid.uuid4().hex[:6]}"
     _session(tmp_path / "sessions" / "a.jsonl", session_id, project)
     settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions")
-    result = materialize(
-        MEMORY_ASSETS,
-        resources=build_resources(settings),
-        partition_key=DAY,
-        instance=instance_with_days([DAY]),
-    )
-    _, checks, _ = run_metadata(result)
-    assert result.success and all(checks.values()), checks
+    checks = _run_day(settings)
+    assert all(checks.values()), checks
 
     with make_client(settings) as client:
         stored = [d for d in read_summaries(client, [DAY]) if d.session_id == session_id]
@@ -114,15 +118,7 @@ def test_a_forget_and_an_edit_hold_through_a_model_change_and_the_day_is_done_in
     _session(tmp_path / "sessions" / "a.jsonl", session_id, project)
     settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions")
 
-    def run(settings: Settings) -> dict[str, bool]:
-        result = materialize(
-            MEMORY_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])
-        )
-        _, checks, _ = run_metadata(result)
-        assert result.success
-        return checks
-
-    assert all(run(settings).values())
+    assert all(_run_day(settings).values())
     with make_client(settings) as client:
         by_kind = {d.kind: d for d in read_summaries(client, [DAY]) if d.session_id == session_id}
     assert {"rule", "decision"} <= set(by_kind)
@@ -134,7 +130,7 @@ def test_a_forget_and_an_edit_hold_through_a_model_change_and_the_day_is_done_in
     # Another model (the id is part of every turn's record): every turn is read again, and the person's choices
     # hold; the grounding check does not judge their edit, so the day is done after this one run.
     other = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "sessions", llama_model="another-model")
-    checks = run(other)
+    checks = _run_day(other)
     assert all(checks.values()), checks
     with make_client(settings) as client:
         stored = [d for d in read_summaries(client, [DAY]) if d.session_id == session_id]
