@@ -155,7 +155,7 @@ _PLACEHOLDER = re.compile(
 _PLACEHOLDERS = (Allow(regexes=(_PLACEHOLDER,)),)
 # Values that are code, not a secret: a call (`os.environ.get(`, `Path(__file__)`), an attribute path
 # (`settings.api_token`, `process.env.TOKEN`), an interpolation. Seen swallowed whole on real histories.
-_CODE_VALUE = re.compile(r"^(?:[A-Za-z_][\w.]*\(|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\)?[,)]*$|\$)")
+_CODE_VALUE = re.compile(r"^(?:[A-Za-z_][\w.]*\(|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\)?[,)]*$|\$|`)")
 _NOT_CODE = (*_PLACEHOLDERS, Allow(regexes=(_CODE_VALUE,)))
 _PROSE = re.compile(r"(?i)\b(?:the|a|an|your|my|our|to|of|for|with|is|are|enter|please|not|and|or|here)\b")
 # A password a person typed in chat: after a label in English, Vietnamese, Chinese or Japanese. Only a value
@@ -163,7 +163,7 @@ _PROSE = re.compile(r"(?i)\b(?:the|a|an|your|my|our|to|of|for|with|is|are|enter|
 # required" stays as it was.
 _CHAT_PASSWORD_LABEL = (
     r"(?:(?i:\b(?:password|passwd|passcode|pass\s?phrase)\b)(?:\s+(?:is|was|=)|\s*[:=：])"
-    r"|(?i:\b(?:pw|pwd)\b)\s*[:=：]"
+    r"|(?i:\b(?:pw|pwd)\b)\s*[:：]"  # `pwd = …` in code is the working directory: a colon, as people type it
     r"|(?i:m[ậa]t\s+kh[ẩa]u)(?:\s+(?:là|la)|\s*[:=：])?"
     r"|(?:密码|密碼|口令|パスワード)(?:是|为|為|は|：|:|=)?)"
 )
