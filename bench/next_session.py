@@ -2,6 +2,7 @@
 
     uv run python -m bench next_session              # LLM-free, the local model, and the plain baseline
     uv run python -m bench next_session --no-llm     # LLM-free and the baseline only (minutes, no chat server)
+    uv run python -m bench next_session --dump=/tmp/briefings.json   # and every briefing beside its needs
 
 On the next-session corpus (bench/corpus/next_session, made by bench/make_next_session_corpus.py: 45 sessions
 of three projects over five months, 39 later sessions with labelled needs), the pipeline's own assets run day
@@ -159,13 +160,15 @@ def run_baseline(truth: dict) -> Variant:
 POLICIES = {
     "default": DEFAULT_POLICY,
     "with guesses": BriefingPolicy(guesses=True),
-    "rules only as important": BriefingPolicy(important_kinds=("rule",)),
-    "rules only, no observations": BriefingPolicy(important_kinds=("rule",), observations=False),
     "no important section": BriefingPolicy(important=0),
     "no low line beside memories": BriefingPolicy(filler_alone=True),
     "low lines beside memories, 3 at most": BriefingPolicy(filler=3),
-    "every low line, and the top-3 memories": BriefingPolicy(filler=100),
-    "every low line, no top-3 memories (before issue 31)": BriefingPolicy(filler=100, top_memories=0),
+    "important only when close (0.2)": BriefingPolicy(important_floor=0.2),
+    "important only when close (0.3)": BriefingPolicy(important_floor=0.3),
+    "important only when close (0.4)": BriefingPolicy(important_floor=0.4),
+    "important when close (0.3), related at 0.45": BriefingPolicy(important_floor=0.3, related_floor=0.45),
+    "important when close (0.3), 2 low lines": BriefingPolicy(important_floor=0.3, filler=2),
+    "important when close (0.3), 2 low lines, no top-3": BriefingPolicy(important_floor=0.3, filler=2, top_memories=0),
 }
 
 
@@ -293,5 +296,22 @@ def main(argv: list[str]) -> None:
             "Seconds for the whole history: " + ", ".join(f"{v.name} {v.seconds:.0f}" for v in variants[1:]) + ".",
         ]
     )
+    dump = next((a.split("=", 1)[1] for a in argv if a.startswith("--dump=")), None)
+    if dump:
+        # Every briefing beside its session's needs, for a reader to judge (outside the results file).
+        Path(dump).write_text(
+            json.dumps(
+                {
+                    v.name: [
+                        {"prompt": s.session["prompt"], "split": s.session["split"], "needs": s.session["needs"]}
+                        | {"covered": s.covered, "lines": s.lines}
+                        for s in v.scored
+                    ]
+                    for v in variants
+                },
+                indent=1,
+            )
+        )
+        argv = [a for a in argv if not a.startswith("--dump=")]
     write_section("next_session", f"uv run python -m bench next_session {' '.join(argv)}".strip(), body)
     print(table(["variant", "split", "coverage", "noise", "stale", "cut", "recall@5", "lines a briefing"], rows))

@@ -2,7 +2,9 @@
 
 1. Rule sets compared on the same text: every planted kind alone and all of them in one text (recall), and
    320 ordinary lines (left intact): gitleaks' rules alone, the project's own alone, both (the default).
-2. End to end: 50 kinds planted in each of 12 text fields of a session, the whole `memory_job` run on them
+2. The maintained corpus: gitleaks' own true- and false-positive examples in six contexts
+   (`bench/gitleaks_corpus.py`), per context and per rule family.
+3. End to end: 50 kinds planted in each of 12 text fields of a session, the whole `memory_job` run on them
    (as `backfill` runs it, with the Dagster instance inside the state folder), then every place a secret
    could land is searched: every Elasticsearch index, every file under the state folder (parquet read as
    data, the rest as bytes: parse cache, frames, LLM journal, Dagster's event log and run storage), the
@@ -19,6 +21,7 @@ from pathlib import Path
 import polars as pl
 from dagster import instance_for_test
 
+from bench import gitleaks_corpus
 from bench.results_file import table, write_section
 from bench.secrets_corpus import DAY, FIELDS, Planted, kinds, leaks, ordinary_lines, write_sessions
 from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
@@ -126,6 +129,29 @@ def run_planted(settings: Settings, planted: list[Planted]) -> tuple[list, dict[
     return runs, find_leaks(settings, planted, log.bodies), len(log.bodies)
 
 
+def maintained_corpus() -> str:
+    """Figures on gitleaks' own examples (bench/gitleaks_corpus.py): per context, per rule family."""
+    figures = gitleaks_corpus.measure(Redactor())
+    total = sum(n for _, n in figures.by_family.values())
+    contexts = [[c, f"{m}/{n}", f"{m / n:.2%}"] for c, (m, n) in figures.recall.items()]
+    families = sorted(figures.by_family.items(), key=lambda item: (item[1][0] / item[1][1], item[0]))
+    intact, negatives = figures.fp_intact
+    return (
+        f"Maintained corpus: gitleaks' own examples ({total} true positives of "
+        f"{len({s.rule for s in gitleaks_corpus.samples()})} rules, {negatives} false positives its whole rule set "
+        "leaves alone; `bench/corpus/gitleaks`, written by gitleaks' maintainers), each true positive in six "
+        "contexts:\n\n"
+        + table(["context", "masked", "recall"], contexts)
+        + f"\n\n- other lines of each context byte for byte intact: {figures.around[0]}/{figures.around[1]}"
+        f"\n- false positives left unchanged (alone, and as a line of a file): {intact}/{negatives} "
+        f"({intact / negatives:.1%})"
+        + "".join(f"\n  - changed: `{gitleaks_corpus.short(t)}`" for t in figures.changed_fps)
+        + "\n\nPer rule family (the rule id's first word), true positives masked in all six contexts:\n\n"
+        + table(["family", "masked everywhere", "true positives"], [[f, str(m), str(n)] for f, (m, n) in families])
+        + "\n"
+    )
+
+
 def main(flags: list[str]) -> None:
     planted, lines = kinds(), ordinary_lines()
     rule_rows = compare_rule_sets(planted, lines)
@@ -155,5 +181,6 @@ def main(flags: list[str]) -> None:
         + "".join(f"\n  - {place}: {', '.join(sorted(kinds_found))}" for place, kinds_found in sorted(found.items()))
         + f"\n- masked at ingest, by rule: {json.dumps(dict(masked.most_common()))}\n"
     )
+    body += "\n" + maintained_corpus()
     write_section("secrets", "uv run python -m bench secrets", body)
     print(body)

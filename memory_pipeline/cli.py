@@ -16,7 +16,7 @@ import click
 from memory_pipeline.instance import PROJECT_DIR, prepare_dagster_home
 from memory_pipeline.local.process import RuntimeProblem
 from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
-from memory_pipeline.settings import ConfigError, ServiceName, Settings, load_settings
+from memory_pipeline.settings import LOCAL_ES_USER, ConfigError, ServiceName, Settings, load_settings
 
 SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
 
@@ -143,6 +143,17 @@ def up(only: tuple[ServiceName, ...], nodes: int | None, postgres: bool | None, 
     runtime = LocalRuntime(settings, progress=_echo_progress)
     rows = _run(lambda: runtime.up(only or None))
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
+    if not as_json and any(r.name == "elasticsearch" for r in rows):
+        click.echo(_reach_elasticsearch(settings))
+
+
+def _reach_elasticsearch(settings: Settings) -> str:
+    """How a person reaches the local Elasticsearch: security is on, its password in an owner-only file."""
+    path = settings.es_password_path
+    return (
+        f"elasticsearch: user {LOCAL_ES_USER!r}, password in {path} (owner-only); e.g.\n"
+        f'  curl -u "{LOCAL_ES_USER}:$(cat {path})" {settings.elasticsearch_url}/_cat/indices'
+    )
 
 
 @local.command()
@@ -570,7 +581,7 @@ def config(as_json: bool) -> None:
     """Print the effective configuration as JSON (secrets masked)."""
     settings = _settings()
     shown = settings.model_dump(mode="json")
-    for key in ("es_api_key", "llama_api_key", "embed_api_key"):
+    for key in ("es_api_key", "es_password", "llama_api_key", "embed_api_key"):
         if shown.get(key):
             shown[key] = "***"
     if shown.get("dagster_postgres_url"):

@@ -18,7 +18,7 @@ from memory_pipeline.partitions import ordered_days, run_days
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.settings import ServiceName, Settings, local_secret
+from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
 
@@ -148,24 +148,49 @@ class ReflectPolicyResource(ConfigurableResource):
         return MaturityPolicy(self.half_life_days, self.established_at, self.proven_at)
 
 
+class NodesConfig(HostsConfig):
+    """dagster-elasticsearch's hosts config, with the local node's password read from its file when a client
+    is made (resource config shows in the UI; the file's path may, the password may not)."""
+
+    password_file: str | None = Field(None, description="File holding the local `elastic` user's password.")
+
+    def to_client_kwargs(self) -> dict:
+        kwargs = super().to_client_kwargs()
+        if self.password_file and self.username:
+            kwargs["basic_auth"] = (self.username, local_secret(Path(self.password_file)))
+        return kwargs
+
+
+def _secret(value: str | None, variable: str) -> Any:
+    """A secret of the user's as an EnvVar when it came from the environment (Dagster never displays those)."""
+    return EnvVar(variable) if value and os.environ.get(variable) else value
+
+
+def _es_connection(settings: Settings) -> NodesConfig:
+    local = settings.es_url is None
+    return NodesConfig(
+        hosts=settings.elasticsearch_hosts,
+        api_key=_secret(settings.es_api_key, "ES_API_KEY"),
+        username=LOCAL_ES_USER if local else settings.es_username,
+        password=None if local else _secret(settings.es_password, "ES_PASSWORD"),
+        password_file=str(settings.es_password_path) if local else None,
+        verify_certs=settings.es_verify_certs,
+        ca_certs=str(settings.es_ca_certs) if settings.es_ca_certs else None,
+    )
+
+
 def _auth(settings: Settings, service: ServiceName, variable: str) -> dict[str, Any]:
     """How a resource authenticates: the local key's file (not the key: resource config shows in the UI),
     or the user's key as an EnvVar, which Dagster never displays."""
     if settings.is_local(service):
         return {"api_key_file": str(settings.api_key_path)}
-    configured = settings.llama_api_key if service == "chat" else settings.embed_api_key
-    return {"api_key": EnvVar(variable)} if configured and os.environ.get(variable) else {"api_key": configured}
+    return {"api_key": _secret(settings.llama_api_key if service == "chat" else settings.embed_api_key, variable)}
 
 
 def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
-            connection_config=HostsConfig(
-                hosts=settings.elasticsearch_hosts,
-                api_key=settings.es_api_key,
-                verify_certs=settings.es_verify_certs,
-                ca_certs=str(settings.es_ca_certs) if settings.es_ca_certs else None,
-            ),
+            connection_config=_es_connection(settings),
             request_timeout=60,
         ),
         "llm": LlamaResource(

@@ -21,6 +21,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Port = Annotated[int, Field(ge=1, le=65535)]
 POSTGRES_ROLE = "memory_pipeline"
+LOCAL_ES_USER = "elastic"  # the local node's built-in superuser; its password is generated (es_password_path)
 ServiceName = Literal["elasticsearch", "chat", "embed", "postgres"]
 
 
@@ -49,6 +50,8 @@ class Settings(BaseSettings):
 
     es_url: AnyHttpUrl | None = Field(None, description="Elasticsearch URL; unset = local runtime.")
     es_api_key: str | None = Field(None, description="API key for ES_URL.")
+    es_username: str | None = Field(None, description="Basic-auth user for ES_URL (instead of an API key).")
+    es_password: str | None = Field(None, description="Basic-auth password for ES_URL.")
     es_verify_certs: bool = Field(True, description="Verify ES_URL's TLS certificate.")
     es_ca_certs: Path | None = Field(None, description="CA bundle for ES_URL.")
 
@@ -135,6 +138,11 @@ class Settings(BaseSettings):
         None,
         description="Key the local llama-servers require, made on first use; default <state>/llama-api-key.",
     )
+    local_es_password_file: Path | None = Field(
+        None,
+        description="Password of the local Elasticsearch's `elastic` user, made on first use; "
+        "default <state>/elasticsearch-password.",
+    )
 
     @field_validator(
         "sessions_dir", "memory_workspace", "memory_pipeline_state_dir", "memory_pipeline_cache_dir", mode="after"
@@ -143,7 +151,16 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().absolute()
 
-    @field_validator("es_api_key", "llama_model", "embed_model", "llama_api_key", "embed_api_key", mode="before")
+    @field_validator(
+        "es_api_key",
+        "es_username",
+        "es_password",
+        "llama_model",
+        "embed_model",
+        "llama_api_key",
+        "embed_api_key",
+        mode="before",
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -165,8 +182,13 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
-        if self.es_api_key and self.es_url is None:
-            raise ValueError("ES_API_KEY is set but ES_URL is not: the local Elasticsearch runs without security")
+        for name, value in (("ES_API_KEY", self.es_api_key), ("ES_USERNAME", self.es_username)):
+            if value and self.es_url is None:
+                raise ValueError(
+                    f"{name} is set but ES_URL is not: the local Elasticsearch takes its own generated password"
+                )
+        if bool(self.es_username) != bool(self.es_password):
+            raise ValueError("ES_USERNAME and ES_PASSWORD go together")
         ports = {
             "LOCAL_ES_PORT": self.local_es_port,
             "LOCAL_LLAMA_PORT": self.local_llama_port,
@@ -221,6 +243,19 @@ class Settings(BaseSettings):
             return self.postgres_choice_path.read_text().strip() == "postgres"
         except OSError:
             return False
+
+    @property
+    def es_password_path(self) -> Path:
+        """The local Elasticsearch's password (security is on: no process without it reads a session)."""
+        path = self.local_es_password_file or self.memory_pipeline_state_dir / "elasticsearch-password"
+        return path.expanduser().absolute()
+
+    def es_basic_auth(self) -> tuple[str, str] | None:
+        """User and password: the local Elasticsearch's (made on first use), or ES_USERNAME and ES_PASSWORD for
+        a cluster of the user's (None: it takes ES_API_KEY, or nothing)."""
+        if self.es_url is not None:
+            return (self.es_username, self.es_password) if self.es_username and self.es_password else None
+        return (LOCAL_ES_USER, local_secret(self.es_password_path))
 
     @property
     def postgres_password_path(self) -> Path:
@@ -327,6 +362,7 @@ def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Sett
             "local_llama_port": base.local_llama_port,
             "local_embed_port": base.local_embed_port,
             "local_api_key_file": base.api_key_path,  # the servers are base's: so is their key
+            "local_es_password_file": base.es_password_path,
             "local_postgres": base.uses_local_postgres,
             "local_postgres_port": base.local_postgres_port,
             "local_postgres_password_file": base.postgres_password_path,

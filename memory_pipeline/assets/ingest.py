@@ -29,8 +29,10 @@ from memory_pipeline.checks import (
     rerun_changes_nothing,
     turn_integrity,
 )
+from memory_pipeline.curation.corrections import drop_forgotten_turns
+from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import DayLocksResource, SessionsResource
+from memory_pipeline.resources import DayLocksResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
 from memory_pipeline.sessions.turns import group_turns
@@ -88,6 +90,7 @@ def raw_messages(
     context: AssetExecutionContext,
     session_files: pl.DataFrame,
     sessions: SessionsResource,
+    workspace: MemoryWorkspaceResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> Output[pl.DataFrame]:
     """One row per message entry of the partition's sessions, parsed tolerantly and with secrets masked.
@@ -96,9 +99,11 @@ def raw_messages(
     abandoned branches (flagged), compaction and branch summaries, bash
     executions, custom and system messages, tool calls linked to their results.
     Unchanged files come from the parse cache. Bad lines are skipped and listed.
+    The turns people forgot whole are left out: never indexed, observed or summarised again.
     """
     begin = time.perf_counter()
-    messages, report = load_messages(session_files, Path(sessions.cache_dir), sessions.redactor())
+    parsed, report = load_messages(session_files, Path(sessions.cache_dir), sessions.redactor())
+    messages = drop_forgotten_turns(parsed, read_corrections(workspace.root))
     for problem in report.problems:
         context.log.warning(str(problem))
     problem_kinds = Counter(p.kind for p in report.problems)
@@ -107,6 +112,7 @@ def raw_messages(
         messages,
         metadata={
             "messages": messages.height,
+            "forgotten_by_people": parsed.height - messages.height,
             "sessions": messages["session_id"].n_unique(),
             "parsed_files": report.parsed_files,
             "cached_files": report.cached_files,

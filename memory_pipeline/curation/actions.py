@@ -9,7 +9,8 @@ from typing import Literal
 from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.curation.trail import record
 from memory_pipeline.search.engine import KIND_INDEX, MemorySearch
-from memory_pipeline.stores.indices import vector_field
+from memory_pipeline.stores.elasticsearch import delete_matching
+from memory_pipeline.stores.indices import LEDGER_INDEX, RAW_INDEX, SEARCH_INDICES, vector_field
 from memory_pipeline.stores.openai_compat import ServerError
 from memory_pipeline.stores.recall_store import embed_hash
 
@@ -41,6 +42,20 @@ def forget(search: MemorySearch, workspace: Path, memory_id: str, who: str = "pe
     correction, index = _correction(search, memory_id, action="forget", who=who)
     record(workspace, correction)
     search.es.delete(index=index, id=memory_id, refresh="wait_for")
+    return correction
+
+
+def forget_turn(search: MemorySearch, workspace: Path, memory_id: str, who: str = "person") -> Correction:
+    """Forget a memory and the whole turn it came from: recorded, then the turn's messages, its observation and
+    every memory of it removed from every index; the pipeline's next runs neither index nor read it again."""
+    correction, _ = _correction(search, memory_id, action="forget_turn", who=who)
+    if not correction.session_id or not correction.turn_id:
+        raise ValueError(f"{memory_id} cites no turn: forget the memory alone")
+    record(workspace, correction)
+    turn = {"bool": {"filter": [
+        {"term": {"session_id": correction.session_id}}, {"term": {"turn_id": correction.turn_id}}
+    ]}}  # fmt: skip
+    delete_matching(search.es, [RAW_INDEX, LEDGER_INDEX, *SEARCH_INDICES], turn)
     return correction
 
 

@@ -1,4 +1,5 @@
-"""Corrections: a person edits a memory's text or priority, or forgets it.
+"""Corrections: a person edits a memory's text or priority, or forgets it (or it and its whole turn: the
+turn's messages, its observation and every memory of it never come back either).
 
 A correction is an event in an append-only trail (`corrections.jsonl`: who, what, when, and the new text of an
 edit). The pipeline applies the trail every time it writes memories, so a re-run of the day never brings a
@@ -24,6 +25,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from memory_pipeline.summarize.knowledge import Kind
 
+FORGETS = ("forget", "forget_turn")
 SAME_IDEA = 0.6  # Jaccard of the word sets: a reworded idea of the same turn is the same memory
 _WORD = re.compile(r"\w+")
 
@@ -32,7 +34,8 @@ class Correction(BaseModel):
     """One person's change to one memory."""
 
     memory_id: str
-    action: Literal["edit", "forget"]
+    # forget_turn: the memory and the whole turn it came from (its messages, its observation, every memory).
+    action: Literal["edit", "forget", "forget_turn"]
     session_id: str = ""
     turn_id: str = ""
     original: str = Field("", description="The memory's text before the change: hashed on creation, never kept.")
@@ -100,6 +103,8 @@ def _matches(correction: Correction, memory: dict) -> bool:
     )
     if not same_turn:
         return False
+    if correction.action == "forget_turn":
+        return True
     if _similar(set(correction.original_words), hashed_words(str(memory.get("summary", "")))):
         return True
     kinds = {k.value for k in Kind}
@@ -127,7 +132,7 @@ def apply_corrections(memories: Iterable[dict], corrections: list[Correction]) -
     kept = []
     for memory in memories:
         mine = [c for c in ordered if _matches(c, memory)]
-        if any(c.action == "forget" for c in mine):
+        if any(c.action in FORGETS for c in mine):
             continue
         memory = dict(memory)
         for edit in mine:
@@ -137,6 +142,23 @@ def apply_corrections(memories: Iterable[dict], corrections: list[Correction]) -
                 memory["priority"] = edit.priority
         kept.append(memory)
     return kept
+
+
+def forgotten_turns(corrections: list[Correction]) -> set[tuple[str, str]]:
+    """(session id, turn id) of every turn a person forgot whole."""
+    return {(c.session_id, c.turn_id) for c in corrections if c.action == "forget_turn" and c.session_id}
+
+
+def drop_forgotten_turns(messages: pl.DataFrame, corrections: list[Correction]) -> pl.DataFrame:
+    """`messages` (raw messages or turns) without the turns people forgot: never indexed, observed or read."""
+    turns = forgotten_turns(corrections)
+    if not turns or messages.is_empty():
+        return messages
+    gone = pl.DataFrame(
+        {"session_id": [s for s, _ in turns], "turn_id": [t for _, t in turns]},
+        schema={"session_id": messages.schema["session_id"], "turn_id": messages.schema["turn_id"]},
+    )
+    return messages.join(gone, on=["session_id", "turn_id"], how="anti")
 
 
 def correct_frame(frame: pl.DataFrame, corrections: list[Correction]) -> pl.DataFrame:

@@ -200,6 +200,7 @@ class ElasticsearchService(LocalService):
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
         user = hand_over(state, dirs["data"])
+        self._bootstrap_password(home, java_home, config, user)
         heap = self.settings.local_es_heap_mb
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -214,7 +215,12 @@ class ElasticsearchService(LocalService):
         settings = {
             "network.host": "127.0.0.1",
             "http.port": str(self.port),
-            "xpack.security.enabled": "false",
+            # Security on, over plain HTTP on the loopback: no process or web page without the password
+            # (DNS rebinding included) reads or deletes a session.
+            "xpack.security.enabled": "true",
+            "xpack.security.http.ssl.enabled": "false",
+            "xpack.security.transport.ssl.enabled": "false",
+            "xpack.security.enrollment.enabled": "false",
             "path.data": str(dirs["data"]),
             "path.logs": str(dirs["logs"]),
             # A nearly full developer disk must not turn every index read-only.
@@ -238,6 +244,24 @@ class ElasticsearchService(LocalService):
         if self.nodes == 1:
             argv.append(SINGLE_NODE_FLAG)
         return LaunchSpec(argv=argv, env=env, cwd=home, user=user)
+
+    def _bootstrap_password(self, home: Path, java_home: Path, config: Path, user: str | None) -> None:
+        """The generated password in the node's keystore as `bootstrap.password`: the `elastic` user's until
+        the security index exists, so the first start already needs it (written again each start: the same
+        file, the same password)."""
+        password = self.settings.es_basic_auth()
+        assert password is not None, "a local node has a local password"
+        tool = str(home / "bin" / "elasticsearch-keystore")
+        # As the user the node runs as (the tool refuses to change a keystore's owner).
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(config.parent),
+            "ES_JAVA_HOME": str(java_home),
+            "ES_PATH_CONF": str(config),
+        }
+        if not (config / "elasticsearch.keystore").exists():
+            run_as([tool, "create"], user, env)
+        run_as([tool, "add", "--force", "--stdin", "bootstrap.password"], user, env, stdin=password[1])
 
     def _client(self) -> Elasticsearch:
         return make_client(self.settings, hosts=[self.url], request_timeout=5, max_retries=0)
@@ -438,12 +462,12 @@ class PostgresService(LocalService):
         return {"version": self._query("SHOW server_version").split()[0], "model": "-", "health": "ok"}
 
 
-def run_as(argv: list[str], user: str | None) -> None:
+def run_as(argv: list[str], user: str | None, env: dict[str, str] | None = None, stdin: str | None = None) -> None:
     """Run a set-up command (as `user` when given); a failure raises with its output."""
-    kwargs: dict[str, object] = {}
+    kwargs: dict[str, object] = {"env": env, "input": stdin}
     if user is not None:
         entry = pwd.getpwnam(user)
-        kwargs = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+        kwargs |= {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
     result = subprocess.run(argv, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise RuntimeProblem(f"{Path(argv[0]).name} failed: {(result.stderr or result.stdout).strip()[-2000:]}")

@@ -566,14 +566,25 @@ def self_retrieval(
         )["hits"]["hits"]
         for hit in hits:
             [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
+            # Among the days checked only: another day may hold the same text, embedded by another server
+            # (floats differ in the last places), and come first for it.
             top = es.search(
                 index=index,
                 size=10,
-                source=False,
-                knn={"field": vector_field(dims), "query_vector": vector, "k": 10, "num_candidates": 50},
+                source=["summary"],
+                knn={
+                    "field": vector_field(dims),
+                    "query_vector": vector,
+                    "k": 10,
+                    "num_candidates": 50,
+                    "filter": {"terms": {"partition": partitions}},
+                },
             )["hits"]["hits"]
-            # First, or tied first: the same text stored twice has the same vector, and either may come back.
-            first = [h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE] if top else []
+            # First, or tied first; or the first is the same text stored twice (same vector): either may come back.
+            text = hit["_source"]["summary"]
+            first = {h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE} if top else set()
+            if top and top[0]["_source"].get("summary") == text:
+                first |= {h["_id"] for h in top if h["_source"].get("summary") == text}
             found += hit["_id"] in first
             tried += 1
     return found, tried

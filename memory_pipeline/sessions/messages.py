@@ -226,7 +226,7 @@ def session_messages(
             {
                 "id": c.id,
                 "name": c.name,
-                "arguments": _cut(json.dumps(_redact_values(c.arguments, redactor, counts), ensure_ascii=False))[0],
+                "arguments": _cut(json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False))[0],
             }
             for c in fields.get("calls", [])
         ]
@@ -296,13 +296,13 @@ def session_messages(
     return rows, redactions
 
 
-def _redact_values(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
+def redact_arguments(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
     """Every string inside tool-call arguments, scanned as the text it is: once JSON-encoded, quotes turn
     into `\\"` and line breaks into `\\n`, and a rule looking for `"…"` or a wrapped line would miss it."""
     if isinstance(value, str):
         return redactor.redact(value, counts)
     if isinstance(value, list):
-        return [_redact_values(v, redactor, counts) for v in value]
+        return [redact_arguments(v, redactor, counts) for v in value]
     if isinstance(value, dict):
         masked = {}
         for key, item in value.items():
@@ -310,7 +310,7 @@ def _redact_values(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
                 counts["secret-argument"] += 1
                 masked[key] = "[REDACTED:secret-argument]"
             else:
-                masked[key] = _redact_values(item, redactor, counts)
+                masked[key] = redact_arguments(item, redactor, counts)
         return masked
     return value
 

@@ -64,6 +64,7 @@ class Rule:
     keywords: tuple[str, ...] = ()
     entropy: float | None = None
     allow: tuple[Allow, ...] = field(default=(), compare=False)
+    secret_group: int = 0  # gitleaks' `secretGroup`: the capture group that is the secret
 
     @classmethod
     def of(
@@ -74,6 +75,10 @@ class Rule:
     def secret_span(self, match: re.Match[str]) -> tuple[int, int] | None:
         if "secret" in self.pattern.groupindex:
             return match.span("secret") if match.group("secret") is not None else None
+        if self.secret_group:
+            return match.span(self.secret_group) if match.group(self.secret_group) else None
+        if self.pattern.groupindex:
+            return match.span()  # named groups mark parts of one token (gitleaks' jwt-base64): mask it whole
         for group in range(1, (self.pattern.groups or 0) + 1):
             if match.group(group):
                 return match.span(group)
@@ -87,15 +92,32 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
 
 
+_POSIX_CLASSES = {
+    "alnum": "A-Za-z0-9",
+    "alpha": "A-Za-z",
+    "digit": "0-9",
+    "xdigit": "0-9A-Fa-f",
+    "upper": "A-Z",
+    "lower": "a-z",
+    "space": "\\s",
+    "word": "\\w",
+    "punct": "!-/:-@\\[-`{-~",
+}
+
+
 def go_regex(regex: str) -> str:
-    """gitleaks' RE2 syntax as Python's: `\\z` is `\\Z`, and a `(?i)` after the start (RE2: "from here to
-    the end of this group") becomes a scoped `(?i:...)` around the rest of its group."""
+    """gitleaks' RE2 syntax as Python's: `\\z` is `\\Z`, POSIX classes are spelt out, and a `(?i)` after the
+    start (RE2: "from here to the end of this group", later alternatives of the group included) becomes a
+    scoped `(?i:...)` around the rest of each of those alternatives: `(?:"(?i)a|b)` is `(?:"(?i:a)|(?i:b))`,
+    not `"` then a or b."""
     regex = regex.replace("\\z", "\\Z")
+    for posix, chars in _POSIX_CLASSES.items():  # `[[:alnum:]]`: Python has no POSIX classes
+        regex = regex.replace(f"[:{posix}:]", chars)
     while True:
         start = regex.find("(?i)", 1)
         if start < 0:
             return regex
-        end, depth, i, in_class = len(regex), 0, start + 4, False
+        end, depth, i, in_class, bars = len(regex), 0, start + 4, False, []
         while i < len(regex):
             ch = regex[i]
             if ch == "\\":
@@ -114,8 +136,13 @@ def go_regex(regex: str) -> str:
                     end = i
                     break
                 depth -= 1
+            elif ch == "|" and depth == 0:
+                bars.append(i)
             i += 1
-        regex = regex[:start] + "(?i:" + regex[start + 4 : end] + ")" + regex[end:]
+        cuts = [start + 4, *(b + 1 for b in bars)]
+        ends = [*bars, end]
+        pieces = [f"(?i:{regex[a:b]})" if b > a else "" for a, b in zip(cuts, ends, strict=True)]
+        regex = regex[:start] + "|".join(pieces) + regex[end:]
 
 
 def _allow(spec: dict) -> Allow | None:
@@ -140,17 +167,26 @@ def gitleaks_rules() -> tuple[Rule, ...]:
             tuple(k.lower() for k in spec.get("keywords", ())),
             spec.get("entropy"),
             (*(a for a in map(_allow, spec.get("allowlists", ())) if a), *shared),
+            spec.get("secretGroup", 0),
         )
         for spec in config["rules"]
         if spec.get("regex")
     )
 
 
-_SECRET_NAME = r"[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|CREDENTIALS?|AUTH)[A-Za-z0-9_]*"
+# A name that names a secret (`DB_PASSWORD`), not one that names where or what it is (`CREDENTIALS_ID`,
+# `LLM_SECRET_NAME`, `TOKEN_URL`).
+_NOT_THE_SECRET = r"(?<!_ID)(?<!_NAME)(?<!_URL)(?<!_PATH)(?<!_FILE)(?<!_TYPE)(?<!_FIELD)(?<!_HEADER)"
+_SECRET_NAME = (
+    r"[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASS|CREDENTIALS?|AUTH)[A-Za-z0-9_]*" + _NOT_THE_SECRET
+)
 # Values that name a secret rather than hold one.
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:true|false|null|none|nil|undefined|changeme|change_me|secret|password|example|test|dummy|x+|\*+|"
-    r"<[^>]*>|your[_-].*|\$.*|%.*%|\{\{.*\}\})$"
+    r"<[^>]*>|your[_-].*|\$.*|%.*%|\{.*\}|https?://.*"
+    # Written to be seen, not used (gitleaks' own false-positive examples): `hf_xxxxxxxx`, `pnu_XXXX`, `ops_…`,
+    # `glc_1111111111`, `sk-ant-api03-abc123xyz-…`.
+    r"|.*(?:x{6}|\*{4}|#{4}|\.\.\.|…|abc123xyz).*|.*(.)\1{9}.*|.*example)$"
 )
 _PLACEHOLDERS = (Allow(regexes=(_PLACEHOLDER,)),)
 # Values that are code, not a secret: a call (`os.environ.get(`, `Path(__file__)`), an attribute path
@@ -175,18 +211,60 @@ _NOT_A_PASSWORD = (
     Allow(regexes=(re.compile(r"^(?:[/~.]|\w+://)|^(?!.*[a-z][A-Z])[^\W\d_]+$|^.{0,3}$"),)),
 )
 
+# Tokens whose prefix names them, masked wherever they stand (prose, `printenv` output, a k8s `value:`, tool
+# arguments): gitleaks gates most of these on a vendor word next to them, which real sessions rarely hold.
+_B = r"(?<![A-Za-z0-9_\-])"  # not inside a longer word
+_E = r"(?![A-Za-z0-9_\-])"
+PREFIXED_TOKENS: tuple[Rule, ...] = tuple(
+    Rule.of(name, _B + regex + _E, keywords=(keyword,) if keyword else ())
+    for name, regex, keyword in (
+        ("aws-session-token", r"IQoJb3JpZ2luX2Vj[A-Za-z0-9+/=]{60,}", "iqojb3jpz2lux2vj"),
+        ("aws-session-token", r"FwoGZXIvYXdzE[A-Za-z0-9+/=]{60,}", "fwogzxivyxdze"),
+        ("dockerhub-pat", r"dckr_pat_[A-Za-z0-9_-]{27}", "dckr_pat_"),
+        ("bitbucket-app-password", r"ATBB[A-Za-z0-9]{28,}", "atbb"),
+        ("discord-bot-token", r"[MN][A-Za-z0-9]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}", ""),
+        ("mailgun-key", r"key-[0-9a-f]{32}", "key-"),
+        ("stripe-webhook-secret", r"whsec_[A-Za-z0-9]{24,}", "whsec_"),
+        ("braintree-token", r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}", "access_token$"),
+        ("tavily-key", r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,}", "tvly-"),
+        ("groq-key", r"gsk_[A-Za-z0-9]{48,}", "gsk_"),
+        ("replicate-token", r"r8_[A-Za-z0-9]{37}", "r8_"),
+        ("xai-key", r"xai-[A-Za-z0-9]{60,}", "xai-"),
+        ("newrelic-user-key", r"NRAK-[A-Z0-9]{27}", "nrak-"),
+        ("atlassian-token", r"ATATT3[A-Za-z0-9_\-=]{100,}", "atatt3"),
+        ("doppler-token", r"dp\.(?:st|ct|pt|sa|scim|audit)\.[A-Za-z0-9_.-]{40,}", "dp."),
+        ("google-client-secret", r"GOCSPX-[A-Za-z0-9_-]{28}", "gocspx-"),
+        ("google-oauth-token", r"ya29\.[A-Za-z0-9_-]{30,}", "ya29."),
+        ("supabase-token", r"sbp_(?:v0_)?[0-9a-f]{40}", "sbp_"),
+        ("mapbox-secret-token", r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", "sk.eyj"),
+    )
+)
+
+
 OWN_RULES: tuple[Rule, ...] = (
     Rule.of(
         "private-key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        # With a body (16 base64 characters, after any `Proc-Type:` headers): `…KEY-----\nanything\n-----END`
+        # is an example.
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?=\s*(?:[A-Za-z-]+:[^\n]*\n\s*)*[A-Za-z0-9+/=]{16})[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         keywords=("private key",),
     ),
-    Rule.of("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", keywords=("sk-ant-",)),
-    Rule.of("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", keywords=("sk-",)),
-    Rule.of("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", keywords=("xox",)),
+    Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), ("sk-ant-",), allow=_PLACEHOLDERS),
+    *PREFIXED_TOKENS,
+    Rule(
+        "openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), ("sk-",), allow=_PLACEHOLDERS
+    ),
+    # Digits, then more: `xoxb-12345-abcd234` and `xoxo-indieweb` are gitleaks' own false-positive examples.
+    Rule.of("slack-token", r"\bxox[abposr]-\d{8,}-[A-Za-z0-9\-]{8,}(?![A-Za-z0-9\-#*])", keywords=("xox",)),
     # gitleaks reads key ids as base32; AWS documents [A-Z0-9]: ids with 0, 1, 8 or 9 exist too.
-    Rule.of("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", keywords=("akia", "asia", "abia", "acca")),
+    Rule(
+        "aws-access-key-id",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+        ("akia", "asia", "abia", "acca"),
+        allow=_PLACEHOLDERS,
+    ),
     Rule.of(
         "aws-cli-secret",
         r"(?i)\baws\s+configure\s+set\s+(?:[\w.-]*\.)?aws_(?:secret_access_key|session_token)\s+['\"]?"
@@ -226,7 +304,7 @@ OWN_RULES: tuple[Rule, ...] = (
     Rule(
         "chat-password",
         re.compile(
-            _CHAT_PASSWORD_LABEL + r"\s*['\"“「]?(?P<secret>[^\s'\"”」" + _CJK + r"]+?)['\"”」]?"
+            _CHAT_PASSWORD_LABEL + r"[ \t]*['\"“「]?(?P<secret>[^\s'\"”」" + _CJK + r"]+?)['\"”」]?"
             r"(?=[.,;)]?(?:[\s" + _CJK + r"]|$))"
         ),
         (
@@ -255,7 +333,8 @@ OWN_RULES: tuple[Rule, ...] = (
         ("password", "passwd", "token", "key", "secret"),
         allow=_PLACEHOLDERS,
     ),
-    Rule.of("telegram-bot-token", r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b", keywords=(":aa",)),
+    # In a bot API URL the token follows "bot" without a word boundary (`api.telegram.org/bot123…:AA…/`).
+    Rule.of("telegram-bot-token", r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", keywords=(":aa",)),
     Rule.of(
         "docker-login-password",
         r"\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[ \t=]+['\"]?(?P<secret>[^\s'\"]{6,})",
@@ -265,7 +344,9 @@ OWN_RULES: tuple[Rule, ...] = (
         "quoted-secret-assignment",
         re.compile(
             r"(?i)\b[\w.-]*(?:password|passwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token"
-            r"|access[_-]?token|client[_-]?secret|private[_-]?key)[\w.-]*['\"]?\s*(?:=|:|=>)\s*['\"]"
+            r"|access[_-]?token|client[_-]?secret|private[_-]?key)[\w.-]*"
+            + _NOT_THE_SECRET.lower()
+            + r"['\"]?\s*(?:=|:|=>)\s*['\"]"
             r"(?P<secret>[^'\"\s]{8,})['\"]"
         ),
         ("password", "passwd", "secret", "key", "token"),
@@ -274,7 +355,7 @@ OWN_RULES: tuple[Rule, ...] = (
     ),
     Rule.of(
         "bearer-token",
-        r"(?i)(?:\bbearer\s+|\bauthorization:\s*token\s+)(?P<secret>[A-Za-z0-9_\-.=+/]{16,})",
+        r"(?i)(?:\bbearer\s+|\bauthorization:\s*(?:token|ssws)\s+)(?P<secret>[A-Za-z0-9_\-.=+/]{16,})",
         keywords=("bearer", "authorization"),
     ),
     Rule.of(
@@ -282,7 +363,55 @@ OWN_RULES: tuple[Rule, ...] = (
         r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
         keywords=("authorization",),
     ),
-    Rule.of("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s@/]{3,})@", keywords=("://",)),
+    # The user may be empty: `redis://:password@host`.
+    Rule.of("url-password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s@/]{3,})@", keywords=("://",)),
+    # A key in a URL's query: `?api_key=…&`, `&appid=…` (with a digit: `?key=created_at_desc` is a sort order).
+    Rule(
+        "url-query-key",
+        re.compile(
+            r"(?i)[?&](?:api[_-]?key|apikey|appid|app[_-]?key|key|token|access[_-]?token|auth[_-]?token|secret"
+            r"|client[_-]?secret|password|sig|signature)=(?=[^&\s#]*\d)(?P<secret>[^&\s#'\"<>{}$]{8,})"
+        ),
+        ("key=", "appid=", "token=", "secret=", "password=", "sig=", "signature="),
+        allow=_PLACEHOLDERS,
+    ),
+    # A literal fallback after an environment lookup: `os.getenv("X") or "<key>"`, `process.env.X ?? "<key>"`.
+    Rule(
+        "env-fallback",
+        re.compile(
+            r"(?:getenv\([^()\n]*\)|environ(?:\.get\([^()\n]*\)|\[[^\]\n]*\])|process\.env(?:\.\w+|\[[^\]\n]*\])"
+            r"|ENV\[[^\]\n]*\])\s*(?:\bor\b|\|\||\?\?)\s*['\"`](?P<secret>[A-Za-z0-9_\-.+/=]{16,})['\"`]"
+        ),
+        ("getenv", "environ", "process.env", "env["),
+        entropy=3.0,
+        allow=_PLACEHOLDERS,
+    ),
+    Rule.of(
+        "netrc-password",
+        r"(?i)\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+(?P<secret>\S+)",
+        keywords=("machine",),
+    ),
+    Rule.of(
+        "mysql-password-flag",
+        r"\bmysql(?:dump|admin|sh)?\b[^\n]*?\s-p(?P<q>['\"]?)(?P<secret>[^\s'\"]{4,})(?P=q)",
+        keywords=("mysql",),
+    ),
+    Rule(
+        "login-call-password",
+        re.compile(r"\.login\(\s*[^,()\n]+,\s*['\"](?P<secret>[^'\"\n]{6,})['\"]\s*\)"),
+        ("login(",),
+        allow=_PLACEHOLDERS,
+    ),
+    Rule.of(
+        "putty-private-key",
+        r"(?i)Private-Lines:\s*\d+\s*\r?\n(?P<secret>(?:[A-Za-z0-9+/=]{8,}(?:\r?\n|$))+)",
+        keywords=("private-lines",),
+    ),
+    Rule.of(
+        "sentry-dsn",
+        r"\bhttps?://(?P<secret>[0-9a-f]{32})(?::[0-9a-f]{32})?@[\w.-]*sentry",
+        keywords=("sentry",),
+    ),
     Rule(
         "webhook-url",
         re.compile(
@@ -358,7 +487,7 @@ class Redactor:
             if rule.keywords and present.isdisjoint(rule.keywords):
                 continue
             for match in rule.pattern.finditer(text):
-                span = rule.secret_span(match)
+                span = _trimmed(text, rule.secret_span(match), blocks="private-key" in rule.name)
                 if span is None or span[0] == span[1] or any(s < span[1] and span[0] < e for s, e in masked):
                     continue
                 secret = text[span[0] : span[1]]
@@ -371,6 +500,37 @@ class Redactor:
                     continue
                 found.append((span[0], span[1], rule.name))
         return found
+
+
+# What a gitleaks pattern's secret may end on without being part of it: its terminator (`(?:[\s;"']|$)`).
+_EDGE = frozenset(" \t\r\n\"'`,;")
+
+
+_TOKEN_LINE = re.compile(r"[A-Za-z0-9+/=_\-]*")
+
+
+def _trimmed(text: str, span: tuple[int, int] | None, blocks: bool = False) -> tuple[int, int] | None:
+    """`span` without the spaces, quotes and separators at its ends: the secret's characters only, so the text
+    around it (the next word, the next line) stays as it was. Unless the rule masks `blocks` (a PEM key), a
+    span goes on over a line break only into a line that is all token, 16 characters at least and no `NAME=`
+    (a wrapped base64 value): gitleaks' jwt-base64 would otherwise take `EOF` or `LOG_LEVEL=` after it."""
+    if span is None:
+        return None
+    start, end = span
+    cut = text.find("\n", start, end)
+    while not blocks and cut >= 0:
+        line_end = text.find("\n", cut + 1)
+        line_end = len(text) if line_end < 0 else line_end
+        line = text[cut + 1 : line_end].strip("\r")
+        if len(line) < 16 or not _TOKEN_LINE.fullmatch(line) or _OWN_LINE.match(line):
+            end = cut
+            break
+        cut = text.find("\n", cut + 1, end)
+    while start < end and text[start] in _EDGE:
+        start += 1
+    while end > start and text[end - 1] in _EDGE:
+        end -= 1
+    return start, end
 
 
 def _join(text: str, breaks: list[tuple[int, int]]) -> tuple[str, list[int]]:

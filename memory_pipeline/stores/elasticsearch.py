@@ -27,6 +27,9 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"hosts": settings.elasticsearch_hosts, "verify_certs": settings.es_verify_certs}
     if settings.es_api_key:
         kwargs["api_key"] = settings.es_api_key
+    local = settings.es_basic_auth()
+    if local:
+        kwargs["basic_auth"] = local
     if settings.es_ca_certs:
         kwargs["ca_certs"] = str(settings.es_ca_certs)
     return kwargs
@@ -206,11 +209,16 @@ def sync_documents(
     return SyncCounts(written, deleted, unchanged)
 
 
-def delete_days(client: Elasticsearch, indices: Iterable[str], days: list[str]) -> int:
-    """Delete every document of these partitions from these indices (the node has no _delete_by_query)."""
+def delete_matching(client: Elasticsearch, indices: Iterable[str], query: dict[str, Any]) -> int:
+    """Delete every document matching `query` from these indices (the node has no _delete_by_query)."""
     deleted = 0
     for index in indices:
         if client.indices.exists(index=index):
-            deleted += bulk_apply(client, index, [], stored_hashes(client, index, {"terms": {"partition": days}}))[1]
+            deleted += bulk_apply(client, index, [], stored_hashes(client, index, query))[1]
             client.indices.refresh(index=index)
     return deleted
+
+
+def delete_days(client: Elasticsearch, indices: Iterable[str], days: list[str]) -> int:
+    """Delete every document of these partitions from these indices."""
+    return delete_matching(client, indices, {"terms": {"partition": days}})

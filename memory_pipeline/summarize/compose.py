@@ -120,14 +120,30 @@ def covered(piece: Piece, ideas: Sequence[Idea]) -> bool:
     return any(support(piece.evidence, f"{i.summary} {i.evidence}") >= GROUNDED_AT for i in ideas)
 
 
+# What a rule or decision says before its reason: "Use Vitest instead of Jest" of "…, because Jest broke".
+_REASON = re.compile(r",?\s+(?:because|since|as|so that)\s+|:\s+|\s+[-–—]\s+", re.IGNORECASE)
+# The share of that head's words a memory must hold to name the choice.
+NAMES_AT = 0.6
+
+
+def names_the_choice(piece: Piece, summary: str) -> bool:
+    """Whether `summary` names what `piece` settles (the choice, not only its reason): a small model once
+    stored "Jest kept breaking on our ESM imports." for "We decided to use Vitest instead of Jest, because…"."""
+    head = _REASON.split(piece.statement, maxsplit=1)[0]
+    return support(head, summary) >= NAMES_AT
+
+
 def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     """`ideas`, each that holds a piece of the person's own message typed as that piece is: "always use pnpm,
-    never npm" is a rule because the person said "always" and "never", whatever kind a small model gave it."""
+    never npm" is a rule because the person said "always" and "never", whatever kind a small model gave it.
+    A memory of a piece that does not name its choice takes the piece's own statement."""
     pieces = pieces_of(turn.user)
     typed = []
     for idea in ideas:
         piece = next((p for p in pieces if covered(p, [idea])), None)
-        if piece and piece.kind is not idea.kind:
+        if piece and not names_the_choice(piece, idea.summary):
+            idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role, idea.subject) or idea
+        elif piece and piece.kind is not idea.kind:
             idea = make_idea(piece.kind, idea.summary, idea.evidence, idea.evidence_role, idea.subject) or idea
         typed.append(idea)
     return typed

@@ -116,6 +116,21 @@ def forget_memory(
     return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
 
 
+@router.post("/m/{memory_id}/forget-turn")
+def forget_memory_and_turn(
+    search: SearchDep,
+    settings: SettingsDep,
+    memory_id: str,
+) -> Response:
+    try:
+        actions.forget_turn(search, settings.memory_workspace, memory_id, who=BROWSER_USER)
+    except actions.UnknownMemory:
+        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
+    except ValueError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
+
+
 @router.get("/review", response_class=HTMLResponse)
 def review_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     projects = []

@@ -59,6 +59,7 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         "LOCAL_LLAMA_PORT": str(settings.local_llama_port),
         "LOCAL_EMBED_PORT": str(settings.local_embed_port),
         "LOCAL_API_KEY_FILE": str(settings.api_key_path),
+        "LOCAL_ES_PASSWORD_FILE": str(settings.es_password_path),
         **storage_env(settings),
         **extra,
     }

@@ -89,7 +89,9 @@ def settings_on(runtime: LocalRuntime, name: ServiceName, shared: Settings, fold
     """Isolated settings (see `isolated_settings`) whose `name` server is `runtime`'s, with its key."""
     port = {"elasticsearch": "local_es_port", "chat": "local_llama_port", "embed": "local_embed_port"}[name]
     overrides: dict[str, object] = {port: getattr(runtime.settings, port)}
-    if name != "elasticsearch":
+    if name == "elasticsearch":
+        overrides["local_es_password_file"] = runtime.settings.es_password_path
+    else:
         overrides["local_api_key_file"] = runtime.settings.api_key_path
     return isolated_settings(shared, folder, **overrides)
 

@@ -94,6 +94,18 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         assert forgotten_id not in driver.page_source
 
+        # Its turn is still found through its observation: forget that with the whole turn, and nothing of the
+        # turn is left to find (its messages, its observation, any memory of it).
+        found = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")]
+        [observation_id] = [i for i in found if i.startswith("obs_")][:1]
+        driver.get(f"{base}/m/{observation_id}")
+        forgotten_turn = driver.find_element(By.ID, "turn-id").text
+        driver.find_element(By.CSS_SELECTOR, "#forget-turn button").click()
+        _wait(driver, expected_conditions.alert_is_present()).accept()
+        _wait(driver, expected_conditions.url_contains("forgotten="))
+        driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
+        assert observation_id not in driver.page_source and "window.__pwned = 1" not in driver.page_source
+
         # Edit another: the new text is shown, with the change in the trail.
         driver.get(f"{base}/?q=checkout+price+formatter&project={PROJECT}")
         edited_id = driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")[0].text
@@ -121,7 +133,9 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
     _run_day(settings)
     with open_search(settings) as search:
         assert search.get([forgotten_id]) == []
-        assert forgotten_id not in [r.id for r in search.index("pnpm npm", k=50, filters=Filters(project=PROJECT))]
+        found = search.index("pnpm npm", k=50, filters=Filters(project=PROJECT))
+        assert forgotten_id not in [r.id for r in found] and forgotten_turn not in [r.turn_id for r in found]
+        assert search.get([observation_id]) == []
         [edited] = search.get([edited_id])
         assert edited.summary.endswith("(fixed: total defaults to 0).")
     memory = (ensure_project_dir(settings.memory_workspace, PROJECT) / "MEMORY.md").read_text()

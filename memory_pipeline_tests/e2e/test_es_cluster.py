@@ -50,6 +50,7 @@ def test_a_node_killed_mid_bulk_loses_and_duplicates_nothing(local_runtime: Sett
             tmp_path / "run",
             sessions_dir=corpus,
             local_es_port=runtime.settings.local_es_port,
+            local_es_password_file=runtime.settings.es_password_path,
             local_es_nodes=3,
         )
         assert len(settings.elasticsearch_hosts) == 3, "clients must know every node to go on without one"

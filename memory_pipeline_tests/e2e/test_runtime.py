@@ -117,10 +117,14 @@ def test_corrupted_model_is_refused(local_runtime: Settings, tmp_path: Path) -> 
 
 
 def test_configured_urls_start_nothing_local(local_runtime: Settings, tmp_path: Path) -> None:
-    # The user's "own" servers (here: the shared local ones, under another name) are only described.
+    # The user's "own" servers (here: the shared local ones, under another name) are only described; their
+    # cluster takes the credentials ES_USERNAME and ES_PASSWORD give.
+    user, password = local_runtime.es_basic_auth() or ("", "")
     settings = load_settings(
         memory_pipeline_state_dir=tmp_path / "state",
         es_url=f"http://localhost:{local_runtime.local_es_port}",
+        es_username=user,
+        es_password=password,
         llama_url=f"http://localhost:{local_runtime.local_llama_port}",
         embed_url=f"http://localhost:{local_runtime.local_embed_port}",
         llama_api_key=local_runtime.api_key("chat"),
@@ -194,3 +198,28 @@ def test_a_users_server_that_wants_a_key_is_reported_as_such(local_runtime: Sett
     )
     [chat] = [r for r in LocalRuntime(settings, progress=lambda m: None).status() if r.name == "chat"]
     assert chat.state == "unauthorized" and "LLAMA_API_KEY" in chat.health
+
+
+def test_the_local_elasticsearch_refuses_whoever_lacks_its_password(local_runtime: Settings) -> None:
+    """Security is on: a local process without the password, or a web page that reached the port through DNS
+    rebinding (a foreign Host, no credentials it could know), reads and deletes nothing."""
+    import stat
+
+    import httpx
+
+    url = local_runtime.elasticsearch_url
+    assert httpx.get(f"{url}/_cat/indices").status_code == 401
+    assert httpx.delete(f"{url}/memory-raw*").status_code == 401
+    assert httpx.get(f"{url}/_search", headers={"Host": "attacker.example:9200"}).status_code == 401
+    assert httpx.get(f"{url}/_cat/indices", auth=("elastic", "wrong-password")).status_code == 401
+    user, password = local_runtime.es_basic_auth() or ("", "")
+    assert httpx.get(f"{url}/_cat/indices", auth=(user, password)).status_code == 200
+    path = local_runtime.es_password_path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600, "the password file is the owner's only"
+    out = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "local", "up", "--only", "elasticsearch"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(path) in out and "curl -u" in out and password not in out  # says how, never the password

@@ -143,3 +143,18 @@ def test_edited_memories_are_named_so_no_grounding_check_judges_them() -> None:
     assert edited_ids(frame, [Correction.of(BY_QWEN, action="edit", text="Use pnpm 9.")]) == {"o7"}
     assert edited_ids(frame, [Correction.of(BY_QWEN, action="edit", priority="low")]) == set()
     assert edited_ids(frame, [Correction.of(BY_QWEN, action="forget")]) == set()
+
+
+def test_forgetting_a_turn_drops_its_messages_observation_and_every_memory_of_it() -> None:
+    from memory_pipeline.curation.corrections import drop_forgotten_turns
+
+    whole = Correction(memory_id="a", action="forget_turn", session_id="s1", turn_id="t1", original="x")
+    # Every memory of the turn goes, whatever its words; another turn's twin stays.
+    assert [m["doc_id"] for m in apply_corrections(IDEAS, [whole])] == ["c"]
+    messages = pl.DataFrame(
+        {"session_id": ["s1", "s1", "s1", "s2"], "turn_id": ["t1", "t1", "t2", "t1"], "message_index": [0, 1, 0, 0]}
+    )
+    kept = drop_forgotten_turns(messages, [whole, _forget(IDEAS[2])])  # a plain forget keeps the messages
+    assert kept.select("session_id", "turn_id").rows() == [("s1", "t2"), ("s2", "t1")]
+    assert drop_forgotten_turns(messages, [_forget(IDEAS[0])]).height == 4
+    assert drop_forgotten_turns(messages.clear(), [whole]).is_empty()

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_pipeline.summarize.compose import make_idea, tags_for
+from memory_pipeline.summarize.compose import make_idea, tags_for, typed_by_the_person
 from memory_pipeline.summarize.knowledge import Kind, clean_statement, files_of, findings_of, pieces_of, topics_of
+from memory_pipeline.summarize.trust import TurnText
 
 
 @pytest.mark.parametrize(
@@ -81,3 +82,15 @@ def test_a_memory_made_from_a_piece_carries_its_evidence_and_priority() -> None:
     assert idea.evidence == "we'll use Redis for the cache" and idea.evidence_role == "user"
     assert "database" in idea.tags  # Redis is a data store: "which database…" finds it
     assert make_idea(Kind.FACT, "[photo]", "[photo]", "user") is None
+
+
+def test_a_decision_the_model_stored_without_its_choice_takes_the_persons_statement() -> None:
+    evidence = "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM imports."
+    turn = TurnText(user=f"Always use pnpm, never npm. {evidence}", assistant="Noted.", other="")
+    reason_only = make_idea(Kind.GOTCHA, "Jest kept breaking on our ESM imports.", evidence, "user")
+    whole = make_idea(Kind.RULE, "Use pnpm, never npm.", "Always use pnpm, never npm.", "user")
+    assert reason_only is not None and whole is not None
+    fixed, kept = typed_by_the_person(turn, [reason_only, whole])
+    assert fixed.kind == "decision" and "Vitest" in fixed.summary and "Jest" in fixed.summary
+    assert fixed.evidence == evidence
+    assert kept.summary == "Use pnpm, never npm." and kept.kind == "rule"  # named its choice: left as the model had it

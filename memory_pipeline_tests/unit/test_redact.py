@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections import Counter
 
 import pytest
@@ -137,8 +139,16 @@ def test_go_syntax_of_the_vendored_rules_compiles_in_python() -> None:
 
     specs = [s for s in tomllib.loads(GITLEAKS_RULES.read_text())["rules"] if s.get("regex")]
     assert len(gitleaks_rules()) == len(specs) >= 200
-    assert go_regex(r"ab(?i)cd|ef\z") == r"ab(?i:cd|ef\Z)"
+    # RE2: a mid-pattern flag holds to the end of its group, over later alternatives too, not around them.
+    assert go_regex(r"ab(?i)cd|ef\z") == r"ab(?i:cd)|(?i:ef\Z)"
     assert go_regex(r"(x(?i)y)z") == r"(x(?i:y))z"
+    curl = re.compile(go_regex(r"""-H (?:"(?i)(?:Authorization: (\w{8,}))"|'(?i)(?:Authorization: (\w{8,}))')"""))
+    assert curl.search("curl -H 'authorization: 5eb4223e5008'")  # the second alternative, not `"` then it
+    assert go_regex(r"\b(pat[[:alnum:]]{14})") == r"\b(pat[A-Za-z0-9]{14})"  # POSIX classes spelt out
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # `[[:alnum:]]` read as a nested set would warn, and match wrongly
+        for spec in specs:
+            re.compile(go_regex(spec["regex"]) + "(?#fresh)")  # past re's cache
 
 
 def test_no_planted_secret_survives_parsing_in_any_field(tmp_path) -> None:  # noqa: ANN001

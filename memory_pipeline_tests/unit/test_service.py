@@ -227,6 +227,7 @@ def test_search_page_shows_scores_and_ids_and_escapes_session_text(client: TestC
 def test_every_write_needs_the_services_token(client: TestClient, tmp_path) -> None:  # noqa: ANN001
     writes = [
         ("/m/m1/forget", {"data": {}}),
+        ("/m/m1/forget-turn", {"data": {}}),
         ("/m/m1/edit", {"data": {"text": "x"}}),
         ("/review/decide", {"data": {"project": "/p", "proposal": "p-1", "decision": "promote"}}),
         ("/api/v1/memories", {"json": {"text": "x", "project": "/p"}}),

@@ -15,6 +15,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in (
         "ES_URL",
         "ES_API_KEY",
+        "ES_USERNAME",
+        "ES_PASSWORD",
         "LLAMA_URL",
         "LLAMA_MODEL",
         "EMBED_URL",
@@ -148,15 +150,44 @@ def test_local_servers_get_a_generated_key_users_servers_their_own(tmp_path: Pat
     )
 
 
+def test_the_local_elasticsearch_takes_a_generated_password_a_users_cluster_its_key(tmp_path: Path) -> None:
+    from memory_pipeline.resources import build_resources
+    from memory_pipeline.settings import isolated_settings
+    from memory_pipeline.stores.elasticsearch import client_kwargs
+
+    local = load_settings(memory_pipeline_state_dir=tmp_path / "state")
+    user, password = local.es_basic_auth() or ("", "")
+    assert user == "elastic" and len(password) >= 40
+    assert local.es_password_path.read_text().strip() == password and local.es_password_path.stat().st_mode & 0o077 == 0
+    assert client_kwargs(local)["basic_auth"] == (user, password) and "api_key" not in client_kwargs(local)
+    connection = build_resources(local)["es"].connection_config
+    assert password not in json.dumps(connection.model_dump())  # resource config shows in the UI: the path only
+    assert connection.to_client_kwargs()["basic_auth"] == (user, password)
+    # A test's or benchmark's isolated settings talk to the same node: the same password.
+    isolated = isolated_settings(local, tmp_path / "isolated")
+    assert isolated.es_basic_auth() == (user, password)
+    own = load_settings(es_url="https://es.example.test", es_api_key="users-key", memory_pipeline_state_dir=tmp_path)
+    assert own.es_basic_auth() is None and "basic_auth" not in client_kwargs(own)
+    assert client_kwargs(own)["api_key"] == "users-key"
+    assert build_resources(own)["es"].connection_config.to_client_kwargs().get("basic_auth") is None
+    basic = load_settings(es_url="https://es.example.test", es_username="me", es_password="pw-of-mine")
+    assert client_kwargs(basic)["basic_auth"] == ("me", "pw-of-mine")
+    assert build_resources(basic)["es"].connection_config.to_client_kwargs()["basic_auth"] == ("me", "pw-of-mine")
+    with pytest.raises(ConfigError, match="ES_USERNAME and ES_PASSWORD go together"):
+        load_settings(es_url="https://es.example.test", es_username="me")
+
+
 def test_config_masks_every_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ES_URL", "https://es.example.test")
     monkeypatch.setenv("ES_API_KEY", "es-secret")
+    monkeypatch.setenv("ES_USERNAME", "me")
+    monkeypatch.setenv("ES_PASSWORD", "es-password-secret")
     monkeypatch.setenv("LLAMA_API_KEY", "llama-secret")
     monkeypatch.setenv("EMBED_API_KEY", "embed-secret")
     monkeypatch.setenv("DAGSTER_POSTGRES_URL", "postgresql://dagster:pg-secret@db.example.test:5432/runs")
     result = CliRunner().invoke(main, ["config"])
     assert result.exit_code == 0
-    for secret in ("es-secret", "llama-secret", "embed-secret", "pg-secret"):
+    for secret in ("es-secret", "es-password-secret", "llama-secret", "embed-secret", "pg-secret"):
         assert secret not in result.output
     assert json.loads(result.output)["dagster_postgres_url"] == "postgresql://dagster:***@db.example.test:5432/runs"
 
