@@ -5,12 +5,12 @@ receives each message with hundreds of characters of metadata first: labelled
 JSON blocks ("Conversation info (untrusted metadata):" + a fenced object),
 bracketed channel headers (`[Telegram Alice (@alice) id:42 +2m 2026-01-31 10:00 UTC]`),
 `System: [timestamp] …` lines, `[message_id: 1234]` markers, `Sender: …` header
-lines, OpenClaw's `[media attached: …]` markers and the reply hint after them, a
-`User text:` label, queued-message batches (`[Queued messages while agent was
-busy]`, each `Queued #N` peeled alone). Clipped to a few hundred characters,
-such a message says nothing. This peels those layers off the start (and drops
-message-id markers anywhere); if nothing would be left, the text is kept as it
-was.
+lines, OpenClaw's `[media attached: …]` markers and the reply hint after them,
+a `User text:` label, a screenshot pasted as its temporary file's path,
+queued-message batches (`[Queued messages while agent was busy]`, each `Queued
+#N` peeled alone). Clipped to a few hundred characters, such a message says
+nothing. This peels those layers off the start (and drops message-id markers
+anywhere); if nothing would be left, the text is kept as it was.
 
 Some messages in the user's role are not the person's words at all: a cron
 job's task prompt (`[cron:<id> <name>] …`), a sub-agent's preamble
@@ -47,6 +47,13 @@ _REPLY_HINT = re.compile(
     r"\ATo send an image back, prefer the message tool[^\n]*?Keep caption in the text body\.[ \t]*(?:\n|\Z)"
 )
 _USER_TEXT = re.compile(r"\AUser text:[ \t]*")
+# A screenshot pasted into a terminal arrives as its temporary file's path, alone on the first line
+# (`'/var/folders/…/Screenshot 2025-11-21 at 01.27.21.png'`): the file is gone; the words after it are the message.
+_PASTED_IMAGE = re.compile(
+    r"\A(?:'[^'\n]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?)'|\"[^\"\n]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?)\""
+    r"|[^\s'\"]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?))[ \t]*(?:\n|\Z)",
+    re.I,
+)
 _QUEUED = re.compile(r"\A\[Queued messages while agent was busy\][ \t]*\n")
 _QUEUED_ITEM = re.compile(r"\n*---\nQueued #\d+\n")
 _SYSTEM_LINE = re.compile(r"\ASystem:[ \t]*\[[^\]\n]*\][^\n]*(?:\n|\Z)")
@@ -73,7 +80,7 @@ def _peel(text: str) -> str | None:
     block = _FENCED.match(after_label)
     if block and _is_object(block.group("body")):
         return after_label[block.end() :]
-    for pattern in (_BRACKET, _MEDIA, _REPLY_HINT, _USER_TEXT, _SYSTEM_LINE, _HEADER_LINE):
+    for pattern in (_BRACKET, _MEDIA, _REPLY_HINT, _USER_TEXT, _SYSTEM_LINE, _HEADER_LINE, _PASTED_IMAGE):
         match = pattern.match(text)
         if match:
             return text[match.end() :]

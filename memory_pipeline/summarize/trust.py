@@ -13,7 +13,9 @@ turn, by pure code:
 - **Priorities that mean something.** `high` is for durable things: a rule or preference the user stated,
   a correction, a decision, a root cause, a gotcha. A high idea needs such a signal and support in what
   the user or the assistant said (not only in tool output), else it becomes medium; an acknowledgement or a
-  one-line instruction ("Run them.", "ok") is never high.
+  one-line instruction ("Run them.", "ok") is never high, nor is a question.
+- **Causes the turn gives.** An idea that states a reason ("because …", "caused by …") is kept only when the
+  turn holds that reason; a small model invents plausible ones.
 
 A small model's misses get a second chance in `compose.missed_pieces`: the rules, decisions and gotchas a
 person's message states become memories of their own, grounded by construction.
@@ -191,7 +193,14 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
             # "Delete the file" drafted as a rule: a one-off request, which the turn's observation keeps.
             result.dropped.append(("a request, not a rule", idea.summary))
             continue
+        cause = _CAUSE.search(idea.summary)
+        if cause and support(cause["cause"], turn.everything) < GROUNDED_AT:
+            # "Run the tests because the tests failed" where 42 passed: a reason the turn never gave.
+            result.dropped.append(("a cause the turn does not state", idea.summary))
+            continue
         priority = idea.priority
+        if priority is Priority.HIGH and idea.evidence.rstrip().endswith(("?", "？")):
+            priority = Priority.MEDIUM  # a question is never a durable rule, whatever the model typed it as
         if priority is Priority.HIGH:
             typed = idea.kind in (Kind.DECISION, Kind.GOTCHA) and idea.evidence_role in ("user", "assistant")
             durable = typed or bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
@@ -203,6 +212,13 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
             idea = idea.model_copy(update={"priority": priority})
         result.kept.append(idea)
     return result
+
+
+# The reason a statement gives: what follows "because", "caused by", "due to", "root cause:" up to the end of
+# its sentence.
+_CAUSE = re.compile(
+    r"(?i)\b(?:because(?: of)?|caused by|due to|the root cause (?:is|was)|root cause:)\s+(?P<cause>[^.;!?]{3,})"
+)
 
 
 def _unquoted(summary: str) -> str:

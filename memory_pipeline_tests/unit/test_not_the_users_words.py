@@ -92,6 +92,10 @@ def test_queued_and_media_envelopes_keep_every_word_of_the_person() -> None:
     )
     assert strip_envelope(queued) == "what do you mean?\n\nand use pnpm please"
     assert strip_envelope("[media attached: 2 files]\n[media attached 1/2: /a.jpg (image/jpeg)]\ncompare") == "compare"
+    # A screenshot pasted into a terminal (the pi-mono fixture): its temporary path is not the question.
+    pasted = "'/var/folders/49/T/NSIRD_screencaptureui_tby1cQ/Screenshot 2025-11-21 at 01.27.21.png'\n\nwhy?"
+    assert strip_envelope(pasted) == "why?"
+    assert strip_envelope("/tmp/a.png is blank, why?") == "/tmp/a.png is blank, why?"  # a path talked about stays
 
 
 def test_no_password_typed_in_chat_or_written_with_spaces_is_kept(parsed) -> None:  # noqa: ANN001

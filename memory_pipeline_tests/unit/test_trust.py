@@ -144,3 +144,29 @@ def test_a_message_that_makes_no_valid_memory_is_not_a_crash() -> None:
     assert outcome.status in ("summarised", "empty")
     assert all(i.priority == "high" and not i.summary.startswith('"') for i in outcome.ideas)
     assert any("npm" in i.summary for i in outcome.ideas)
+
+
+def test_a_cause_the_turn_never_gave_is_not_kept_and_a_question_is_never_high() -> None:
+    turn = [
+        TurnMessage("user", "run the tests"),
+        TurnMessage("toolResult", "42 passed in 3.1s", tool_name="bash"),
+        TurnMessage("assistant", "All 42 tests passed."),
+    ]
+    invented = _run(turn, _idea("Run the tests because the tests failed.", "decision", "run the tests"))
+    assert invented.ideas == [] and [reason for reason, _ in invented.dropped] == ["a cause the turn does not state"]
+    found = [
+        TurnMessage("user", "why do the tests hang?"),
+        TurnMessage("assistant", "They hang because Redis is not running; start it with docker compose up redis."),
+    ]
+    kept = _run(
+        found, _idea("The tests hang because Redis is not running.", "gotcha", "They hang because Redis is not running")
+    )
+    assert [i.summary for i in kept.ideas][:1] == ["The tests hang because Redis is not running."]
+    asked = [
+        TurnMessage("user", "should we always use pnpm instead of npm?"),
+        TurnMessage("assistant", "pnpm is faster here."),
+    ]
+    question = _run(
+        asked, _idea("Always use pnpm instead of npm.", "rule", "should we always use pnpm instead of npm?")
+    )
+    assert all(i.priority != "high" for i in question.ideas)
