@@ -47,23 +47,12 @@ class _OneLineErrors(click.Group):
     """A server that is down is one line that names it and the fix, not a 60-line traceback."""
 
     def invoke(self, ctx: click.Context) -> object:
-        from elastic_transport import ConnectionError as ESConnectionError
-        from elastic_transport import ConnectionTimeout
-
-        from memory_pipeline.stores.openai_compat import ServerError
+        from memory_pipeline.search.open import DOWN, unavailable
 
         try:
             return super().invoke(ctx)
-        except (ESConnectionError, ConnectionTimeout) as exc:
-            url = load_settings().elasticsearch_url
-            raise click.ClickException(
-                f"Elasticsearch at {url} is unreachable ({type(exc).__name__}): start it with "
-                "`memory-pipeline local up`, or set ES_URL to your cluster"
-            ) from None
-        except ServerError as exc:
-            raise click.ClickException(
-                f"{exc}: start the local servers with `memory-pipeline local up`, or check LLAMA_URL / EMBED_URL"
-            ) from None
+        except DOWN as exc:
+            raise click.ClickException(unavailable(exc, load_settings()) or str(exc)) from None
 
 
 def _echo_progress(message: str) -> None:
@@ -439,29 +428,24 @@ def briefing_command(prompt: str, tokens: int, project: str | None, all_projects
     """Markdown of what a new session should know first: the project's rules (MEMORY.md), its important
     memories, then what matches its first PROMPT, within a token budget, each line with its id.
 
-    Fit for hooks: when a server is down it prints an empty briefing, says why in one line on stderr, and
-    exits 0, so the session it would brief starts anyway."""
-    from elasticsearch import ConnectionError as ESConnectionError
-    from elasticsearch import TransportError
-
-    from memory_pipeline.search.briefing import Briefing, build_briefing
+    Fit for hooks: when a server is down it prints what it still has (MEMORY.md's rules), says why on stderr,
+    and exits 0, so the session it would brief starts anyway."""
+    from memory_pipeline.search.briefing import build_briefing
     from memory_pipeline.search.render import as_json as dumps
 
     scope = None if all_projects else project or str(Path.cwd())
     settings = _settings()
-    try:
-        with _search() as engine:
-            workspace = settings.memory_workspace
-            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
-            if engine.degraded:
-                click.echo(f"memory briefing: {engine.degraded}", err=True)
-    except (ESConnectionError, TransportError) as exc:
-        click.echo(
-            f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable "
-            f"({type(exc).__name__}); start it with `memory-pipeline local up`",
-            err=True,
-        )
-        made = Briefing("", [])
+    with _search() as engine:
+        workspace = settings.memory_workspace
+        made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
+        if made.degraded:
+            click.echo(
+                f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable ({made.degraded}); "
+                "start it with `memory-pipeline local up`",
+                err=True,
+            )
+        elif engine.degraded:
+            click.echo(f"memory briefing: {engine.degraded}", err=True)
     if as_json:
         click.echo(dumps({"markdown": made.markdown, "project": scope, "ids": made.ids}))
     elif made.markdown:
@@ -544,7 +528,7 @@ def mcp_stdio() -> None:
     redactor = Redactor.with_patterns(settings.redact_extra_patterns)
     with _search() as search:
         # A stdio server runs in its client's project: notes and briefings default to it.
-        mcp = build_mcp(lambda: search, lambda: redactor, str(Path.cwd()), settings.memory_workspace)
+        mcp = build_mcp(lambda: search, lambda: redactor, str(Path.cwd()), settings.memory_workspace, settings)
         mcp.run("stdio")
 
 

@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from elastic_transport import ConnectionError as TransportConnectionError
+from elastic_transport import ConnectionTimeout
+
 from memory_pipeline.recall.observations import estimate_tokens
 from memory_pipeline.reflect.maturity import MATURITY_MARKER
 from memory_pipeline.reflect.review import pending
@@ -154,6 +157,7 @@ def earned(related: list[Row], filler: int, alone: bool = True) -> list[Row]:
 class Briefing:
     markdown: str
     ids: list[str]  # every citation id in it, in order
+    degraded: str = ""  # what could not be read (the search down: MEMORY.md's rules only), for the caller to say
 
 
 def build_briefing(
@@ -166,8 +170,48 @@ def build_briefing(
     policy: BriefingPolicy = DEFAULT_POLICY,
 ) -> Briefing:
     """The briefing for a session of `project` whose first prompt is `prompt`, within `token_budget` tokens."""
-    scope = Filters(project=project)
     rules = memory_rules(workspace, project)
+    try:
+        high, related = _searched(search, prompt, project, candidates, policy)
+        degraded = ""
+    except (TransportConnectionError, ConnectionTimeout) as exc:
+        # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
+        high, related, degraded = [], [], f"memory search unavailable ({type(exc).__name__}): MEMORY.md rules only"
+    notice = review_notice(workspace, project)
+    shown = [content_words(r.text) for r in rules]
+    important_rows = consolidate(high, shown)
+    shown += [content_words(r.summary) for r, _ in important_rows]
+    parts: list[tuple[str, list[tuple[str, str | None]]]] = [
+        ("rules", [(_rule_line(r), r.id) for r in rules]),
+        ("important", [(_line(r, n), r.id) for r, n in important_rows]),
+        ("related", [(_line(r, n), r.id) for r, n in consolidate(related, shown)]),
+    ]
+    text, ids, seen = HEADER, [], set()
+    if tokens(text + notice) > token_budget:
+        return Briefing("", [], degraded)
+    for section, lines in parts:
+        heading_added = False
+        for line, doc_id in lines:
+            if doc_id and doc_id in seen:
+                continue
+            addition = line if heading_added else SECTIONS[section] + line
+            if tokens(text + addition + notice) > token_budget:
+                continue
+            text += addition
+            heading_added = True
+            if doc_id:
+                seen.add(doc_id)
+                ids.append(doc_id)
+    if text == HEADER and not notice:
+        return Briefing("", [], degraded)
+    return Briefing(text + notice, ids, degraded)
+
+
+def _searched(
+    search: MemorySearch, prompt: str, project: str | None, candidates: int, policy: BriefingPolicy
+) -> tuple[list[Row], list[Row]]:
+    """The important memories and the prompt's matches that earn a line (see `BriefingPolicy`)."""
+    scope = Filters(project=project)
     high_scope = Filters(project=project, priority=("high",))
     if policy.important_floor is None:
         newest = search.recent(high_scope, k=policy.important)
@@ -193,32 +237,4 @@ def build_briefing(
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
     ]
-    related = earned(related, policy.filler, policy.filler_alone)
-    notice = review_notice(workspace, project)
-    shown = [content_words(r.text) for r in rules]
-    important_rows = consolidate(high, shown)
-    shown += [content_words(r.summary) for r, _ in important_rows]
-    parts: list[tuple[str, list[tuple[str, str | None]]]] = [
-        ("rules", [(_rule_line(r), r.id) for r in rules]),
-        ("important", [(_line(r, n), r.id) for r, n in important_rows]),
-        ("related", [(_line(r, n), r.id) for r, n in consolidate(related, shown)]),
-    ]
-    text, ids, seen = HEADER, [], set()
-    if tokens(text + notice) > token_budget:
-        return Briefing("", [])
-    for section, lines in parts:
-        heading_added = False
-        for line, doc_id in lines:
-            if doc_id and doc_id in seen:
-                continue
-            addition = line if heading_added else SECTIONS[section] + line
-            if tokens(text + addition + notice) > token_budget:
-                continue
-            text += addition
-            heading_added = True
-            if doc_id:
-                seen.add(doc_id)
-                ids.append(doc_id)
-    if text == HEADER and not notice:
-        return Briefing("", [])
-    return Briefing(text + notice, ids)
+    return high, earned(related, policy.filler, policy.filler_alone)

@@ -8,6 +8,7 @@ SameSite=Strict session cookie. A local process that reads a page finds no crede
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -20,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from memory_pipeline.search.engine import MemorySearch
-from memory_pipeline.search.open import open_search
+from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, review
@@ -63,7 +64,9 @@ LOCAL_ORIGIN = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?$")
 
 def create_app(settings: Settings, open_search_for: SearchFactory = open_search) -> FastAPI:
     """The service for these settings; `open_search_for` lets a test give it another search."""
-    mcp = build_mcp(lambda: app.state.search, lambda: app.state.redactor, workspace=settings.memory_workspace)
+    mcp = build_mcp(
+        lambda: app.state.search, lambda: app.state.redactor, workspace=settings.memory_workspace, settings=settings
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -129,6 +132,23 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
     app.include_router(review.router)
     app.include_router(web.router)
     app.mount("/static", StaticFiles(directory=Path(web.__file__).parent / "static"), name="static")
+
+    def server_down(request: Request, exc: Exception) -> Response:
+        """A server the answer needs is down: which, and the command that starts it; 503, as JSON for the API
+        and as a page for a browser. Any other failure stays a 500."""
+        reason = unavailable(exc, settings)
+        if reason is None:
+            raise exc
+        if request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", ""):
+            return JSONResponse({"detail": reason}, status_code=503)
+        page = (
+            "<!doctype html><title>memory: a server is down</title><h1>A server the memory needs is down</h1>"
+            f"<p>{html.escape(reason)}</p><p>This page works again as soon as it is back; no restart needed.</p>"
+        )
+        return HTMLResponse(page, status_code=503)
+
+    for failure in DOWN:
+        app.add_exception_handler(failure, server_down)
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, str]:

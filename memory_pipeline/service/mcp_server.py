@@ -7,9 +7,10 @@ side, with a generic message to the client).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,9 +18,11 @@ from pydantic import ValidationError
 
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import Filters, MemorySearch
+from memory_pipeline.search.open import unavailable
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails
 from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.settings import Settings
 
 INSTRUCTIONS = (
     "Persistent memory of earlier coding-agent sessions. memory_search finds memories (ids are citations), "
@@ -33,10 +36,13 @@ def build_mcp(
     get_redactor: Callable[[], Redactor],
     default_project: str | None = None,
     workspace: Path | None = None,
+    settings: Settings | None = None,
 ) -> MCPServer:
     """The tools over one search; `default_project` is where notes go when a call names no project (the
-    working directory of a stdio server, which its client starts in the project)."""
-    mcp = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS)
+    working directory of a stdio server, which its client starts in the project). With `settings`, a server
+    that is down is a tool error naming it and the command that starts it."""
+    server = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS)
+    mcp = _Reasoned(server, settings)
 
     @mcp.tool()
     def memory_search(query: str, k: int = 10, project: str | None = None) -> Memories:
@@ -91,6 +97,34 @@ def build_mcp(
         where = project or default_project
         budget = max(100, min(tokens, 8000))
         made = build_briefing(get_search(), prompt, token_budget=budget, project=where, workspace=workspace)
-        return Briefing(markdown=made.markdown, project=where, ids=made.ids)
+        return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=made.degraded or None)
 
-    return mcp
+    return server
+
+
+class _Reasoned:
+    """`MCPServer.tool()` whose tools turn a server being down into a `ToolError` with the reason and the fix
+    (any other exception stays the SDK's generic error)."""
+
+    def __init__(self, server: MCPServer, settings: Settings | None) -> None:
+        self.server, self.settings = server, settings
+
+    def tool(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        register = self.server.tool()
+
+        def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(function)
+            def reasoned(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return function(*args, **kwargs)
+                except ToolError:
+                    raise
+                except Exception as exc:
+                    reason = unavailable(exc, self.settings) if self.settings else None
+                    if reason is None:
+                        raise
+                    raise ToolError(reason) from None
+
+            return register(reasoned)
+
+        return wrap

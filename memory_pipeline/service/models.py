@@ -98,6 +98,7 @@ class Briefing(BaseModel):
     markdown: str
     project: str | None = None
     ids: list[str] = Field(default_factory=list, description="The citation ids in it, in order.")
+    degraded: str | None = Field(None, description="What could not be read (a server down), when anything.")
 
 
 class ProposalOut(BaseModel):

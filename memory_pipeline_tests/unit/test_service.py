@@ -277,3 +277,46 @@ def test_bar_charts_escape_their_labels() -> None:
     svg = str(bar_chart(Series("Per day", [("2026-11-29", 3), ("<img src=x>", 1)])))
     assert svg.count("<rect") == 2 and "<img" not in svg and "&lt;img src=x&gt;" in svg and "(max 3)" in svg
     assert "nothing yet" in str(bar_chart(Series("Per day", [])))
+
+
+class DownSearch(FakeSearch):
+    """A search whose Elasticsearch does not answer (as a stopped node: the client's ConnectionError)."""
+
+    def _down(self, *args: object, **kwargs: object) -> list[Row]:
+        from elastic_transport import ConnectionError as NodeDown
+
+        raise NodeDown("Connection refused")
+
+    recent = index = timeline = detail = _down  # type: ignore[assignment]
+
+
+def test_a_server_that_is_down_is_named_with_its_fix_everywhere(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+
+    down = DownSearch()
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[DownSearch]:
+        yield down
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    folder = ensure_project_dir(tmp_path, "/work/shop")
+    (folder / "MEMORY.md").write_text("# Memory — /work/shop\n\n- Always use pnpm <!-- p-1 -->\n")
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        api = c.get("/api/v1/search", params={"q": "pnpm"})
+        assert api.status_code == 503 and "Elasticsearch at http://127.0.0.1:9200" in api.json()["detail"]
+        assert "memory-pipeline local up" in api.json()["detail"]
+        page = c.get("/", params={"q": "pnpm"}, headers={"accept": "text/html"})
+        assert page.status_code == 503 and "memory-pipeline local up" in page.text and "<h1>" in page.text
+        # The briefing still holds MEMORY.md's rules (local files), and says what it could not read.
+        brief = c.get("/api/v1/briefing", params={"prompt": "set up", "project": "/work/shop"})
+        assert brief.status_code == 200 and "Always use pnpm" in brief.json()["markdown"]
+        assert "unavailable" in brief.json()["degraded"] and brief.json()["ids"] == ["p-1"]
+
+    async def session() -> None:
+        async with Client(build_mcp(lambda: down, Redactor, settings=settings)) as c:
+            failed = await c.call_tool("memory_search", {"query": "pnpm"})
+            assert failed.is_error and "is unreachable" in failed.content[0].text
+            assert "memory-pipeline local up" in failed.content[0].text
+
+    anyio.run(session)

@@ -82,7 +82,7 @@ def session_briefing(
     project: str | None = None,
 ) -> Briefing:
     made = build_briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
-    return Briefing(markdown=made.markdown, project=project, ids=made.ids)
+    return Briefing(markdown=made.markdown, project=project, ids=made.ids, degraded=made.degraded or None)
 
 
 @router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
