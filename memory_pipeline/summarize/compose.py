@@ -63,10 +63,36 @@ def tags_for(kind: Kind, subject: str, statement: str, files: Sequence[str]) -> 
     return unique[:8]
 
 
+# Words that name no particular thing: a statement made of them alone ("Remove the dependency.", "Run the
+# tests.") cannot be acted on next week; which dependency, which tests, is what it would have had to say.
+_VAGUE = frozenset(
+    content_words(
+        "use remove add run fix change update keep make delete replace install move rename check try do get set put "
+        "see dependency dependencies file files thing things test tests code function issue problem bug error "
+        "project repo package module library version value command step part one way stuff approach option "
+        "setting config it this that now again instead first later here there"
+    )
+)
+
+
+_ENGLISH_PAIRS = frozenset(
+    ["it", "is", "to", "do", "an", "in", "on", "of", "at", "by", "be", "we", "us", "me", "my", "no", "so", "or"]
+    + ["up", "if", "as", "he", "am"]
+)
+
+
+def stands_alone(statement: str) -> bool:
+    """Whether `statement` names something particular (a tool, a file, a value, a subject of its own)."""
+    if content_words(statement) - _VAGUE:
+        return True
+    # A two-letter name is a tool often enough (`uv`, `go`, `jq`): content words leave them out.
+    return any(len(w) == 2 and w.isalpha() and w not in _ENGLISH_PAIRS for w in words(statement.lower()))
+
+
 def make_idea(kind: Kind, statement: str, evidence: str, role: str, subject: str = "") -> Idea | None:
     """The stored memory for one piece of knowledge, or None when its statement cannot stand alone."""
     text = clean_statement(statement)
-    if not text:
+    if not text or not stands_alone(text):
         return None
     files = files_of(text)
     subject = " ".join(subject.split())[:80] or (topics_of(text)[:1] or [""])[0].replace("-", " ")

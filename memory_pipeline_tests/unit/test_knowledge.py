@@ -94,3 +94,22 @@ def test_a_decision_the_model_stored_without_its_choice_takes_the_persons_statem
     assert fixed.kind == "decision" and "Vitest" in fixed.summary and "Jest" in fixed.summary
     assert fixed.evidence == evidence
     assert kept.summary == "Use pnpm, never npm." and kept.kind == "rule"  # named its choice: left as the model had it
+
+
+@pytest.mark.parametrize(
+    ("statement", "alone"),
+    [
+        ("Remove the dependency.", False),  # which one? (a memory a small model made on the benchmark)
+        ("Run the tests.", False),
+        ("Delete the file.", False),
+        ("Use uv.", True),
+        ("Use pnpm, never npm.", True),
+        ("Always run the tests before committing.", True),
+    ],
+)
+def test_a_memory_must_name_what_it_is_about(statement: str, alone: bool) -> None:
+    from memory_pipeline.summarize.compose import stands_alone
+
+    assert stands_alone(statement) is alone
+    if len(statement) >= 10:  # shorter ones are no memory anyway
+        assert (make_idea(Kind.DECISION, statement, statement, "user") is not None) is alone
