@@ -29,6 +29,20 @@ class ConfigError(ValueError):
     """Invalid configuration; the message names the offending variable."""
 
 
+def memory_home() -> Path:
+    """Where the memory keeps its state, its workspace and its `.env`: MEMORY_PIPELINE_HOME; else the checkout
+    it runs from (a clone keeps `.state/` and `memory/` beside its code, git-ignored); else
+    `$XDG_STATE_HOME/memory-pipeline` (`~/.local/state/memory-pipeline`). Never the folder a command is run
+    from: `memory-pipeline remember` in a project must not leave keys and logs in that repository."""
+    configured = os.environ.get("MEMORY_PIPELINE_HOME", "").strip()
+    if configured:
+        return Path(configured).expanduser().absolute()
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "memory_pipeline" / "settings.py").is_file():
+        return checkout
+    return Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state").expanduser().absolute() / "memory-pipeline"
+
+
 def _default_cache_dir() -> Path:
     # An unprivileged service user (Elasticsearch refuses to run as root) must be
     # able to read the unpacked distribution, and /root is private.
@@ -41,7 +55,6 @@ class Settings(BaseSettings):
     """The pipeline's configuration; field names are the environment variables."""
 
     model_config = SettingsConfigDict(
-        env_file=".env",
         env_file_encoding="utf-8",
         case_sensitive=False,
         extra="ignore",
@@ -96,7 +109,8 @@ class Settings(BaseSettings):
     )
 
     memory_workspace: Path = Field(
-        Path("memory"), description="Human-readable memory files: daily logs, REVIEW.md and MEMORY.md per project."
+        default_factory=lambda: memory_home() / "memory",
+        description="Human-readable memory files: daily logs, REVIEW.md and MEMORY.md per project.",
     )
     maturity_half_life_days: float = Field(
         90.0, gt=0, description="Evidence for a promoted rule counts half after this many days."
@@ -105,7 +119,8 @@ class Settings(BaseSettings):
         0, ge=0, description="Promote proposals backed by this many sessions without review; 0 = off."
     )
     memory_pipeline_state_dir: Path = Field(
-        Path(".state"), description="Local runtime state: Elasticsearch data, PID files, logs."
+        default_factory=lambda: memory_home() / ".state",
+        description="Local runtime state: Elasticsearch data, PID files, logs.",
     )
     memory_pipeline_cache_dir: Path = Field(
         default_factory=_default_cache_dir,
@@ -336,7 +351,8 @@ def _strip(url: AnyHttpUrl | None) -> str | None:
 def load_settings(**overrides: object) -> Settings:
     """Read and validate the configuration, or raise ConfigError naming the variable."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        # The `.env` of the memory's home, never of the folder a command is run from (a project's own `.env`).
+        return Settings(_env_file=memory_home() / ".env", **overrides)  # type: ignore[arg-type, call-arg]
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

@@ -34,7 +34,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "MEMORY_PIPELINE_STATE_DIR",
     ):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)  # no stray .env
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path))  # its .env is the one read: no stray one
 
 
 def test_defaults_use_the_local_runtime() -> None:
@@ -246,3 +247,24 @@ def test_chat_timeout_and_llm_free_mode_reach_the_chat_resource(monkeypatch: pyt
     monkeypatch.setenv("LLAMA_TIMEOUT", "1")
     with pytest.raises(ConfigError, match="LLAMA_TIMEOUT"):
         load_settings()
+
+
+def test_nothing_is_kept_in_the_folder_a_command_runs_from(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from memory_pipeline.settings import memory_home
+
+    project = tmp_path / "someone-elses-repo"
+    project.mkdir()
+    (project / ".env").write_text("LLAMA_MODEL=from-the-projects-env\n")
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("MEMORY_PIPELINE_HOME")
+    settings = load_settings()
+    # Run from a checkout (as here), its own folder; installed, ~/.local/state/memory-pipeline: never `project`.
+    assert memory_home() == Path(__file__).resolve().parents[2]
+    for folder in (settings.memory_pipeline_state_dir, settings.memory_workspace, settings.api_key_path.parent):
+        assert not folder.is_relative_to(project), folder
+    assert settings.llama_model != "from-the-projects-env"  # a project's own .env configures nothing here
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "home"))
+    homed = load_settings()
+    assert homed.memory_pipeline_state_dir == tmp_path / "home" / ".state"
+    assert homed.memory_workspace == tmp_path / "home" / "memory"
+    assert not list(project.iterdir())[1:]  # only the .env it had
