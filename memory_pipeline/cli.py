@@ -10,15 +10,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from memory_pipeline.instance import PROJECT_DIR, prepare_dagster_home
 from memory_pipeline.local.process import RuntimeProblem
-from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
 from memory_pipeline.settings import LOCAL_ES_USER, ConfigError, ServiceName, Settings, load_settings
 
+if TYPE_CHECKING:
+    from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
+
 SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
+
+
+def _runtime(settings: Settings, progress: object = None) -> LocalRuntime:
+    """The local runtime (imported when a command needs it: `--help` and searches stay light)."""
+    from memory_pipeline.local.runtime import LocalRuntime
+
+    return LocalRuntime(settings, progress=progress) if progress else LocalRuntime(settings)
 
 
 SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"
@@ -129,7 +139,7 @@ def up(only: tuple[ServiceName, ...], nodes: int | None, postgres: bool | None, 
         # Remembered, so every later command keeps Dagster's storage where this one put it.
         settings.postgres_choice_path.parent.mkdir(parents=True, exist_ok=True)
         settings.postgres_choice_path.write_text("postgres\n" if postgres else "sqlite\n")
-    runtime = LocalRuntime(settings, progress=_echo_progress)
+    runtime = _runtime(settings, _echo_progress)
     rows = _run(lambda: runtime.up(only or None))
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
     if not as_json and any(r.name == "elasticsearch" for r in rows):
@@ -150,7 +160,7 @@ def _reach_elasticsearch(settings: Settings) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the stopped servers as JSON.")
 def down(only: tuple[ServiceName, ...], as_json: bool) -> None:
     """Stop the servers `up` started (and nothing else)."""
-    stopped = _run(lambda: LocalRuntime(_settings(), progress=_echo_progress).down(only or None))
+    stopped = _run(lambda: _runtime(_settings(), _echo_progress).down(only or None))
     if as_json:
         click.echo(json.dumps({"stopped": stopped}))
     else:
@@ -161,7 +171,7 @@ def down(only: tuple[ServiceName, ...], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 def status(as_json: bool) -> None:
     """Each server: URL, state, PID, memory, version, model and health."""
-    rows = LocalRuntime(_settings()).status()
+    rows = _runtime(_settings()).status()
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
 
 
@@ -172,7 +182,7 @@ def dev(port: int, no_local: bool) -> None:
     """Bring the local runtime up, then open the Dagster UI with the pipeline loaded."""
     settings = _settings()
     if not no_local:
-        click.echo(_table(_run(lambda: LocalRuntime(settings, progress=_echo_progress).up())))
+        click.echo(_table(_run(lambda: _runtime(settings, _echo_progress).up())))
     # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
     _run(lambda: prepare_dagster_home(settings))  # exports DAGSTER_HOME (and the storage URL) to `dagster dev`
     env = dict(os.environ)
