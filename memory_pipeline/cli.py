@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from pydantic import SecretStr
 
 from memory_pipeline.instance import PROJECT_DIR, prepare_dagster_home
 from memory_pipeline.local.process import RuntimeProblem
@@ -575,9 +576,8 @@ def config(as_json: bool) -> None:
     """Print the effective configuration as JSON (secrets masked)."""
     settings = _settings()
     shown = settings.model_dump(mode="json")
-    for key in ("es_api_key", "es_password", "llama_api_key", "embed_api_key"):
-        if shown.get(key):
-            shown[key] = "***"
+    for key in (name for name, value in settings if isinstance(value, SecretStr)):
+        shown[key] = "***"  # every secret by its type
     if shown.get("dagster_postgres_url"):
         shown["dagster_postgres_url"] = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", shown["dagster_postgres_url"])
     shown |= {

@@ -10,7 +10,8 @@ from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_elasticsearch import ElasticsearchResource, HostsConfig
-from pydantic import Field
+from dotenv import dotenv_values
+from pydantic import Field, SecretStr
 
 from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.locks import holding_days
@@ -18,7 +19,7 @@ from memory_pipeline.partitions import ordered_days, run_days
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret
+from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret, memory_home
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
 
@@ -161,9 +162,16 @@ class NodesConfig(HostsConfig):
         return kwargs
 
 
-def _secret(value: str | None, variable: str) -> Any:
-    """A secret of the user's as an EnvVar when it came from the environment (Dagster never displays those)."""
-    return EnvVar(variable) if value and os.environ.get(variable) else value
+def _secret(value: SecretStr | None, variable: str) -> Any:
+    """A secret of the user's as an EnvVar, which Dagster never displays: one read from the home's `.env` is
+    put in this process's environment first (its runs, and the code servers Dagster starts, inherit it). A
+    value given in code (a test's override) is passed as it is."""
+    if value is None:
+        return None
+    plain = value.get_secret_value()
+    if variable not in os.environ and dotenv_values(memory_home() / ".env").get(variable) == plain:
+        os.environ[variable] = plain
+    return EnvVar(variable) if os.environ.get(variable) == plain else plain
 
 
 def _es_connection(settings: Settings) -> NodesConfig:

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AnyHttpUrl, Field, ValidationError, field_validator, model_validator
+from pydantic import AnyHttpUrl, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Port = Annotated[int, Field(ge=1, le=65535)]
@@ -27,6 +27,12 @@ ServiceName = Literal["elasticsearch", "chat", "embed", "postgres"]
 
 class ConfigError(ValueError):
     """Invalid configuration; the message names the offending variable."""
+
+
+def revealed(secret: SecretStr | None) -> str | None:
+    """A secret's value, where a client needs it (settings keep keys as `SecretStr`: never printed, never in a
+    repr, masked by `config` from their type)."""
+    return secret.get_secret_value() if secret is not None else None
 
 
 def memory_home() -> Path:
@@ -62,15 +68,15 @@ class Settings(BaseSettings):
     )
 
     es_url: AnyHttpUrl | None = Field(None, description="Elasticsearch URL; unset = local runtime.")
-    es_api_key: str | None = Field(None, description="API key for ES_URL.")
+    es_api_key: SecretStr | None = Field(None, description="API key for ES_URL.")
     es_username: str | None = Field(None, description="Basic-auth user for ES_URL (instead of an API key).")
-    es_password: str | None = Field(None, description="Basic-auth password for ES_URL.")
+    es_password: SecretStr | None = Field(None, description="Basic-auth password for ES_URL.")
     es_verify_certs: bool = Field(True, description="Verify ES_URL's TLS certificate.")
     es_ca_certs: Path | None = Field(None, description="CA bundle for ES_URL.")
 
     llama_url: AnyHttpUrl | None = Field(None, description="Chat server (OpenAI-compatible); unset = local runtime.")
     llama_model: str | None = Field(None, description="Chat model id; unset = what the server reports.")
-    llama_api_key: str | None = Field(None, description="Bearer key for LLAMA_URL, if it wants one.")
+    llama_api_key: SecretStr | None = Field(None, description="Bearer key for LLAMA_URL, if it wants one.")
     llama_timeout: float = Field(
         300.0,
         ge=5,
@@ -86,7 +92,7 @@ class Settings(BaseSettings):
         None, description="Embedding server (OpenAI-compatible); unset = local runtime."
     )
     embed_model: str | None = Field(None, description="Embedding model id; unset = what the server reports.")
-    embed_api_key: str | None = Field(None, description="Bearer key for EMBED_URL, if it wants one.")
+    embed_api_key: SecretStr | None = Field(None, description="Bearer key for EMBED_URL, if it wants one.")
     embed_dims: int | None = Field(
         None, ge=8, le=8192, description="Matryoshka truncation (re-normalised); unset = the model's full size."
     )
@@ -269,7 +275,8 @@ class Settings(BaseSettings):
         """User and password: the local Elasticsearch's (made on first use), or ES_USERNAME and ES_PASSWORD for
         a cluster of the user's (None: it takes ES_API_KEY, or nothing)."""
         if self.es_url is not None:
-            return (self.es_username, self.es_password) if self.es_username and self.es_password else None
+            password = revealed(self.es_password)
+            return (self.es_username, password) if self.es_username and password else None
         return (LOCAL_ES_USER, local_secret(self.es_password_path))
 
     @property
@@ -306,7 +313,7 @@ class Settings(BaseSettings):
         """The bearer key for the chat or embedding server: the configured one for a server of the user's,
         the local runtime's own (made now if needed) for a local one."""
         if not self.is_local(service):
-            return self.llama_api_key if service == "chat" else self.embed_api_key
+            return revealed(self.llama_api_key if service == "chat" else self.embed_api_key)
         return local_secret(self.api_key_path)
 
     @property

@@ -19,14 +19,14 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout
 from elasticsearch import ApiError, BadRequestError, Elasticsearch, helpers
 
-from memory_pipeline.settings import Settings
+from memory_pipeline.settings import Settings, revealed
 
 
 def client_kwargs(settings: Settings) -> dict[str, Any]:
     """Constructor arguments for `elasticsearch.Elasticsearch` (and dagster-elasticsearch's HostsConfig)."""
     kwargs: dict[str, Any] = {"hosts": settings.elasticsearch_hosts, "verify_certs": settings.es_verify_certs}
     if settings.es_api_key:
-        kwargs["api_key"] = settings.es_api_key
+        kwargs["api_key"] = revealed(settings.es_api_key)
     local = settings.es_basic_auth()
     if local:
         kwargs["basic_auth"] = local

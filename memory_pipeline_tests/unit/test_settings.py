@@ -268,3 +268,26 @@ def test_nothing_is_kept_in_the_folder_a_command_runs_from(monkeypatch: pytest.M
     assert homed.memory_pipeline_state_dir == tmp_path / "home" / ".state"
     assert homed.memory_workspace == tmp_path / "home" / "memory"
     assert not list(project.iterdir())[1:]  # only the .env it had
+
+
+def test_a_key_from_the_homes_env_reaches_dagster_as_an_env_var_never_its_value(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dagster import EnvVar
+
+    from memory_pipeline.resources import build_resources
+
+    (tmp_path / ".env").write_text("ES_URL=https://es.example.test\nES_API_KEY=key-from-the-env-file\n")
+    monkeypatch.delenv("ES_API_KEY", raising=False)
+    try:
+        settings = load_settings()
+        assert "key-from-the-env-file" not in repr(settings) and "key-from-the-env-file" not in str(settings)
+        connection = build_resources(settings)["es"].connection_config
+        assert connection.api_key == EnvVar("ES_API_KEY")  # resolved when a run starts, shown by name only
+        import os
+
+        assert os.environ["ES_API_KEY"] == "key-from-the-env-file"  # what the EnvVar resolves to in a run
+    finally:
+        import os
+
+        os.environ.pop("ES_API_KEY", None)  # set by the resources, not by monkeypatch
