@@ -12,7 +12,6 @@ from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import Filters, MemorySearch
 from memory_pipeline.search.briefing import build_briefing, tokens
-from memory_pipeline.search.evaluate import load_queries, recall_at
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
@@ -160,14 +159,6 @@ def test_briefing_stays_within_its_token_budget(search: MemorySearch) -> None:
     assert "**high**" in bigger and bigger.count("**low**") <= 6
     assert "**low**" not in bigger or bigger.index("**high**") < bigger.index("**low**")
     assert build_briefing(search, "anything", token_budget=5).markdown == ""
-
-
-def test_labelled_queries_sanity_bounds(search: MemorySearch) -> None:
-    assert len(load_queries()) >= 50
-    hybrid = recall_at(search, SESSION, mode="hybrid")
-    bm25 = recall_at(search, SESSION, mode="bm25")
-    assert hybrid[10] >= 0.7 and hybrid[5] >= 0.6
-    assert hybrid[10] >= bm25[10]
 
 
 def test_a_model_with_another_dimension_gets_its_own_field(indexed, local_runtime: Settings) -> None:  # noqa: ANN001

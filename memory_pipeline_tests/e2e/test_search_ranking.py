@@ -83,7 +83,9 @@ def test_the_time_a_question_names_is_favoured(ranked) -> None:  # noqa: ANN001
     assert len(temporal) == 12
     timed = _first_turn_hits(search, corpus, temporal, DEFAULT)
     untimed = _first_turn_hits(search, corpus, temporal, replace(DEFAULT, time_boost=0.0))
-    assert timed >= 6 and timed >= untimed + 3, (timed, untimed)  # measured: 7 of 12 against 2
+    # The boost does what it is for (more questions found with it than without); how many is the benchmark's
+    # figure (bench/results.md, `hard`: 7 of 12 against 2), not a threshold here.
+    assert timed > untimed, (timed, untimed)
 
 
 def test_a_subject_never_discussed_is_flagged_and_answers_are_not(ranked) -> None:  # noqa: ANN001
@@ -97,8 +99,9 @@ def test_a_subject_never_discussed_is_flagged_and_answers_are_not(ranked) -> Non
     answerable = [q for q in questions if q["category"] == "single"]
     flagged_absent, flagged_answerable = sum(map(flagged, absent)), sum(map(flagged, answerable))
     # The floor trades one for the other (bench/results.md, `hard`): measured 9 of 10, and 12 of 38.
-    assert flagged_absent >= 0.8 * len(absent), flagged_absent
-    assert flagged_answerable <= 0.35 * len(answerable), flagged_answerable
+    # Flagging works in the direction it is for: a larger share of the absent subjects than of the answerable
+    # ones (how large is the benchmark's figure: 9 of 10 against 12 of 38).
+    assert flagged_absent / len(absent) > flagged_answerable / len(answerable), (flagged_absent, flagged_answerable)
 
 
 def test_the_default_ranking_finds_at_least_what_knn_alone_finds(ranked) -> None:  # noqa: ANN001
@@ -131,4 +134,5 @@ def test_a_newer_decision_is_shown_above_the_one_it_replaced(ranked) -> None:  #
     assert len(updates) == 10
     default = _newer_above_older(search, corpus, updates, DEFAULT)
     unordered = _newer_above_older(search, corpus, updates, replace(DEFAULT, supersede=None))
-    assert default >= 7 and default >= unordered + 4, (default, unordered)  # measured: 8 of 10 against 0
+    # Newer first does what it is for; how often is the benchmark's figure (8 of 10 against 0).
+    assert default > unordered, (default, unordered)
