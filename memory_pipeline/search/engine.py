@@ -18,7 +18,7 @@ from typing import Any, Literal
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.recall.observations import observation_id
-from memory_pipeline.search.query import QueryPlan, plan_query
+from memory_pipeline.search.query import QueryPlan, history_today, plan_query
 from memory_pipeline.search.rrf import RRF_K, reciprocal_rank_fusion
 from memory_pipeline.sentences import by_sentence
 from memory_pipeline.stores.embeddings import EmbeddingsClient
@@ -173,6 +173,7 @@ class MemorySearch:
         self.es = es
         self.embedder = embedder
         self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
+        self.as_of: date = date.today()  # the day the last search read "last week", "in May" from
         # Indices known to hold vectors of a size: a field once mapped stays, so this is asked again only
         # while some index lacks it (a round trip a query saved).
         self._vector_indices: dict[tuple[str, tuple[str, ...]], list[str]] = {}
@@ -258,6 +259,12 @@ class MemorySearch:
         longer than `MAX_QUERY_WORDS` words is cut to them, and `degraded` says so."""
         query, cut = cut_query(query)
         plan = plan_query(query, today or date.today()) if ranking.plan else QueryPlan(text=query)
+        self.as_of = today or date.today()
+        if plan.timed and today is None:
+            # An old history is read in its own time (the newest memory in scope), not the clock's.
+            self.as_of = history_today(date.today(), self._newest(filters))
+            if self.as_of != date.today():
+                plan = plan_query(query, self.as_of)
         if not plan.text.strip():
             plan = replace(plan, text=query)  # nothing but glue: match what was asked rather than nothing
         depth = ranking.depth or max(k * 3, 30)
@@ -356,6 +363,19 @@ class MemorySearch:
             row.strong = row.worded or similarity.get(doc_id, -1.0) >= ranking.strong_similarity
             rows.append(row)
         return rows
+
+    def _newest(self, filters: Filters) -> date | None:
+        """The day of the newest memory in scope (None when there is none)."""
+        response = self.es.search(
+            index=filters.indices(),
+            size=0,
+            ignore_unavailable=True,
+            allow_no_indices=True,
+            query={"bool": {"filter": filters.clauses()}},
+            aggs={"newest": {"max": {"field": "established_at"}}},
+        )
+        newest = response.get("aggregations", {}).get("newest", {}).get("value_as_string")
+        return date.fromisoformat(newest[:10]) if newest else None
 
     @staticmethod
     def _spread_sessions(

@@ -143,3 +143,15 @@ def plan_query(question: str, today: date) -> QueryPlan:
     named = time_range(question, today)
     text = " ".join(informative_words(question))
     return QueryPlan(text=text, since=named[0] if named else None, until=named[1] if named else None)
+
+
+# A history whose newest memory is older than this is read in its own time: "in May", "last week" of a history
+# that ended in 2023 mean that history's May and last week, not the clock's.
+STALE_HISTORY_DAYS = 30
+
+
+def history_today(today: date, newest: date | None) -> date:
+    """The day relative times are read from: `today`, or the newest day of an old history in scope."""
+    if newest is not None and (today - newest).days > STALE_HISTORY_DAYS:
+        return newest
+    return today

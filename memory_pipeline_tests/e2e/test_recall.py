@@ -127,6 +127,20 @@ def test_index_layer_is_compact_ranked_and_cites_stable_ids(search: MemorySearch
     assert search.index("colours should be rgb values, not indices", k=5)[0].id == rows[0].id
 
 
+def test_a_time_named_in_an_old_history_is_read_in_its_own_time(search: MemorySearch) -> None:
+    from datetime import date
+
+    scope = Filters(project="/Users/badlogic/workspaces/pi-mono")
+    newest = date.fromisoformat(search.recent(scope, k=1)[0].time[:10])
+    assert (date.today() - newest).days > 30  # an old history (the fixture's day, or another test's copy)
+    search.index("what was fixed in june", k=3, filters=scope)
+    assert search.as_of == newest  # its June, not the clock's
+    search.index("what was fixed in june", k=3, filters=scope, today=date(2024, 7, 1))
+    assert search.as_of == date(2024, 7, 1)  # a day given is the day used
+    search.index("watcher reloads themes", k=3, filters=scope)
+    assert search.as_of == date.today()  # no time named: nothing to anchor
+
+
 def test_filters_narrow_the_results(search: MemorySearch) -> None:
     summaries = search.index("themes crash", k=10, filters=Filters(kind=("summary",)))
     assert summaries and {r.kind for r in summaries} == {"summary"}

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memory_pipeline.search.query import informative_words, plan_query, time_range
+from memory_pipeline.search.query import history_today, informative_words, plan_query, time_range
 
 TODAY = date(2025, 10, 15)  # a Wednesday
 
@@ -48,3 +48,14 @@ def test_may_the_verb_is_not_a_month_and_no_time_is_none() -> None:
     plan = plan_query("Which ORM do we use?", TODAY)
     assert plan.text == "ORM" and not plan.timed
     assert plan_query("What came out of the retro in July?", TODAY).since == date(2025, 7, 1)
+
+
+def test_an_old_history_is_read_in_its_own_time() -> None:
+    from datetime import date
+
+    today, ended = date(2026, 12, 2), date(2023, 8, 30)
+    assert history_today(today, ended) == ended  # the history ended years ago: its own "May"
+    assert history_today(today, date(2026, 11, 28)) == today  # an active history: the clock
+    assert history_today(today, None) == today
+    may = plan_query("what did we decide in May about the cache?", history_today(today, ended))
+    assert (may.since, may.until) == (date(2023, 5, 1), date(2023, 5, 31))
