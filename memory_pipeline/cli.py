@@ -530,16 +530,21 @@ def serve(port: int) -> None:
 
 
 @main.command(name="mcp")
-def mcp_stdio() -> None:
-    """The MCP server over stdio, for MCP clients that start their servers themselves (Claude Code)."""
+@click.option(
+    "--project",
+    help="The project every call is scoped to unless it names one; default: the directory the client starts it in.",
+)
+def mcp_stdio(project: str | None) -> None:
+    """The MCP server over stdio, for MCP clients that start their servers themselves (Claude Code, Codex).
+    `uv --directory <checkout>` moves the working directory: pass `--project "$PWD"` then."""
     from memory_pipeline.service.mcp_server import build_mcp
     from memory_pipeline.sessions.redact import Redactor
 
     settings = _settings()
     redactor = Redactor.with_patterns(settings.redact_extra_patterns)
+    where = str(Path(project).expanduser().absolute()) if project else str(Path.cwd())
     with _search() as search:
-        # A stdio server runs in its client's project: notes and briefings default to it.
-        mcp = build_mcp(lambda: search, lambda: redactor, str(Path.cwd()), settings.memory_workspace, settings)
+        mcp = build_mcp(lambda: search, lambda: redactor, where, settings.memory_workspace, settings)
         mcp.run("stdio")
 
 

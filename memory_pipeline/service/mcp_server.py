@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import Filters, MemorySearch
@@ -31,6 +31,12 @@ INSTRUCTIONS = (
 )
 
 
+# Every tool's `project`: the agent's working directory, which scopes the memory to its project.
+PROJECT = Field(
+    description="The project's path (your working directory). Default: the project this server was started for."
+)
+
+
 def build_mcp(
     get_search: Callable[[], MemorySearch],
     get_redactor: Callable[[], Redactor],
@@ -38,28 +44,40 @@ def build_mcp(
     workspace: Path | None = None,
     settings: Settings | None = None,
 ) -> MCPServer:
-    """The tools over one search; `default_project` is where notes go when a call names no project (the
-    working directory of a stdio server, which its client starts in the project). With `settings`, a server
+    """The tools over one search; `default_project` scopes every call that names no project (a stdio server's
+    `--project`, else its working directory, which its client starts in the project). With `settings`, a server
     that is down is a tool error naming it and the command that starts it."""
     server = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS)
     mcp = _Reasoned(server, settings)
 
     @mcp.tool()
-    def memory_search(query: str, k: int = 10, project: str | None = None) -> Memories:
-        """Memories about `query`, best first (hybrid BM25 + embeddings); `project` narrows to one project."""
+    def memory_search(
+        query: Annotated[str, Field(description="What to look for, in plain words (a question works).")],
+        k: Annotated[int, Field(description="How many memories at most (1-50).")] = 10,
+        project: Annotated[str | None, PROJECT] = None,
+    ) -> Memories:
+        """Memories about `query`, best first (hybrid BM25 + embeddings), of your project unless you name
+        another. Each has an id to cite and to open with memory_show."""
         if not query.strip():
             raise ToolError("query is empty")
         search = get_search()
-        rows = search.index(query, k=max(1, min(k, 50)), filters=Filters(project=project))
+        rows = search.index(query, k=max(1, min(k, 50)), filters=Filters(project=project or default_project))
         return Memories.of(rows, degraded=search.degraded)
 
     @mcp.tool()
-    def memory_timeline(anchor: str, window: int = 5, project: str | None = None) -> Memories:
-        """The memories before and after `anchor` (a memory id, or a query whose best match anchors)."""
-        return Memories.of(get_search().timeline(anchor, window=max(1, min(window, 20)), filters=Filters(project)))
+    def memory_timeline(
+        anchor: Annotated[str, Field(description="A memory id, or a query whose best match is the anchor.")],
+        window: Annotated[int, Field(description="How many memories on each side (1-20).")] = 5,
+        project: Annotated[str | None, PROJECT] = None,
+    ) -> Memories:
+        """The memories before and after `anchor`, in time order: what happened around it."""
+        scope = Filters(project or default_project)
+        return Memories.of(get_search().timeline(anchor, window=max(1, min(window, 20)), filters=scope))
 
     @mcp.tool()
-    def memory_show(ids: list[str]) -> MemoryDetails:
+    def memory_show(
+        ids: Annotated[list[str], Field(description="Memory ids, as memory_search or a briefing gave them.")],
+    ) -> MemoryDetails:
         """The full memories with these ids, each with the messages of the turn it came from."""
         records = [MemoryDetail.of_record(r) for r in get_search().detail(ids)]
         missing = sorted(set(ids) - {r.id for r in records})
@@ -69,11 +87,16 @@ def build_mcp(
 
     @mcp.tool()
     def memory_remember(
-        text: str,
-        project: str | None = None,
-        priority: Literal["high", "medium", "low"] | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
+        text: Annotated[
+            str, Field(description="The note, readable alone: a rule in the user's words, a decision and why.")
+        ],
+        project: Annotated[str | None, PROJECT] = None,
+        priority: Annotated[
+            Literal["high", "medium", "low"] | None,
+            Field(description="How much it matters; an agent's note is medium at most until a person promotes it."),
+        ] = None,
+        session_id: Annotated[str | None, Field(description="The session it was said in (its id), to cite.")] = None,
+        turn_id: Annotated[str | None, Field(description="The turn in that session (its first entry id).")] = None,
     ) -> Memory:
         """Keep a note on purpose (a rule the user stated, a decision and why), cited to a session and turn.
         An agent's note is medium at most until a person promotes it; a rule must be the user's words."""
@@ -91,7 +114,11 @@ def build_mcp(
             raise ToolError(str(exc)) from None
 
     @mcp.tool()
-    def memory_briefing(prompt: str, project: str | None = None, tokens: int = 800) -> Briefing:
+    def memory_briefing(
+        prompt: Annotated[str, Field(description="The session's first prompt (what you are about to do).")],
+        project: Annotated[str | None, PROJECT] = None,
+        tokens: Annotated[int, Field(description="Budget of the briefing in tokens (100-8000).")] = 800,
+    ) -> Briefing:
         """What a session of `project` starting with `prompt` should know first: rules, then important
         memories, then matches, within `tokens`."""
         where = project or default_project

@@ -320,3 +320,20 @@ def test_a_server_that_is_down_is_named_with_its_fix_everywhere(tmp_path) -> Non
             assert "memory-pipeline local up" in failed.content[0].text
 
     anyio.run(session)
+
+
+def test_mcp_calls_are_scoped_to_the_servers_project_and_say_what_each_parameter_is(fake: FakeSearch) -> None:
+    async def session() -> None:
+        async with Client(build_mcp(lambda: fake, Redactor, default_project="/work/shop")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            for tool in tools.values():  # the model reads these to fill the call
+                for name, spec in tool.input_schema["properties"].items():
+                    assert spec.get("description"), (tool.name, name)
+            assert "working directory" in tools["memory_search"].input_schema["properties"]["project"]["description"]
+            await c.call_tool("memory_search", {"query": "pnpm"})
+            await c.call_tool("memory_search", {"query": "pnpm", "project": "/work/other"})
+            brief = await c.call_tool("memory_briefing", {"prompt": "set up"})
+            assert brief.structured_content["project"] == "/work/shop"
+
+    anyio.run(session)
+    assert [filters.project for _, filters in fake.calls[:2]] == ["/work/shop", "/work/other"]
