@@ -9,6 +9,7 @@ shows as text. No page holds a credential: a write from a page carries the brows
 from __future__ import annotations
 
 import getpass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
@@ -93,14 +94,12 @@ def edit_memory(
     text: Annotated[str, Form()] = "",
     priority: Annotated[Literal["", "high", "medium", "low"], Form()] = "",
 ) -> Response:
-    try:
-        change = {"text": text.strip() or None, "priority": priority or None}
-        actions.edit(search, settings.memory_workspace, memory_id, **change, who=BROWSER_USER)
-    except actions.UnknownMemory:
-        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
-    except ValueError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from None
-    return Response(status_code=204, headers={"HX-Redirect": f"/m/{memory_id}"})
+    change = {"text": text.strip() or None, "priority": priority or None}
+    return _changed(
+        memory_id,
+        f"/m/{memory_id}",
+        lambda: actions.edit(search, settings.memory_workspace, memory_id, **change, who=BROWSER_USER),
+    )
 
 
 @router.post("/m/{memory_id}/forget")
@@ -109,11 +108,11 @@ def forget_memory(
     settings: SettingsDep,
     memory_id: str,
 ) -> Response:
-    try:
-        actions.forget(search, settings.memory_workspace, memory_id, who=BROWSER_USER)
-    except actions.UnknownMemory:
-        raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
-    return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
+    return _changed(
+        memory_id,
+        f"/?forgotten={memory_id}",
+        lambda: actions.forget(search, settings.memory_workspace, memory_id, who=BROWSER_USER),
+    )
 
 
 @router.post("/m/{memory_id}/forget-turn")
@@ -122,13 +121,23 @@ def forget_memory_and_turn(
     settings: SettingsDep,
     memory_id: str,
 ) -> Response:
+    return _changed(
+        memory_id,
+        f"/?forgotten={memory_id}",
+        lambda: actions.forget_turn(search, settings.memory_workspace, memory_id, who=BROWSER_USER),
+    )
+
+
+def _changed(memory_id: str, then: str, change: Callable[[], object]) -> Response:
+    """A person's change to a memory, made: 204 and the page to show next; 404 for an unknown memory, 422 for
+    a change that cannot be made (an empty edit, a turn to forget that the memory does not cite)."""
     try:
-        actions.forget_turn(search, settings.memory_workspace, memory_id, who=BROWSER_USER)
+        change()
     except actions.UnknownMemory:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
     except ValueError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    return Response(status_code=204, headers={"HX-Redirect": f"/?forgotten={memory_id}"})
+    return Response(status_code=204, headers={"HX-Redirect": then})
 
 
 @router.get("/review", response_class=HTMLResponse)
