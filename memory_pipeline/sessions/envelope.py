@@ -49,10 +49,9 @@ _REPLY_HINT = re.compile(
 _USER_TEXT = re.compile(r"\AUser text:[ \t]*")
 # A screenshot pasted into a terminal arrives as its temporary file's path, alone on the first line
 # (`'/var/folders/…/Screenshot 2025-11-21 at 01.27.21.png'`): the file is gone; the words after it are the message.
+_IMAGE = r"\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?)"
 _PASTED_IMAGE = re.compile(
-    r"\A(?:'[^'\n]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?)'|\"[^\"\n]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?)\""
-    r"|[^\s'\"]{1,400}\.(?:png|jpe?g|gif|webp|heic|bmp|tiff?))[ \t]*(?:\n|\Z)",
-    re.I,
+    rf"\A(?:'[^'\n]{{1,400}}{_IMAGE}'|\"[^\"\n]{{1,400}}{_IMAGE}\"|[^\s'\"]{{1,400}}{_IMAGE})[ \t]*(?:\n|\Z)", re.I
 )
 _QUEUED = re.compile(r"\A\[Queued messages while agent was busy\][ \t]*\n")
 _QUEUED_ITEM = re.compile(r"\n*---\nQueued #\d+\n")

@@ -65,12 +65,19 @@ class Rule:
     entropy: float | None = None
     allow: tuple[Allow, ...] = field(default=(), compare=False)
     secret_group: int = 0  # gitleaks' `secretGroup`: the capture group that is the secret
+    block: bool = False  # masks a block of lines (a PEM or PuTTY key): its span crosses line breaks whole
 
     @classmethod
     def of(
-        cls, name: str, regex: str, keywords: tuple[str, ...] = (), flags: int = 0, entropy: float | None = None
+        cls,
+        name: str,
+        regex: str,
+        keywords: tuple[str, ...] = (),
+        flags: int = 0,
+        entropy: float | None = None,
+        block: bool = False,
     ) -> Rule:
-        return cls(name, re.compile(regex, flags), tuple(k.lower() for k in keywords), entropy)
+        return cls(name, re.compile(regex, flags), tuple(k.lower() for k in keywords), entropy, block=block)
 
     def secret_span(self, match: re.Match[str]) -> tuple[int, int] | None:
         if "secret" in self.pattern.groupindex:
@@ -168,6 +175,7 @@ def gitleaks_rules() -> tuple[Rule, ...]:
             spec.get("entropy"),
             (*(a for a in map(_allow, spec.get("allowlists", ())) if a), *shared),
             spec.get("secretGroup", 0),
+            block=spec["id"] == "private-key",
         )
         for spec in config["rules"]
         if spec.get("regex")
@@ -250,6 +258,7 @@ OWN_RULES: tuple[Rule, ...] = (
         r"(?=\s*(?:[A-Za-z-]+:[^\n]*\n\s*)*[A-Za-z0-9+/=]{16})[\s\S]*?"
         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         keywords=("private key",),
+        block=True,
     ),
     Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), ("sk-ant-",), allow=_PLACEHOLDERS),
     *PREFIXED_TOKENS,
@@ -406,6 +415,7 @@ OWN_RULES: tuple[Rule, ...] = (
         "putty-private-key",
         r"(?i)Private-Lines:\s*\d+\s*\r?\n(?P<secret>(?:[A-Za-z0-9+/=]{8,}(?:\r?\n|$))+)",
         keywords=("private-lines",),
+        block=True,
     ),
     Rule.of(
         "sentry-dsn",
@@ -487,7 +497,7 @@ class Redactor:
             if rule.keywords and present.isdisjoint(rule.keywords):
                 continue
             for match in rule.pattern.finditer(text):
-                span = _trimmed(text, rule.secret_span(match), blocks="private-key" in rule.name)
+                span = _trimmed(text, rule.secret_span(match), rule.block)
                 if span is None or span[0] == span[1] or any(s < span[1] and span[0] < e for s, e in masked):
                     continue
                 secret = text[span[0] : span[1]]
@@ -504,21 +514,19 @@ class Redactor:
 
 # What a gitleaks pattern's secret may end on without being part of it: its terminator (`(?:[\s;"']|$)`).
 _EDGE = frozenset(" \t\r\n\"'`,;")
-
-
 _TOKEN_LINE = re.compile(r"[A-Za-z0-9+/=_\-]*")
 
 
-def _trimmed(text: str, span: tuple[int, int] | None, blocks: bool = False) -> tuple[int, int] | None:
+def _trimmed(text: str, span: tuple[int, int] | None, block: bool = False) -> tuple[int, int] | None:
     """`span` without the spaces, quotes and separators at its ends: the secret's characters only, so the text
-    around it (the next word, the next line) stays as it was. Unless the rule masks `blocks` (a PEM key), a
+    around it (the next word, the next line) stays as it was. Unless the rule masks a `block` (a PEM key), a
     span goes on over a line break only into a line that is all token, 16 characters at least and no `NAME=`
     (a wrapped base64 value): gitleaks' jwt-base64 would otherwise take `EOF` or `LOG_LEVEL=` after it."""
     if span is None:
         return None
     start, end = span
     cut = text.find("\n", start, end)
-    while not blocks and cut >= 0:
+    while not block and cut >= 0:
         line_end = text.find("\n", cut + 1)
         line_end = len(text) if line_end < 0 else line_end
         line = text[cut + 1 : line_end].strip("\r")
