@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,11 +26,11 @@ if TYPE_CHECKING:
 SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
 
 
-def _runtime(settings: Settings, progress: object = None) -> LocalRuntime:
+def _runtime(settings: Settings, progress: Callable[[str], None] = print) -> LocalRuntime:
     """The local runtime (imported when a command needs it: `--help` and searches stay light)."""
     from memory_pipeline.local.runtime import LocalRuntime
 
-    return LocalRuntime(settings, progress=progress) if progress else LocalRuntime(settings)
+    return LocalRuntime(settings, progress=progress)
 
 
 SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"

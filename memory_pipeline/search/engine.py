@@ -258,13 +258,13 @@ class MemorySearch:
         """Layer 1: a compact ranked list. `today` anchors the times a question names ("last week"). A question
         longer than `MAX_QUERY_WORDS` words is cut to them, and `degraded` says so."""
         query, cut = cut_query(query)
-        plan = plan_query(query, today or date.today()) if ranking.plan else QueryPlan(text=query)
         self.as_of = today or date.today()
+        plan = plan_query(query, self.as_of) if ranking.plan else QueryPlan(text=query)
         if plan.timed and today is None:
             # An old history is read in its own time (the newest memory in scope), not the clock's.
-            self.as_of = history_today(date.today(), self._newest(filters))
-            if self.as_of != date.today():
-                plan = plan_query(query, self.as_of)
+            anchor = history_today(self.as_of, self._newest(filters))
+            if anchor != self.as_of:
+                self.as_of, plan = anchor, plan_query(query, anchor)
         if not plan.text.strip():
             plan = replace(plan, text=query)  # nothing but glue: match what was asked rather than nothing
         depth = ranking.depth or max(k * 3, 30)

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from elastic_transport import ConnectionError as ESConnectionError
+from elastic_transport import ConnectionTimeout
+from elasticsearch import AuthenticationException
+
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
@@ -20,24 +24,13 @@ def open_search(settings: Settings) -> Iterator[MemorySearch]:
         yield MemorySearch(es, embedder)
 
 
-def _down() -> tuple[type[Exception], ...]:
-    from elastic_transport import ConnectionError as ESConnectionError
-    from elastic_transport import ConnectionTimeout
-    from elasticsearch import AuthenticationException
-
-    return ESConnectionError, ConnectionTimeout, AuthenticationException, ServerError
-
-
-DOWN = _down()  # the failures that mean a server is down or refuses us (for exception handlers)
+# The failures that mean a server is down or refuses us (for exception handlers).
+DOWN: tuple[type[Exception], ...] = (ESConnectionError, ConnectionTimeout, AuthenticationException, ServerError)
 
 
 def unavailable(exc: BaseException, settings: Settings) -> str | None:
     """What a failure means to a person: the server that is down and the command that starts it (None when
     `exc` is not a server being down)."""
-    from elastic_transport import ConnectionError as ESConnectionError
-    from elastic_transport import ConnectionTimeout
-    from elasticsearch import AuthenticationException
-
     if isinstance(exc, (ESConnectionError, ConnectionTimeout)):
         return (
             f"Elasticsearch at {settings.elasticsearch_url} is unreachable ({type(exc).__name__}): start it with "

@@ -27,9 +27,9 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"hosts": settings.elasticsearch_hosts, "verify_certs": settings.es_verify_certs}
     if settings.es_api_key:
         kwargs["api_key"] = revealed(settings.es_api_key)
-    local = settings.es_basic_auth()
-    if local:
-        kwargs["basic_auth"] = local
+    basic = settings.es_basic_auth()  # the local node's generated password, or ES_USERNAME / ES_PASSWORD
+    if basic:
+        kwargs["basic_auth"] = basic
     if settings.es_ca_certs:
         kwargs["ca_certs"] = str(settings.es_ca_certs)
     return kwargs
