@@ -11,6 +11,7 @@ Every row's `id` is the document id: a stable citation.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
@@ -362,7 +363,7 @@ class MemorySearch:
             # Above the relevance floor: most of the words, or close enough in meaning.
             row.strong = row.worded or similarity.get(doc_id, -1.0) >= ranking.strong_similarity
             rows.append(row)
-        return rows
+        return knowledge_first(rows)
 
     def _newest(self, filters: Filters) -> date | None:
         """The day of the newest memory in scope (None when there is none)."""
@@ -564,6 +565,26 @@ def cut_query(query: str) -> tuple[str, str | None]:
     return " ".join(
         words[:MAX_QUERY_WORDS]
     ), f"the question was cut to its first {MAX_QUERY_WORDS} of {len(words)} words"
+
+
+def knowledge_first(rows: list[Row]) -> list[Row]:
+    """`rows` with a turn's memories above that turn's observation where both came back: the knowledge before
+    the record of what was asked (the same turn, so a count by turn is unchanged). Scores stay with the places,
+    so the list stays sorted."""
+    places: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        if row.session_id and row.turn_id:
+            places[(row.session_id, row.turn_id)].append(i)
+    ordered = list(rows)
+    for slots in places.values():
+        if len(slots) > 1:
+            group = sorted((rows[i] for i in slots), key=lambda r: r.kind == "observation")  # stable
+            for slot, row in zip(slots, group, strict=True):
+                ordered[slot] = row
+    scores = [row.score for row in rows]
+    for row, score in zip(ordered, scores, strict=True):
+        row.score = score
+    return ordered
 
 
 def self_retrieval(

@@ -243,3 +243,21 @@ def test_a_long_question_is_cut_with_a_note_never_an_error() -> None:
     query, note = cut_query(pasted)
     assert query.split() == pasted.split()[:MAX_QUERY_WORDS]
     assert note == f"the question was cut to its first {MAX_QUERY_WORDS} of 2000 words"
+
+
+def test_a_turns_memory_comes_above_its_own_observation_and_scores_stay_sorted() -> None:
+    from memory_pipeline.search.engine import Row, knowledge_first
+
+    def row(doc_id: str, kind: str, turn: str, score: float) -> Row:
+        return Row(doc_id, kind, "2026-12-01", "high", doc_id, "/p", "s1", turn, score=score)
+
+    rows = [
+        row("obs-t1", "observation", "t1", 0.9),
+        row("other", "summary", "t2", 0.8),
+        row("rule-t1", "summary", "t1", 0.7),
+    ]
+    ordered = knowledge_first(rows)
+    assert [r.id for r in ordered] == ["rule-t1", "other", "obs-t1"]
+    assert [r.score for r in ordered] == [0.9, 0.8, 0.7]
+    alone = [row("obs-t3", "observation", "t3", 0.5), row("rule-t4", "summary", "t4", 0.4)]
+    assert [r.id for r in knowledge_first(alone)] == ["obs-t3", "rule-t4"]  # other turns: nothing moves
