@@ -31,7 +31,6 @@ from memory_pipeline.partitions import daily_assets, session_weeks
 from memory_pipeline.reflect.condense import Condenser, group_windows, reflect_windows
 from memory_pipeline.reflect.friction import find_friction, render_report
 from memory_pipeline.reflect.maturity import maturity, promoted_ids, proposal_day, rule_support, write_levels
-from memory_pipeline.reflect.models import Memory, Reflection
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, from_reflections, load_registry, stage
 from memory_pipeline.reflect.review import apply_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, write_daily_log
@@ -43,6 +42,8 @@ from memory_pipeline.resources import (
     ReflectPolicyResource,
 )
 from memory_pipeline.stores.reflect_store import (
+    Memory,
+    Reflection,
     active_reflections_before,
     read_memories,
     read_messages,

@@ -27,10 +27,11 @@ from datetime import date, timedelta
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory_pipeline.reflect.models import PRIORITY_RANK, Memory, Reflection, Supersession, Tier, section_for
+from memory_pipeline.reflect.models import PRIORITY_RANK, section_for
 from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
 from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
+from memory_pipeline.stores.reflect_store import Memory, Reflection, Supersession, Tier
 from memory_pipeline.summarize.knowledge import TOPICS
 
 REFLECT_PROMPT_VERSION = "2"

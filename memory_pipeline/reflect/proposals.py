@@ -17,9 +17,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from memory_pipeline.reflect.models import Reflection, section_for
+from memory_pipeline.reflect.models import section_for
 from memory_pipeline.reflect.review import Proposal, parse_review, render_review
 from memory_pipeline.reflect.similarity import cosine_matrix
+from memory_pipeline.stores.reflect_store import Reflection
 from memory_pipeline.summarize.knowledge import clean_statement
 
 

@@ -25,9 +25,9 @@ from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, review
+from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
-from memory_pipeline.web import routes as web
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

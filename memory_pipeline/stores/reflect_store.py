@@ -8,11 +8,12 @@ day's own re-run, so a backfill of an old day does not resurrect a replaced deci
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
+from pydantic import BaseModel, Field
 
-from memory_pipeline.reflect.models import Memory, Reflection, Supersession
 from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import (
     RAW_INDEX,
@@ -22,6 +23,56 @@ from memory_pipeline.stores.indices import (
     vector_field,
     vector_mapping,
 )
+
+Tier = Literal["recent", "older", "old"]
+
+
+class Memory(BaseModel):
+    """A `memory-summary` document with its vector, as reflection reads it."""
+
+    doc_id: str
+    summary: str
+    tags: list[str] = Field(default_factory=list)
+    priority: str = "low"
+    session_id: str
+    turn_id: str = ""
+    project: str
+    partition: str
+    established_at: datetime
+    vector: list[float]
+
+
+class Reflection(BaseModel):
+    """A `memory-reflections` document: one condensed memory and the memories it came from."""
+
+    reflection_id: str
+    project: str
+    partition: str
+    summary: str
+    tags: list[str]
+    priority: str
+    kind: Literal["memory", "merged", "digest"]
+    tier: Tier
+    source_ids: list[str]
+    session_ids: list[str]
+    established_at: datetime  # the newest source: when this became true
+    first_established_at: datetime
+    supersedes: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None  # set by the later window that replaced it, never by its own
+    method: str  # how the text was made: verbatim | llm-merge | llm-compress | fallback-* | digest
+    window_hash: str = ""
+    vector: list[float] = Field(default_factory=list, exclude=True)
+
+    @property
+    def active(self) -> bool:
+        return self.superseded_by is None
+
+
+class Supersession(BaseModel):
+    old_id: str
+    new_id: str
+    similarity: float
+    reason: str  # llm | cue | llm+cue
 
 
 def ensure_reflections(client: Elasticsearch, dims: int) -> None:

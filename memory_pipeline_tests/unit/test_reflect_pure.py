@@ -29,11 +29,11 @@ from memory_pipeline.reflect.maturity import (
     score,
     write_levels,
 )
-from memory_pipeline.reflect.models import Memory
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, load_registry, stage
 from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.similarity import centroid, clusters, medoid
 from memory_pipeline.stores.openai_compat import ServerError
+from memory_pipeline.stores.reflect_store import Memory
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 

@@ -272,7 +272,7 @@ def test_a_browser_logs_in_once_with_a_link_and_writes_with_an_http_only_cookie(
 
 
 def test_bar_charts_escape_their_labels() -> None:
-    from memory_pipeline.web.glance import Series, bar_chart
+    from memory_pipeline.service.web.glance import Series, bar_chart
 
     svg = str(bar_chart(Series("Per day", [("2026-11-29", 3), ("<img src=x>", 1)])))
     assert svg.count("<rect") == 2 and "<img" not in svg and "&lt;img src=x&gt;" in svg and "(max 3)" in svg

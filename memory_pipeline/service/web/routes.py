@@ -24,8 +24,8 @@ from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
 from memory_pipeline.search.engine import Filters
 from memory_pipeline.service.deps import SearchDep, SettingsDep
+from memory_pipeline.service.web.glance import bar_chart, glance
 from memory_pipeline.settings import Settings
-from memory_pipeline.web.glance import bar_chart, glance
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 router = APIRouter(include_in_schema=False)

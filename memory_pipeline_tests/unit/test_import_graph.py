@@ -1,0 +1,75 @@
+"""The package's folders import only downward: a layer may use the layers below it, never one above or beside
+it, so no circle can form. A new folder or top-level module must be given its place here."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "memory_pipeline"
+# Lowest first. Each folder (or top-level module) of memory_pipeline/ in exactly one layer.
+LAYERS: list[set[str]] = [
+    {"names", "sentences", "settings", "__init__"},
+    {"sessions", "locks", "io_managers", "partitions"},
+    {"stores", "recall"},
+    {"summarize", "local"},
+    {"reflect", "checks", "instance"},
+    {"search", "resources"},
+    {"curation", "jobs"},
+    {"assets", "schedules", "sensors"},
+    {"definitions"},
+    {"backfill"},
+    {"fresh"},
+    {"service"},
+    {"cli"},
+    {"__main__"},
+]
+
+
+def _unit(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def import_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) between different folders of the package, with the files that make each edge."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted(PACKAGE.rglob("*.py")):
+        unit = _unit(path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] == "memory_pipeline" and len(parts) > 1 and parts[1] != unit:
+                    edges[(unit, parts[1])].append(str(path.relative_to(PACKAGE.parent)))
+    return edges
+
+
+def test_every_folder_has_one_layer() -> None:
+    units = {_unit(p) for p in PACKAGE.rglob("*.py")}
+    placed = [name for layer in LAYERS for name in layer]
+    assert len(placed) == len(set(placed)), "a folder is in two layers"
+    assert units <= set(placed), f"give these a layer: {sorted(units - set(placed))}"
+
+
+def test_imports_point_only_down() -> None:
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    upward = {
+        f"{a} -> {b}": files
+        for (a, b), files in import_edges().items()
+        if b in layer and a in layer and layer[b] >= layer[a]
+    }
+    assert not upward, upward
+
+
+def test_the_walk_reads_the_imports() -> None:
+    # The walk reads both import forms: a checker that saw none would pass any graph.
+    edges = import_edges()
+    assert ("service", "search") in edges and ("cli", "service") in edges
+    assert any(a == "assets" and b == "stores" for a, b in edges)
