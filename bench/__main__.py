@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout, hard, next_session,
+service, executor, scale, scaleout, hard, next_session, fresh,
 fixture_memories, slow_server).
 
 All of them when none is named; each rewrites its section of bench/results.md.
@@ -12,6 +12,7 @@ import sys
 from bench import (
     executor,
     fixture_memories,
+    fresh,
     hard,
     ingest,
     next_session,
@@ -43,6 +44,7 @@ BENCHMARKS = {
     "hard": hard.main,
     "next_session": next_session.main,
     "fixture_memories": fixture_memories.main,
+    "fresh": fresh.main,
     "slow_server": slow_server.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.

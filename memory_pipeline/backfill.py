@@ -158,10 +158,12 @@ def run_backfill(
     on_step: StepProgress | None = None,
     log_level: str = "DEBUG",
     asset_selection: Sequence[AssetKey] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> ExecuteInProcessResult:
     """One run of the job over the partitions [first, last] (the assets' single-run backfill policy), with
     the code location's definitions unless others are given; `on_step` hears of each finished step, and the
-    console shows the run's events from `log_level` up; `asset_selection` runs a part of the job (`assets_to_run`)."""
+    console shows the run's events from `log_level` up; `asset_selection` runs a part of the job (`assets_to_run`);
+    `tags` name who asked (the CLI's backfill by default)."""
     if definitions is None:
         from memory_pipeline.definitions import defs as definitions
 
@@ -183,7 +185,7 @@ def run_backfill(
             raise_on_error=False,
             run_config=config,
             run_id=run_id,
-            tags={RANGE_START: first, RANGE_END: last, "memory_pipeline/backfill": "cli"},
+            tags={RANGE_START: first, RANGE_END: last, **(tags or {"memory_pipeline/backfill": "cli"})},
             asset_selection=list(asset_selection) if asset_selection is not None else None,
         )
     finally:

@@ -10,18 +10,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from pydantic import SecretStr
 
-from memory_pipeline.instance import PROJECT_DIR, prepare_dagster_home
-from memory_pipeline.local.process import RuntimeProblem
-from memory_pipeline.settings import LOCAL_ES_USER, ConfigError, ServiceName, Settings, load_settings
-
+# Only click at the top: `--help` and the commands that ask the service load nothing else (settings, pydantic,
+# Dagster and the clients are imported by the commands that need them).
 if TYPE_CHECKING:
     from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
+    from memory_pipeline.settings import ServiceName, Settings
+
+PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
 
@@ -39,6 +40,8 @@ SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"
 def _settings() -> Settings:
     """The configuration; with no SESSIONS_DIR and no `~/.pi/agent/sessions`, the sample sessions (as `make
     run` has it, for every command). A SESSIONS_DIR that is set must exist."""
+    from memory_pipeline.settings import ConfigError, load_settings
+
     try:
         settings = load_settings()
         if "sessions_dir" in settings.model_fields_set:
@@ -56,15 +59,31 @@ def _settings() -> Settings:
 
 
 class _OneLineErrors(click.Group):
-    """A server that is down is one line that names it and the fix, not a 60-line traceback."""
+    """A server that is down is one line that names it and the fix, not a 60-line traceback; with `--json`, the
+    error is JSON on stdout too (`{"error": ...}`), so a script reading the output gets a reason it can parse."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["json"] = "--json" in args
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> object:
-        from memory_pipeline.search.open import DOWN, unavailable
-
         try:
-            return super().invoke(ctx)
-        except DOWN as exc:
-            raise click.ClickException(unavailable(exc, load_settings()) or str(exc)) from None
+            try:
+                return super().invoke(ctx)
+            except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+                raise
+            except Exception as exc:
+                # Imported only on failure: the search clients are heavy, and most commands never need them.
+                from memory_pipeline.search.open import DOWN, unavailable
+                from memory_pipeline.settings import load_settings
+
+                if isinstance(exc, DOWN):
+                    raise click.ClickException(unavailable(exc, load_settings()) or str(exc)) from None
+                raise
+        except click.ClickException as exc:
+            if ctx.meta.get("json"):
+                click.echo(json.dumps({"error": exc.format_message()}))
+            raise
 
 
 def _echo_progress(message: str) -> None:
@@ -108,6 +127,8 @@ only_option = click.option(
 
 
 def _run(action):  # noqa: ANN001, ANN202 - tiny local decorator
+    from memory_pipeline.local.process import RuntimeProblem
+
     try:
         return action()
     except RuntimeProblem as exc:
@@ -150,6 +171,8 @@ def up(only: tuple[ServiceName, ...], nodes: int | None, postgres: bool | None, 
 
 def _reach_elasticsearch(settings: Settings) -> str:
     """How a person reaches the local Elasticsearch: security is on, its password in an owner-only file."""
+    from memory_pipeline.settings import LOCAL_ES_USER
+
     path = settings.es_password_path
     return (
         f"elasticsearch: user {LOCAL_ES_USER!r}, password in {path} (owner-only); e.g.\n"
@@ -182,15 +205,17 @@ def status(as_json: bool) -> None:
 @click.option("--no-local", is_flag=True, help="Do not start the local runtime first.")
 def dev(port: int, no_local: bool) -> None:
     """Bring the local runtime up, then open the Dagster UI with the pipeline loaded."""
+
     settings = _settings()
+    runtime = _runtime(settings, _echo_progress)
+    started: list[ServiceName] = []
     if not no_local:
-        click.echo(_table(_run(lambda: _runtime(settings, _echo_progress).up())))
-    # The project's dagster.yaml is the source of truth; DAGSTER_HOME only holds run history.
-    _run(lambda: prepare_dagster_home(settings))  # exports DAGSTER_HOME (and the storage URL) to `dagster dev`
-    env = dict(os.environ)
-    if settings.sessions_dir == SAMPLE_SESSIONS:
-        env["SESSIONS_DIR"] = str(SAMPLE_SESSIONS)
-        click.echo("~/.pi/agent/sessions does not exist: using the sample sessions in data/sessions", err=True)
+        before = {r.name for r in runtime.status() if r.state == "running"}
+        rows = _run(runtime.up)
+        click.echo(_table(rows))
+        # Ctrl-C stops what this command started, and leaves running what was running before it.
+        started = sorted({_kind(r.name) for r in rows if r.mode == "local" and r.name not in before})
+    env = _part_env(settings)
     click.echo(
         f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})", err=True
     )
@@ -227,10 +252,145 @@ def dev(port: int, no_local: bool) -> None:
     signal.signal(signal.SIGINT, stop)
     while True:
         try:
-            sys.exit(proc.wait(timeout=1))
+            code = proc.wait(timeout=1)
+            break
         except subprocess.TimeoutExpired:
             if deadline and time.monotonic() > deadline[0]:
                 os.killpg(proc.pid, signal.SIGKILL)
+    if started:
+        click.echo(f"stopping the servers this command started: {', '.join(started)}", err=True)
+        runtime.down(started)
+    sys.exit(code)
+
+
+def _kind(name: str) -> ServiceName:
+    """The kind of a server from its name (`elasticsearch-2`, a second node, is Elasticsearch)."""
+    return name.split("-")[0]  # type: ignore[return-value]
+
+
+def _part_env(settings: Settings) -> dict[str, str]:
+    """The environment of Dagster and the service: DAGSTER_HOME prepared (the project's dagster.yaml is the
+    source of truth; DAGSTER_HOME only holds run history), and the sample sessions named when they stand in."""
+    from memory_pipeline.instance import prepare_dagster_home
+
+    _run(lambda: prepare_dagster_home(settings))  # exports DAGSTER_HOME (and the storage URL)
+    env = dict(os.environ)
+    if settings.sessions_dir == SAMPLE_SESSIONS:
+        env["SESSIONS_DIR"] = str(SAMPLE_SESSIONS)
+        click.echo("~/.pi/agent/sessions does not exist: using the sample sessions in data/sessions", err=True)
+    return env
+
+
+ports = [
+    click.option("--port", default=8765, show_default=True, help="Port of the memory service (127.0.0.1)."),
+    click.option("--ui-port", default=3000, show_default=True, help="Port of the Dagster UI (127.0.0.1)."),
+]
+
+
+def _with_ports(command):  # noqa: ANN001, ANN202
+    for option in reversed(ports):
+        command = option(command)
+    return command
+
+
+@main.command(name="up")
+@_with_ports
+@click.option("--no-local", is_flag=True, help="Leave the servers alone (your own, or started already).")
+@click.option("--json", "as_json", is_flag=True, help="Print every part's status as JSON.")
+def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
+    """Start everything the memory needs in the background and return: the local servers, then the memory
+    service, Dagster's daemon (sensor, schedules) and its UI, kept running by a supervisor that restarts a part
+    that dies (logged in <state>/logs/supervisor.log). Idempotent; `down` stops it all."""
+    from memory_pipeline.local.process import owned_process, read_record, start_process, wait_until
+    from memory_pipeline.local.supervise import PROJECT_DIR as CHECKOUT
+    from memory_pipeline.local.supervise import SUPERVISOR, parts
+
+    settings = _settings()
+    if not no_local:
+        _run(_runtime(settings, _echo_progress).up)
+    env = _part_env(settings)
+    run_dir, logs = settings.memory_pipeline_state_dir / "run", settings.memory_pipeline_state_dir / "logs"
+    record = read_record(run_dir, SUPERVISOR)
+    if record is None or owned_process(record) is None:
+        argv = [sys.executable, "-m", "memory_pipeline", "supervise", "--port", str(port), "--ui-port", str(ui_port)]
+        start_process(
+            name=SUPERVISOR, argv=argv, env=env, port=0, url="-", run_dir=run_dir,
+            log_path=logs / "supervisor.log", cwd=CHECKOUT,
+        )  # fmt: skip
+    for part in parts(port, ui_port):
+        _echo_progress(f"{part.name}: waiting until it answers")
+        _run(
+            lambda part=part: wait_until(part.healthy, timeout=300, what=part.name, log_path=logs / f"{part.name}.log")
+        )
+    rows = _all_status(settings)
+    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
+
+
+@main.command(name="down")
+@click.option("--keep-servers", is_flag=True, help="Stop the service and Dagster only; leave the servers running.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was stopped as JSON.")
+def down_all(keep_servers: bool, as_json: bool) -> None:
+    """Stop exactly what `up` started: the supervisor and its parts, then the local servers."""
+    from memory_pipeline.local.process import read_record, remove_record, stop_process
+    from memory_pipeline.local.supervise import SUPERVISOR, stop_parts
+
+    settings = _settings()
+    run_dir, stopped = settings.memory_pipeline_state_dir / "run", []
+    record = read_record(run_dir, SUPERVISOR)
+    if record is not None:
+        if stop_process(record, timeout=60):  # it stops its parts on SIGTERM
+            stopped.append(SUPERVISOR)
+        remove_record(run_dir, SUPERVISOR)
+    stopped += stop_parts(settings, _echo_progress)  # any part the supervisor could not stop
+    if not keep_servers:
+        stopped += _run(lambda: _runtime(settings, _echo_progress).down())
+    if as_json:
+        click.echo(json.dumps({"stopped": stopped}))
+    else:
+        click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+
+
+@main.command(name="status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def status_all(as_json: bool) -> None:
+    """Every part of the memory: the servers, the supervisor, the service, Dagster's daemon and UI, with URL,
+    state, PID, memory and health."""
+    rows = _all_status(_settings())
+    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
+
+
+def _all_status(settings: Settings) -> list[ServiceStatus]:
+    from memory_pipeline.local.process import owned_process, read_record
+    from memory_pipeline.local.runtime import ServiceStatus, tree_rss
+    from memory_pipeline.local.supervise import SUPERVISOR, Part, parts
+
+    rows = _runtime(settings).status()
+    run_dir = settings.memory_pipeline_state_dir / "run"
+    service, ui = read_record(run_dir, "service"), read_record(run_dir, "dagster-ui")
+    recorded = parts(service.port if service else 8765, ui.port if ui else 3000)  # the ports `up` was given
+    for part in [Part(SUPERVISOR, [], 0, ""), *recorded]:
+        found = read_record(run_dir, part.name)
+        process = owned_process(found) if found else None
+        row = ServiceStatus(name=part.name, url=part.url, mode="local", state="stopped")
+        if process is not None:
+            row.state, row.pid, row.rss_mb = "running", process.pid, round(tree_rss(process) / 2**20, 1)
+            row.health = "ok" if part.healthy() else "not answering"
+        elif found:
+            row.state = "stale"
+        rows.append(row)
+    return rows
+
+
+@main.command(hidden=True)
+@_with_ports
+def supervise(port: int, ui_port: int) -> None:
+    """The supervisor `up` starts (not for direct use)."""
+    from memory_pipeline.local.supervise import parts, timestamped
+    from memory_pipeline.local.supervise import supervise as keep_running
+
+    settings = _settings()
+    log = timestamped(settings.memory_pipeline_state_dir / "logs" / "supervisor.log")
+    keep_running(settings, dict(os.environ), parts(port, ui_port), log)
 
 
 @main.command()
@@ -261,28 +421,23 @@ def backfill(
     """Run every day that has sessions and is not done: never run, failed, half done, a failed check, files
     changed since they were indexed (new, grown, rewritten, gone), turns that failed, or ingested without the
     chat model; as one run per stretch of days. Says why for each day."""
-    from dagster import DagsterInstance
     from elasticsearch import ConnectionError as ElasticsearchConnectionError
     from rich.console import Console
     from rich.progress import Progress
 
     from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
+    from memory_pipeline.instance import open_instance
     from memory_pipeline.jobs import assets_to_run
-    from memory_pipeline.locks import exclusive
-    from memory_pipeline.partitions import SESSION_DAYS, ordered_days
+    from memory_pipeline.partitions import ordered_days
     from memory_pipeline.stores.elasticsearch import make_client
 
     if chat_timeout is not None:  # before the settings (and the definitions built from them) are read
         os.environ["LLAMA_TIMEOUT"] = str(chat_timeout)
     settings = _settings()
     with_llm = not (no_llm or settings.memory_pipeline_no_llm)
-    home = _run(lambda: prepare_dagster_home(settings))
-    # The first use of an instance creates its SQLite storages: two commands doing it at once would both stamp
-    # the schema (Alembic then finds two heads). One at a time; later uses only open them.
-    with exclusive(home / ".storage.lock"), DagsterInstance.get() as instance:
-        instance.get_runs(limit=1)
-        instance.get_dynamic_partitions(SESSION_DAYS)
-    with DagsterInstance.get() as instance:
+    opened = ExitStack()
+    instance = _run(lambda: opened.enter_context(open_instance(settings)))
+    with opened:
         # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
         try:
             with make_client(settings, request_timeout=10, max_retries=1) as es:
@@ -346,6 +501,42 @@ def backfill(
         sys.exit(1)
 
 
+# A command that reads memory asks the running service when there is one over the same memory (about 0.3 s
+# where loading the search in-process takes seconds); MEMORY_SERVICE_URL names it, as for the pi extension.
+SERVICE_URL = "http://127.0.0.1:8765"
+SERVICE_MAX_K = 100  # the API's cap on k: a larger k is searched in-process
+DEGRADED_HEADER = "X-Memory-Degraded"
+
+
+def _service(settings: Settings) -> str | None:
+    """The base URL of the running service when it serves these settings' memory; None otherwise (the
+    command then searches in-process)."""
+    import httpx
+
+    base = os.environ.get("MEMORY_SERVICE_URL", SERVICE_URL).rstrip("/")
+    try:
+        health = httpx.get(f"{base}/health", timeout=httpx.Timeout(5.0, connect=0.5))
+        same = health.status_code == 200 and health.json().get("memory") == settings.memory_id
+    except (httpx.HTTPError, ValueError):
+        return None
+    return base if same else None
+
+
+def _ask(base: str, path: str, params: dict[str, object]):  # noqa: ANN202 - an httpx.Response
+    """The service's answer to a read; its reason as the command's error when it refuses or a server is down."""
+    import httpx
+
+    sent = {k: list(v) if isinstance(v, tuple) else v for k, v in params.items() if v not in (None, ())}
+    answer = httpx.get(f"{base}{path}", params=sent, timeout=120)  # type: ignore[arg-type]
+    if answer.status_code >= 400:
+        try:
+            detail = answer.json().get("detail", answer.text)
+        except ValueError:
+            detail = answer.text
+        raise click.ClickException(f"memory service: {detail}")
+    return answer
+
+
 def _search():  # noqa: ANN202 - a context manager of MemorySearch
     from memory_pipeline.search.open import open_search
 
@@ -395,6 +586,14 @@ def search(
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
     one's BM25 score and similarity. Only rows that matched the query's words or meaning are shown (and the
     number of weaker guesses left out); when none did, it says so and shows the closest three."""
+    base = None if as_json or everything or k > SERVICE_MAX_K else _service(_settings())
+    if base:
+        filters = {"project": project, "since": since, "until": until, "priority": priority, "kind": kind}
+        answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
+        if answer.headers.get(DEGRADED_HEADER):
+            click.echo(f"note: {answer.headers[DEGRADED_HEADER]}", err=True)
+        click.echo(answer.text)
+        return
     with _search() as engine:
         rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode)
         _print_rows(rows, as_json, query=query, degraded=engine.degraded, everything=everything)
@@ -442,26 +641,32 @@ def briefing_command(prompt: str, tokens: int, project: str | None, all_projects
 
     Fit for hooks: when a server is down it prints what it still has (MEMORY.md's rules), says why on stderr,
     and exits 0, so the session it would brief starts anyway."""
-    from memory_pipeline.search.briefing import build_briefing
-    from memory_pipeline.search.render import as_json as dumps
-
     scope = None if all_projects else project or str(Path.cwd())
     settings = _settings()
-    with _search() as engine:
-        workspace = settings.memory_workspace
-        made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
-        if made.degraded:
-            click.echo(
-                f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable ({made.degraded}); "
-                "start it with `memory-pipeline local up`",
-                err=True,
-            )
-        elif engine.degraded:
-            click.echo(f"memory briefing: {engine.degraded}", err=True)
+    base = _service(settings)
+    if base:
+        params = {"prompt": prompt, "tokens": tokens, "project": scope}
+        answer = _ask(base, "/api/v1/briefing", params).json()
+        markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
+    else:
+        from memory_pipeline.search.briefing import build_briefing
+
+        with _search() as engine:
+            workspace = settings.memory_workspace
+            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
+            markdown, ids, degraded, note = made.markdown, made.ids, made.degraded, engine.degraded
+    if degraded:
+        click.echo(
+            f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable ({degraded}); "
+            "start it with `memory-pipeline local up`",
+            err=True,
+        )
+    elif note:
+        click.echo(f"memory briefing: {note}", err=True)
     if as_json:
-        click.echo(dumps({"markdown": made.markdown, "project": scope, "ids": made.ids}))
-    elif made.markdown:
-        click.echo(made.markdown)
+        click.echo(json.dumps({"markdown": markdown, "project": scope, "ids": ids}, indent=2, ensure_ascii=False))
+    elif markdown:
+        click.echo(markdown)
 
 
 @main.command()
@@ -537,7 +742,8 @@ def serve(port: int) -> None:
 )
 def mcp_stdio(project: str | None) -> None:
     """The MCP server over stdio, for MCP clients that start their servers themselves (Claude Code, Codex).
-    `uv --directory <checkout>` moves the working directory: pass `--project "$PWD"` then."""
+    `uv --directory <checkout>` moves the working directory: pass `--project "$PWD"` then (the MCP SDK here speaks
+    the 2026-07-28 protocol, where a client's roots are deprecated and a server cannot ask for them)."""
     from memory_pipeline.service.mcp_server import build_mcp
     from memory_pipeline.sessions.redact import Redactor
 
@@ -580,6 +786,8 @@ def review_apply(project: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (it always is: accepted for symmetry).")
 def config(as_json: bool) -> None:
     """Print the effective configuration as JSON (secrets masked)."""
+    from pydantic import SecretStr
+
     settings = _settings()
     shown = settings.model_dump(mode="json")
     for key in (name for name, value in settings if isinstance(value, SecretStr)):

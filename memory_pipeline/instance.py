@@ -9,12 +9,17 @@ PostgreSQL: the user's (DAGSTER_POSTGRES_URL) or the local one that
 from __future__ import annotations
 
 import os
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from memory_pipeline.local.process import RuntimeProblem
 from memory_pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 # The URL holds a password: Dagster reads it from the environment, never from the yaml file.
@@ -52,6 +57,24 @@ def prepare_dagster_home(settings: Settings) -> Path:
         os.environ.pop(STORAGE_URL_VARIABLE, None)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+@contextmanager
+def open_instance(settings: Settings) -> Iterator[DagsterInstance]:
+    """The shared instance (DAGSTER_HOME prepared), open for the block. The first use of an instance creates its
+    SQLite storages: two processes doing it at once would both stamp the schema (Alembic then finds two heads),
+    so that first touch is made one process at a time; later uses only open them."""
+    from dagster import DagsterInstance
+
+    from memory_pipeline.locks import exclusive
+    from memory_pipeline.partitions import SESSION_DAYS
+
+    home = prepare_dagster_home(settings)
+    with exclusive(home / ".storage.lock"), DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions(SESSION_DAYS)
+    with DagsterInstance.get() as instance:
+        yield instance
 
 
 def sqlalchemy_url(url: str) -> str:

@@ -47,6 +47,21 @@ def _lock(path: Path, holder: str, wait_seconds: float, on_wait: Callable[[str],
         os.close(fd)  # closing the file releases the lock
 
 
+def day_held(folder: Path, day: str) -> bool:
+    """Whether a run holds `day` right now (its lock taken): a look, never a wait."""
+    path = folder / f"{safe_id(day)}.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock this look took, if it took it
+
+
 @contextmanager
 def holding_days(
     folder: Path, days: list[str], holder: str, wait_seconds: float = 3600, on_wait: Callable[[str], None] = print

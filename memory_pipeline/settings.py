@@ -325,6 +325,13 @@ class Settings(BaseSettings):
         return local_secret(self.service_token_path)
 
     @property
+    def memory_id(self) -> str:
+        """Which memory these settings name (its Elasticsearch and its state folder), as the service reports it
+        at /health: a command asks a running service only when it serves the same memory."""
+        named = f"{self.elasticsearch_url}|{self.memory_pipeline_state_dir.expanduser().absolute()}"
+        return hashlib.sha256(named.encode()).hexdigest()[:16]
+
+    @property
     def service_login_path(self) -> Path:
         return (self.memory_pipeline_state_dir / "service-login").expanduser().absolute()
 

@@ -6,12 +6,21 @@
  *   it, the model reads it, and the pipeline never learns it again.
  * - Tools for the model: memory_search, memory_timeline, memory_show, memory_remember.
  * - /memory for the person: `/memory <query>` searches, `/memory` alone says where the service is.
+ * - When the model reads, edits or writes a file, what earlier sessions recorded about that file (a gotcha, a
+ *   rule, a decision, a failure that named it) is added to the tool's result, once per file per session, a few
+ *   lines with ids. MEMORY_FILE_RECALL=off turns it off.
+ * - When a turn ends and when the session closes, the service is told which session file changed: it ingests the
+ *   file's new turns at once (no LLM), so the next session, and search, see them within seconds.
+ * - When pi compacts the session, the summary of what it drops is built from the memory of this very session
+ *   (its rules, decisions, findings and turns, each with its id) instead of by the model; pi's own summary when
+ *   the service is down or knows nothing of the session yet. MEMORY_COMPACTION=off leaves compaction to pi.
  *
  * Everything goes through the local service (`memory-pipeline serve`, MEMORY_SERVICE_URL, default
  * http://127.0.0.1:8765). When it is down the session goes on: one notice, no error.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { Type } from "typebox";
 
 const SERVICE = (process.env.MEMORY_SERVICE_URL ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
@@ -19,6 +28,14 @@ const BRIEFING_TOKENS = Number(process.env.MEMORY_BRIEFING_TOKENS ?? 800);
 const TIMEOUT_MS = Number(process.env.MEMORY_SERVICE_TIMEOUT_MS ?? 5000);
 const TOKEN_HEADER = "X-Memory-Token";
 export const BRIEFING_TYPE = "memory-briefing";
+const FILE_RECALL = (process.env.MEMORY_FILE_RECALL ?? "on").toLowerCase() !== "off";
+const FILE_TOOLS = new Set(["read", "edit", "write"]);
+const COMPACTION = (process.env.MEMORY_COMPACTION ?? "on").toLowerCase() !== "off";
+const COMPACTION_TOKENS = Number(process.env.MEMORY_COMPACTION_TOKENS ?? 2000);
+export const COMPACTION_SOURCE = "memory_pipeline";
+// The service opens a file's reminder with this mark (search/render.py FILE_MARK): a resumed session finds
+// in its own tool results which files were recalled already.
+const FILE_MARK = /^\[memory about (.+?)\] /gm;
 
 class ServiceDown extends Error {}
 
@@ -71,6 +88,28 @@ function currentTurn(ctx: ExtensionContext): string | undefined {
   return undefined;
 }
 
+/** The files whose memory this session was shown already: the marks in its tool results. */
+function recalledFiles(ctx: ExtensionContext): Set<string> {
+  const seen = new Set<string>();
+  for (const entry of ctx.sessionManager.getEntries()) {
+    const message = (entry as { message?: { role?: string; content?: unknown } }).message;
+    if (message?.role !== "toolResult" || !Array.isArray(message.content)) continue;
+    for (const part of message.content as Array<{ type: string; text?: string }>) {
+      for (const match of (part.type === "text" && part.text ? part.text : "").matchAll(FILE_MARK)) {
+        seen.add(resolve(ctx.cwd, match[1]));
+      }
+    }
+  }
+  return seen;
+}
+
+/** pi's own lists of the files a compaction's dropped part read and changed (its compaction/utils.ts, which is not
+ * exported): kept in the summary and its details, so pi's next compaction still knows them. */
+function fileLists(ops: { read: Set<string>; written: Set<string>; edited: Set<string> }) {
+  const modified = new Set([...ops.edited, ...ops.written]);
+  return { readFiles: [...ops.read].filter((f) => !modified.has(f)).sort(), modifiedFiles: [...modified].sort() };
+}
+
 function text(content: string) {
   return { content: [{ type: "text" as const, text: content }], details: undefined };
 }
@@ -78,6 +117,7 @@ function text(content: string) {
 export default function memoryPipeline(pi: ExtensionAPI) {
   let briefed = false;
   let noticed = false;
+  let recalled = new Set<string>();
 
   function quietly(ctx: ExtensionContext, error: unknown): void {
     if (noticed) return;
@@ -92,6 +132,74 @@ export default function memoryPipeline(pi: ExtensionAPI) {
     briefed = ctx.sessionManager
       .getEntries()
       .some((e) => (e as { type: string; customType?: string }).customType === BRIEFING_TYPE);
+    recalled = recalledFiles(ctx);
+  });
+
+  // The session file changed: the service ingests its day now. Never in the session's way: a failure is the
+  // one quiet notice, and the day's normal runs ingest the file anyway.
+  const changed = async (ctx: ExtensionContext) => {
+    const file = ctx.sessionManager.getSessionFile();
+    // An in-memory session (--no-session) has no file; without the token the day's runs ingest it later.
+    if (!file || !(process.env.MEMORY_SERVICE_TOKEN || process.env.MEMORY_SERVICE_TOKEN_FILE)) return;
+    try {
+      await call("/api/v1/ingest", {}, { session_file: file });
+    } catch (error) {
+      quietly(ctx, error);
+    }
+  };
+  pi.on("turn_end", async (_event, ctx) => changed(ctx));
+  pi.on("session_shutdown", async (_event, ctx) => changed(ctx));
+
+  pi.on("session_before_compact", async (event, ctx) => {
+    if (!COMPACTION) return;
+    const prep = event.preparation;
+    const kept = event.branchEntries.find((e) => e.id === prep.firstKeptEntryId) as { timestamp?: string } | undefined;
+    try {
+      const answer = JSON.parse(
+        await call("/api/v1/compaction", {
+          session_id: ctx.sessionManager.getSessionId(),
+          project: ctx.cwd,
+          until: kept?.timestamp,
+          tokens: COMPACTION_TOKENS,
+        }),
+      ) as { markdown: string; ids: string[]; turns: number };
+      if (!answer.markdown.trim() || answer.turns === 0) return; // nothing of it in memory yet: pi's own summary
+      const { readFiles, modifiedFiles } = fileLists(prep.fileOps);
+      const files = [
+        readFiles.length ? `<read-files>\n${readFiles.join("\n")}\n</read-files>` : "",
+        modifiedFiles.length ? `<modified-files>\n${modifiedFiles.join("\n")}\n</modified-files>` : "",
+      ].filter(Boolean);
+      return {
+        compaction: {
+          summary: answer.markdown + (files.length ? `\n${files.join("\n\n")}\n` : ""),
+          firstKeptEntryId: prep.firstKeptEntryId,
+          tokensBefore: prep.tokensBefore,
+          details: { source: COMPACTION_SOURCE, ids: answer.ids, readFiles, modifiedFiles },
+        },
+      };
+    } catch (error) {
+      quietly(ctx, error); // pi's own compaction goes ahead
+    }
+  });
+
+  pi.on("tool_result", async (event, ctx) => {
+    if (!FILE_RECALL || event.isError || !FILE_TOOLS.has(event.toolName)) return;
+    const path = typeof event.input.path === "string" ? event.input.path.replace(/^@/, "") : "";
+    if (!path) return;
+    const file = resolve(ctx.cwd, path);
+    if (recalled.has(file)) return;
+    recalled.add(file); // once per file per session, whatever the answer
+    try {
+      const note = await call("/api/v1/about-file", { path: file, project: ctx.cwd, format: "text" });
+      if (!note.trim()) return;
+      // Kept beside the tool's own output; its structured content too, which replacing `content` drops.
+      return {
+        content: [...event.content, { type: "text" as const, text: note }],
+        structuredContent: event.structuredContent,
+      };
+    } catch (error) {
+      quietly(ctx, error);
+    }
   });
 
   pi.on("before_agent_start", async (event, ctx) => {

@@ -177,7 +177,7 @@ class LocalRuntime:
                 status.state = "stale" if record else "stopped"
                 return status
             status.pid = process.pid
-            status.rss_mb = round(_tree_rss(process) / 2**20, 1)
+            status.rss_mb = round(tree_rss(process) / 2**20, 1)
             status.state = state or "running"
         try:
             described = service.describe()
@@ -193,7 +193,7 @@ class LocalRuntime:
         return status
 
 
-def _tree_rss(process: psutil.Process) -> int:
+def tree_rss(process: psutil.Process) -> int:
     """Resident memory of a server and its children; a child that exits meanwhile (a PostgreSQL backend whose
     connection just closed) counts for nothing."""
     total = 0

@@ -91,7 +91,7 @@ def consolidate(rows: list[Row], known: list[set[str]]) -> list[tuple[Row, int]]
     return [(row, len(sessions)) for row, _, sessions in kept]
 
 
-def _rule_line(rule: Rule) -> str:
+def rule_line(rule: Rule) -> str:
     return f"- {rule.text} _(id `{rule.id}`)_\n" if rule.id else f"- {rule.text} _(MEMORY.md)_\n"
 
 
@@ -182,7 +182,7 @@ def build_briefing(
     important_rows = consolidate(high, shown)
     shown += [content_words(r.summary) for r, _ in important_rows]
     parts: list[tuple[str, list[tuple[str, str | None]]]] = [
-        ("rules", [(_rule_line(r), r.id) for r in rules]),
+        ("rules", [(rule_line(r), r.id) for r in rules]),
         ("important", [(_line(r, n), r.id) for r, n in important_rows]),
         ("related", [(_line(r, n), r.id) for r, n in consolidate(related, shown)]),
     ]

@@ -19,11 +19,20 @@ from typing import Any, Literal
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.recall.observations import observation_id
+from memory_pipeline.search import files as file_rules
 from memory_pipeline.search.query import QueryPlan, history_today, plan_query
 from memory_pipeline.search.rrf import RRF_K, reciprocal_rank_fusion
 from memory_pipeline.sentences import by_sentence
 from memory_pipeline.stores.embeddings import EmbeddingsClient
-from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES, SEARCH_INDICES, vector_field
+from memory_pipeline.stores.indices import (
+    NOTES_INDEX,
+    OBSERVATION_INDEX,
+    RAW_INDEX,
+    RECALL_INDICES,
+    SEARCH_INDICES,
+    SUMMARY_INDEX,
+    vector_field,
+)
 from memory_pipeline.stores.openai_compat import ServerError
 
 Mode = Literal["hybrid", "bm25", "knn"]
@@ -96,11 +105,14 @@ class Filters:
     until: str | None = None
     priority: tuple[str, ...] = ()
     kind: tuple[str, ...] = ()  # summary, observation
+    session: str | None = None  # one session's memories (a compaction's summary reads its own session)
 
     def clauses(self) -> list[dict[str, Any]]:
         clauses: list[dict[str, Any]] = []
         if self.project:
             clauses.append({"term": {"project": self.project}})
+        if self.session:
+            clauses.append({"term": {"session_id": self.session}})
         if self.since or self.until:
             clauses.append(
                 {"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}}
@@ -474,6 +486,40 @@ class MemorySearch:
         """The newest `k` memories that pass `filters` (no query)."""
         hits = self._hits(filters, k, sort=[{"established_at": "desc"}], query={"bool": {"filter": filters.clauses()}})
         return [_row(h) for h in hits]
+
+    def about_file(self, path: str, filters: Filters = Filters(), k: int = file_rules.FILE_RECALL_K) -> list[Row]:
+        """The memories that concern the file at `path` (a gotcha, a rule, a decision, a note or a failure that
+        names it; see search/files.py), at most `k`, the most useful first."""
+        names = file_rules.file_names(path, filters.project)
+        if not names:
+            return []
+        # Candidates: memories whose files hold one of the names; notes and failed turns whose text has the
+        # bare name (the rules then read which file their text really names).
+        named = [
+            {"bool": {"filter": [{"term": {"_index": SUMMARY_INDEX}}, {"terms": {"files": names}}]}},
+            {"bool": {"filter": [{"term": {"_index": NOTES_INDEX}}, {"match_phrase": {"summary": names[-1]}}]}},
+            {
+                "bool": {
+                    "filter": [
+                        {"term": {"_index": OBSERVATION_INDEX}},
+                        {"match_phrase": {"summary": names[-1]}},
+                        {"match_phrase": {"summary": file_rules.FAILED}},
+                    ]
+                }
+            },
+        ]
+        indices = self._existing(filters.indices())
+        if not indices:
+            return []
+        hits = self.es.search(
+            index=indices,
+            size=100,
+            source=[*_SOURCE, "files"],
+            sort=[{"established_at": "desc"}],
+            query={"bool": {"filter": filters.clauses(), "should": named, "minimum_should_match": 1}},
+        )["hits"]["hits"]
+        rows = [(_row(h), h["_source"].get("files") or []) for h in hits]
+        return file_rules.for_file(rows, names, k)
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = Filters()) -> list[Row]:
         """Layer 2: the `window` memories before and after `anchor` (an id, or the best match for a query)."""

@@ -44,6 +44,22 @@ def rows_text(rows: list[Row], scores: bool = True, query: str | None = None, ev
     return "\n".join(lines)
 
 
+FILE_MARK = "[memory about {name}]"  # opens a file's reminder; the pi extension finds it again on resume
+
+
+def file_text(rows: list[Row], name: str) -> str:
+    """A file's reminder for a tool result: a marked header, then one line per memory (kind, id, day, text).
+    Empty when no memory concerns the file, so nothing is added."""
+    if not rows:
+        return ""
+    header = FILE_MARK.format(name=name) + " earlier sessions recorded (memory_show <id> for the turn):"
+    label = {"observation": "failure"}  # an observation is shown here for the failure it quotes
+    lines = [
+        f"- {r.knowledge or label.get(r.kind, r.kind)} {r.id} ({r.time[:10] or 'undated'}): {r.one_line}" for r in rows
+    ]
+    return "\n".join([header, *lines])
+
+
 def clip(text: str, limit: int | None) -> str:
     """`text`, or its first `limit` characters and a marker that says how much was left out."""
     if limit is None or len(text) <= limit:

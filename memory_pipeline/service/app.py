@@ -20,6 +20,8 @@ from fastapi.middleware.trustedhost import TrustedHostMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
+from memory_pipeline.fresh.queue import FreshIngest
+from memory_pipeline.fresh.run import fresh_ingest
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER
@@ -30,6 +32,7 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
+IngestFactory = Callable[[Settings], FreshIngest]
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SESSION_COOKIE = "memory_session"
 
@@ -62,8 +65,11 @@ def login_link(settings: Settings, port: int) -> str:
 LOCAL_ORIGIN = re.compile(r"^https?://(127\.0\.0\.1|localhost)(:\d+)?$")
 
 
-def create_app(settings: Settings, open_search_for: SearchFactory = open_search) -> FastAPI:
-    """The service for these settings; `open_search_for` lets a test give it another search."""
+def create_app(
+    settings: Settings, open_search_for: SearchFactory = open_search, ingest_for: IngestFactory = fresh_ingest
+) -> FastAPI:
+    """The service for these settings; `open_search_for` and `ingest_for` let a test give it another search and
+    another way to run a day."""
     mcp = build_mcp(
         lambda: app.state.search, lambda: app.state.redactor, workspace=settings.memory_workspace, settings=settings
     )
@@ -73,8 +79,12 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
         with open_search_for(settings) as search:
             app.state.search, app.state.settings = search, settings
             app.state.redactor = Redactor.with_patterns(settings.redact_extra_patterns)
-            async with mcp.session_manager.run():
-                yield
+            app.state.fresh = ingest_for(settings)
+            try:
+                async with mcp.session_manager.run():
+                    yield
+            finally:
+                app.state.fresh.close()
 
     app = FastAPI(
         title="memory_pipeline",
@@ -152,7 +162,7 @@ def create_app(settings: Settings, open_search_for: SearchFactory = open_search)
 
     @app.get("/health", tags=["service"])
     def health() -> dict[str, str]:
-        return {"status": "ok"}
+        return {"status": "ok", "memory": settings.memory_id}
 
     app.mount("/", mcp.streamable_http_app(streamable_http_path="/mcp"))
     return app

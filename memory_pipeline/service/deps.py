@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from memory_pipeline.fresh.queue import FreshIngest
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
@@ -26,6 +27,11 @@ def get_redactor(request: Request) -> Redactor:
     return request.app.state.redactor
 
 
+def get_fresh(request: Request) -> FreshIngest:
+    return request.app.state.fresh
+
+
 SearchDep = Annotated[MemorySearch, Depends(get_search)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedactorDep = Annotated[Redactor, Depends(get_redactor)]
+FreshDep = Annotated[FreshIngest, Depends(get_fresh)]

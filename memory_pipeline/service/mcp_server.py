@@ -47,7 +47,9 @@ def build_mcp(
     """The tools over one search; `default_project` scopes every call that names no project (a stdio server's
     `--project`, else its working directory, which its client starts in the project). With `settings`, a server
     that is down is a tool error naming it and the command that starts it."""
-    server = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS)
+    # WARNING: its logging set-up is the process's root logger; at INFO every Elasticsearch request and every
+    # storage migration of a fast-path run would be a line in the service's log.
+    server = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS, log_level="WARNING")
     mcp = _Reasoned(server, settings)
 
     @mcp.tool()

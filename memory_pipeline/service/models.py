@@ -128,3 +128,34 @@ class ApplyOut(BaseModel):
     promoted: list[str]
     rejected: list[str]
     untouched: list[str]
+
+
+class CompactionSummary(BaseModel):
+    """A session's earlier part from its memory, for pi's compaction."""
+
+    markdown: str = Field(description="The summary; empty when the memory holds nothing of the session yet.")
+    ids: list[str] = Field(description="Every citation id in it, in order.")
+    turns: int = Field(description="Turns of the session the memory knew.")
+    left_out: int = Field(description="Of those, the turns not shown for the budget.")
+
+
+class IngestNotice(BaseModel):
+    """A session file that changed (a turn ended, the session closed): ingest its day now, without the LLM."""
+
+    session_file: str = Field(description="The session file, under the sessions folder the pipeline reads.")
+
+
+class DayIngestState(BaseModel):
+    """What the service did with a day's notices: queued, waiting (another run holds the day), running, done or
+    failed (after retries, with the error), and the last run's id in the Dagster instance."""
+
+    day: str
+    state: Literal["queued", "waiting", "running", "done", "failed"]
+    files: list[str]
+    notices: int
+    requested_at: float = Field(description="The first notice not yet run (epoch seconds; 0 when none is due).")
+    started_at: float | None = None
+    finished_at: float | None = None
+    run_id: str | None = None
+    runs: int = Field(description="Successful runs of the day so far.")
+    error: str | None = None

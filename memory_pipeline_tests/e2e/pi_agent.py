@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,11 +68,13 @@ class PiAgent:
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
 
-    def _argv_env(self, nudge: str | None, service_url: str) -> tuple[list[str], dict[str, str]]:
+    def _argv_env(
+        self, nudge: str | None, service_url: str, tools: str = MEMORY_TOOLS
+    ) -> tuple[list[str], dict[str, str]]:
         argv = [str(self.bin_dir / "pi"), "-ne", "-e", str(EXTENSION / "index.ts")]
         if nudge:
             argv += ["-e", str(FIRST_TOOL_CALL)]
-        argv += ["--tools", MEMORY_TOOLS, "--model", "local/local-chat"]
+        argv += ["--tools", tools, "--model", "local/local-chat"]
         env = os.environ | {
             "PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}",
             "PI_CODING_AGENT_DIR": str(self.home),
@@ -92,13 +95,18 @@ class PiAgent:
         nudge: str | None = None,
         continue_session: bool = False,
         service_url: str = "",
+        tools: str = MEMORY_TOOLS,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """One `pi -p` in `cwd` with the memory extension (and the harness's nudge to call the tool `nudge`)."""
+        """One `pi -p` in `cwd` with the memory extension and `tools` (and the harness's nudge to call the tool
+        `nudge`)."""
         cwd.mkdir(parents=True, exist_ok=True)
-        argv, env = self._argv_env(nudge, service_url)
+        argv, base_env = self._argv_env(nudge, service_url, tools)
         argv += ["-c"] if continue_session else []
         for _ in range(ATTEMPTS):
-            done = subprocess.run([*argv, "-p", prompt], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+            done = subprocess.run(
+                [*argv, "-p", prompt], cwd=cwd, env=base_env | (env or {}), capture_output=True, text=True, timeout=600
+            )
             if MALFORMED not in done.stderr and not (nudge and self._cut_call(cwd, nudge)):
                 return done
         return done
@@ -113,10 +121,31 @@ class PiAgent:
     def command(self, cwd: Path, line: str, timeout: float = 120) -> str:
         """What pi shows the person for a slash command (`/memory …`): the extension's notice, read through
         pi's RPC mode (no model call is involved)."""
+        event = self.rpc(
+            cwd,
+            {"id": "c1", "type": "prompt", "message": line},
+            lambda e: e.get("type") == "extension_ui_request" and e.get("method") == "notify",
+            timeout=timeout,
+            session=False,
+        )
+        return str(event["message"])
+
+    def rpc(
+        self,
+        cwd: Path,
+        request: dict[str, Any],
+        until: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 120,
+        session: bool = True,
+        service_url: str = "",
+    ) -> dict[str, Any]:
+        """The first event `until` accepts after sending `request` to pi in RPC mode in `cwd` (continuing its
+        last session when `session`, else with none)."""
         cwd.mkdir(parents=True, exist_ok=True)
-        argv, env = self._argv_env(None, "")
+        argv, env = self._argv_env(None, service_url)
         process = subprocess.Popen(
-            [*argv, "--mode", "rpc", "--no-session"],
+            [*argv, "--mode", "rpc", *(["-c"] if session else ["--no-session"])],
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE,
@@ -126,15 +155,15 @@ class PiAgent:
         )
         assert process.stdin and process.stdout
         try:
-            process.stdin.write(json.dumps({"id": "c1", "type": "prompt", "message": line}) + "\n")
+            process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 event = json.loads(process.stdout.readline() or "null")
                 assert event is not None, "pi exited before it answered"
-                if event.get("type") == "extension_ui_request" and event.get("method") == "notify":
-                    return str(event["message"])
-            raise AssertionError(f"no notice from {line!r} in {timeout} s")
+                if until(event):
+                    return event
+            raise AssertionError(f"no answer to {request} in {timeout} s")
         finally:
             process.kill()
             process.wait()

@@ -108,12 +108,16 @@ def memory_service(settings: Settings) -> Iterator[str]:
     from memory_pipeline_tests.e2e.ingest_helpers import cli_env
 
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
-        env=cli_env(settings),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # Its log goes to a file in its state: a pipe nobody reads fills up, and the service would block on a write.
+    log_path = settings.memory_pipeline_state_dir / "logs" / f"serve-{port}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memory_pipeline", "serve", "--port", str(port)],
+            env=cli_env(settings),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120  # imports alone take seconds on a busy 2-core machine
@@ -122,10 +126,14 @@ def memory_service(settings: Settings) -> Iterator[str]:
                 if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
-                assert process.poll() is None, process.stderr.read().decode() if process.stderr else "serve exited"
+                assert process.poll() is None, log_path.read_text(errors="replace")[-5000:]
                 assert time.monotonic() < deadline, "memory-pipeline serve did not answer in 120 s"
                 time.sleep(0.2)
         yield base
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        try:
+            process.wait(timeout=60)  # a fast-path run under way is let finish (FreshIngest.close)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise AssertionError(f"serve did not stop in 60 s; its log: {log_path}") from None

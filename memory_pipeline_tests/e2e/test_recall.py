@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import polars as pl
@@ -17,7 +19,8 @@ from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
+from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, cli_env, copy_fixture, reset_days, run_metadata
+from memory_pipeline_tests.e2e.servers import free_port, memory_service
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
@@ -357,3 +360,72 @@ def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> Non
         cli("search", "validated theme files", "--project", str(tmp_path), "--kind", "note", "--json").stdout
     )
     assert [r["id"] for r in listed] == [note["id"]]
+
+
+_WHICH_PATH = (
+    "import sys\nfrom memory_pipeline.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print('in-process' if 'elasticsearch' in sys.modules else 'service', file=sys.stderr)"
+)
+
+
+def test_the_cli_asks_the_running_service_and_prints_what_it_prints_alone(indexed) -> None:  # noqa: ANN001
+    settings, _ = indexed
+    commands = [
+        ["search", "colours should be rgb values, not indices", "--k", "5"],
+        ["briefing", "fix the theme colours", "--project", "/Users/badlogic/workspaces/pi-mono", "--json"],
+    ]
+    with memory_service(settings) as base:
+        for command in commands:
+            asked, alone = (
+                subprocess.run(
+                    [sys.executable, "-c", _WHICH_PATH, *command],
+                    env=cli_env(settings, MEMORY_SERVICE_URL=url),
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                for url in (base, f"http://127.0.0.1:{free_port()}")
+            )
+            assert asked.stderr.strip().endswith("service") and alone.stderr.strip().endswith("in-process")
+            assert asked.stdout == alone.stdout and asked.stdout.strip(), (asked.stdout, alone.stdout)
+        # A service over another memory (other settings) is not asked.
+        other = isolated_settings(settings, settings.memory_pipeline_state_dir.parent / "other")
+        other.sessions_dir.mkdir(parents=True, exist_ok=True)
+        elsewhere = subprocess.run(
+            [sys.executable, "-c", _WHICH_PATH, *commands[0]],
+            env=cli_env(other, MEMORY_SERVICE_URL=base),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert elsewhere.stderr.strip().endswith("in-process"), elsewhere.stderr[-2000:]
+
+
+def test_mcp_over_stdio_from_another_folder_is_scoped_to_its_project(indexed, tmp_path) -> None:  # noqa: ANN001
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    settings, _ = indexed
+    project, elsewhere = "/Users/badlogic/workspaces/pi-mono", tmp_path / "another-folder"
+    elsewhere.mkdir()
+
+    def server(*flags: str) -> StdioServerParameters:  # the set-up line of docs/agents.md, from another folder
+        argv = ["-m", "memory_pipeline", "mcp", *flags]
+        return StdioServerParameters(command=sys.executable, args=argv, env=cli_env(settings), cwd=str(elsewhere))
+
+    found: dict[str, list[str]] = {}
+
+    async def session() -> None:
+        for name, params in [("flag", server("--project", project)), ("no flag", server())]:
+            async with Client(params) as client:
+                answer = await client.call_tool("memory_search", {"query": "rgb values in the themes"})
+                assert not answer.is_error, answer.content
+                found[name] = [m["project"] for m in answer.structured_content["data"]]
+                named = await client.call_tool("memory_search", {"query": "rgb values", "project": project})
+                assert {m["project"] for m in named.structured_content["data"]} == {project}
+
+    anyio.run(session)
+    assert found["flag"] and set(found["flag"]) == {project}
+    assert found["no flag"] == []  # its working directory is the folder it was started in: another project
+    assert not any(elsewhere.iterdir())  # nothing written where it was started

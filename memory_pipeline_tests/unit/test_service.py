@@ -133,10 +133,14 @@ def test_only_local_host_names_are_served(client: TestClient) -> None:
     assert client.get("/health", headers={"host": "localhost:8765"}).status_code == 200
 
 
-def test_openapi_documents_every_route(client: TestClient) -> None:
+def test_openapi_documents_every_route(client: TestClient, tmp_path) -> None:  # noqa: ANN001
     paths = set(client.get("/openapi.json").json()["paths"])
     assert {"/api/v1/search", "/api/v1/timeline", "/api/v1/memories/{memory_id}", "/api/v1/briefing"} <= paths
-    assert client.get("/health").json() == {"status": "ok"}
+    assert {"/api/v1/about-file", "/api/v1/compaction", "/api/v1/ingest"} <= paths
+    # /health names the memory it serves: a CLI over other settings does not ask it.
+    served = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state").memory_id
+    other = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "other").memory_id
+    assert client.get("/health").json() == {"status": "ok", "memory": served} and served != other
 
 
 def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:

@@ -3,16 +3,31 @@ is synchronous and FastAPI runs these on its thread pool."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import PlainTextResponse
 
+from memory_pipeline.fresh.target import NotASession, session_day
 from memory_pipeline.search.briefing import build_briefing
+from memory_pipeline.search.compaction import build_compaction
+from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_names
 from memory_pipeline.search.remember import Note, RefusedNote, remember
-from memory_pipeline.search.render import details_text, rows_text
-from memory_pipeline.service.deps import RedactorDep, SearchDep, SettingsDep
-from memory_pipeline.service.models import Briefing, FilterParams, Memories, Memory, MemoryDetail, MemoryDetails
+from memory_pipeline.search.render import details_text, file_text, rows_text
+from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep
+from memory_pipeline.service.models import (
+    Briefing,
+    CompactionSummary,
+    DayIngestState,
+    FilterParams,
+    IngestNotice,
+    Memories,
+    Memory,
+    MemoryDetail,
+    MemoryDetails,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["memory"])
 Filter = Annotated[FilterParams, Query()]
@@ -31,7 +46,9 @@ def search(
 ) -> Memories | PlainTextResponse:
     rows = search.index(q, k=k, filters=filters.filters(), mode=mode)
     if format == "text":
-        return PlainTextResponse(rows_text(rows, query=q))
+        # Why the ranking fell back (the embedding server down), beside the text, as the CLI says it.
+        headers = {"X-Memory-Degraded": search.degraded} if search.degraded else None
+        return PlainTextResponse(rows_text(rows, query=q), headers=headers)
     return Memories.of(rows, degraded=search.degraded)
 
 
@@ -46,6 +63,23 @@ def timeline(
     rows = search.timeline(anchor, window=window, filters=filters.filters())
     if format == "text":
         return PlainTextResponse(rows_text(rows, scores=False) if rows else f"no memory {anchor!r}")
+    return Memories.of(rows)
+
+
+@router.get("/about-file", response_model=Memories, summary="What earlier sessions recorded about a file")
+def about_file(
+    search: SearchDep,
+    path: Annotated[str, Query(min_length=1, description="The file, absolute or relative to the project.")],
+    project: Annotated[str | None, Query(description="The project (its folder); the path is read within it.")] = None,
+    k: Annotated[int, Query(ge=1, le=FILE_RECALL_MAX)] = FILE_RECALL_K,
+    format: Format = "json",
+) -> Memories | PlainTextResponse:
+    """The gotchas, rules, decisions, notes and failures that name the file: what the pi extension adds to a
+    read or an edit of it. Text: empty when nothing concerns it."""
+    rows = search.about_file(path, filters=Filters(project=project), k=k)
+    if format == "text":
+        names = file_names(path, project)
+        return PlainTextResponse(file_text(rows, names[0] if names else path))
     return Memories.of(rows)
 
 
@@ -85,6 +119,21 @@ def session_briefing(
     return Briefing(markdown=made.markdown, project=project, ids=made.ids, degraded=made.degraded or None)
 
 
+@router.get("/compaction", response_model=CompactionSummary, summary="A long session's summary, from its memory")
+def compaction(
+    search: SearchDep,
+    settings: SettingsDep,
+    session_id: Annotated[str, Query(min_length=1, description="The session being compacted.")],
+    project: str | None = None,
+    until: Annotated[str | None, Query(description="The time of the first entry the compaction keeps.")] = None,
+    tokens: Annotated[int, Query(ge=200, le=20000)] = 2000,
+) -> CompactionSummary:
+    """What pi keeps of the session's earlier part when it compacts: the session's knowledge, the project's
+    rules and its turns from memory, within `tokens`. Empty markdown when the memory holds nothing of it yet."""
+    made = build_compaction(search, session_id, project, until, tokens, workspace=settings.memory_workspace)
+    return CompactionSummary(markdown=made.markdown, ids=made.ids, turns=made.turns, left_out=made.left_out)
+
+
 @router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
 def remember_note(search: SearchDep, redactor: RedactorDep, note: Note) -> Memory:
     """Keep `note` (redacted, vetted), cited to its session and turn; storing the same note again returns the
@@ -93,3 +142,20 @@ def remember_note(search: SearchDep, redactor: RedactorDep, note: Note) -> Memor
         return Memory.of(remember(search, note, redactor))
     except RefusedNote as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
+
+
+@router.post("/ingest", response_model=DayIngestState, status_code=202, summary="A session file changed: ingest it")
+def ingest(fresh: FreshDep, settings: SettingsDep, notice: IngestNotice) -> DayIngestState:
+    """Runs the file's day through the LLM-free assets at once (raw messages, turns, observations, embeddings),
+    so search and the next briefing see its new turns; the day's normal runs add the LLM's memories. Notices
+    for a day already queued join it. 422 for a path that is not a session file under the sessions folder."""
+    try:
+        day = session_day(Path(notice.session_file), settings.sessions_dir)
+    except NotASession as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    return DayIngestState.model_validate(fresh.notify(day, notice.session_file))
+
+
+@router.get("/ingest", response_model=list[DayIngestState], summary="What the fast path did with each day")
+def ingest_status(fresh: FreshDep) -> list[DayIngestState]:
+    return [DayIngestState.model_validate(d) for d in fresh.status()]

@@ -1,6 +1,6 @@
 /**
  * Test harness only: the local 0.5B chat model rarely emits a tool call on its own, so the first model request
- * of the session is prefilled with the opening of a call to one memory tool (MEMORY_TEST_FIRST_TOOL, default
+ * of the session is prefilled with the opening of a call to one tool (MEMORY_TEST_FIRST_TOOL, default
  * memory_search). The model still writes the argument; llama-server parses the call; pi executes the real tool
  * of the extension against the real service.
  *
@@ -12,10 +12,12 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const TEMPERATURE = 0.3;
 
-// The call is opened up to the argument the model must write: a search within this project, a note to keep.
+// The call is opened up to the argument the model must write: a search within this project, a note to keep,
+// the file to read.
 const OPENING: Record<string, string> = {
   memory_search: '{"all_projects": false, "query": "',
   memory_remember: '{"priority": "high", "text": "',
+  read: '{"offset": 1, "limit": 100, "path": "', // the path last: the model then closes the call
 };
 
 export default function (pi: ExtensionAPI) {

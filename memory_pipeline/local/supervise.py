@@ -1,0 +1,157 @@
+"""Always on: the parts of the memory that are not servers (the memory service, Dagster's daemon and its UI),
+kept running in the background by one supervisor process, as `memory-pipeline up` starts them.
+
+The supervisor starts each part in its own session (recorded in `<state>/run/<part>.json`, like the servers),
+looks at them every `CHECK_SECONDS`, and starts a part that died again (logged in `<state>/logs/supervisor.log`
+with its exit, at most `RESTARTS` times in `RESTART_WINDOW` seconds, then left down and said so). SIGTERM stops
+every part, then the supervisor. `down` stops the supervisor and whatever part record is left, and nothing else.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from memory_pipeline.local.process import (
+    ProcessRecord,
+    owned_process,
+    read_record,
+    remove_record,
+    start_process,
+    stop_process,
+)
+from memory_pipeline.settings import Settings
+
+SUPERVISOR = "supervisor"
+CHECK_SECONDS = 2.0
+RESTARTS, RESTART_WINDOW = 5, 300.0
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Part:
+    """A process of the memory that is not a server: how to start it and how to see that it answers."""
+
+    name: str
+    argv: list[str]
+    port: int  # 0: none (the daemon)
+    health_url: str  # "" when it has no port: alive is healthy
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}" if self.port else "-"
+
+    def healthy(self) -> bool:
+        if not self.health_url:
+            return True
+        try:
+            return httpx.get(self.health_url, timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+
+def parts(service_port: int, ui_port: int) -> list[Part]:
+    """The memory service, Dagster's daemon (sensor, schedules, run queue) and its UI, on 127.0.0.1."""
+    python, workspace = sys.executable, str(PROJECT_DIR / "workspace.yaml")
+    return [
+        Part(
+            "service",
+            [python, "-m", "memory_pipeline", "serve", "--port", str(service_port)],
+            service_port,
+            f"http://127.0.0.1:{service_port}/health",
+        ),
+        Part("dagster-daemon", [python, "-m", "dagster._daemon", "run", "-w", workspace], 0, ""),
+        Part(
+            "dagster-ui",
+            [python, "-m", "dagster_webserver", "-w", workspace, "-h", "127.0.0.1", "-p", str(ui_port)],
+            ui_port,
+            f"http://127.0.0.1:{ui_port}/server_info",
+        ),
+    ]
+
+
+def start_part(part: Part, settings: Settings, env: Mapping[str, str]) -> ProcessRecord:
+    logs = settings.memory_pipeline_state_dir / "logs"
+    return start_process(
+        name=part.name,
+        argv=part.argv,
+        env=env,
+        port=part.port,
+        url=part.url,
+        run_dir=settings.memory_pipeline_state_dir / "run",
+        log_path=logs / f"{part.name}.log",
+        cwd=PROJECT_DIR,  # never the folder the command was run from
+    )
+
+
+def supervise(
+    settings: Settings,
+    env: Mapping[str, str],
+    kept: list[Part],
+    log: Callable[[str], None],
+    check_seconds: float = CHECK_SECONDS,
+    stop_after: Callable[[], bool] = lambda: False,
+) -> None:
+    """Start every part of `kept` and keep it running until SIGTERM (or `stop_after`), then stop them all."""
+    run_dir = settings.memory_pipeline_state_dir / "run"
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _frame: stopping.append(signum))
+    restarts: dict[str, list[float]] = {}
+    given_up: set[str] = set()
+    for part in kept:
+        record = read_record(run_dir, part.name)
+        if record is None or owned_process(record) is None:
+            record = start_part(part, settings, env)
+            log(f"{part.name}: started (pid {record.pid})")
+    try:
+        while not stopping and not stop_after():
+            time.sleep(check_seconds)
+            for part in kept:
+                record = read_record(run_dir, part.name)
+                if part.name in given_up or (record is not None and owned_process(record) is not None):
+                    continue
+                recent = [t for t in restarts.get(part.name, []) if time.monotonic() - t < RESTART_WINDOW]
+                if len(recent) >= RESTARTS:
+                    given_up.add(part.name)
+                    log(f"{part.name}: died {RESTARTS} times in {RESTART_WINDOW:.0f} s; left down (see its log)")
+                    continue
+                restarts[part.name] = [*recent, time.monotonic()]
+                was = f"pid {record.pid}" if record else "no record"
+                record = start_part(part, settings, env)
+                log(f"{part.name}: had stopped ({was}); restarted (pid {record.pid})")
+    finally:
+        stop_parts(settings, log, [p.name for p in kept])
+
+
+def stop_parts(settings: Settings, log: Callable[[str], None], names: list[str] | None = None) -> list[str]:
+    """Stop the parts (`names`, by default the memory's) that have a record, and only those; the names of those
+    that were running."""
+    run_dir, stopped = settings.memory_pipeline_state_dir / "run", []
+    for name in reversed(names or [p.name for p in parts(0, 0)]):
+        record = read_record(run_dir, name)
+        if record is None:
+            continue
+        if stop_process(record):
+            stopped.append(name)
+            log(f"{name}: stopped (pid {record.pid})")
+        remove_record(run_dir, name)
+    return stopped
+
+
+def timestamped(path: Path) -> Callable[[str], None]:
+    """A log function appending to `path`, one dated line each."""
+
+    def write(message: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a") as handle:
+            handle.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {message}\n")
+
+    return write

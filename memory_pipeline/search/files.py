@@ -1,0 +1,87 @@
+"""Memories about one file: what earlier sessions recorded about the file the agent has just read or edited.
+
+Pure rules over rows the engine fetched (`MemorySearch.about_file`): which names a memory may use for the
+file, which rows really concern it, and in what order the few that fit are shown. A memory names a file as
+its text did (`theme.ts`, `src/ui/theme.ts`, `./src/ui/theme.ts`), so a path matches a memory when one of its
+tails on a `/` boundary is the name the memory holds: `src/ui/theme.ts` is concerned by `theme.ts` and
+`ui/theme.ts`, never by `lib/theme.ts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from memory_pipeline.summarize.knowledge import files_of
+
+if TYPE_CHECKING:  # the engine imports these rules; a row is only read here
+    from memory_pipeline.search.engine import Row
+
+# Tails kept of a path: `a/b/c/d/e.ts` is named at most by its last four segments.
+MAX_SEGMENTS = 4
+FILE_RECALL_K = 3  # memories shown with a file: a reminder in a tool result, not a search page
+FILE_RECALL_MAX = 5
+# What is worth a reminder next to a file, most useful first: a trap, a rule, a choice made, a fact; then a
+# note kept on purpose; then a failure an earlier turn met that named the file.
+_ORDER = {"gotcha": 0, "rule": 1, "decision": 2, "fact": 3, "task": 4}
+_NOTE, _FAILURE = 5, 6
+FAILED = "Failed:"  # an observation's part that quotes its turn's first failure (recall/observations.py)
+
+
+def file_names(path: str, project: str | None = None) -> list[str]:
+    """The names a memory may give `path`, longest first: the path relative to `project` when it lies
+    under it, then each shorter tail down to the bare file name (`src/ui/theme.ts`, `ui/theme.ts`,
+    `theme.ts`). Empty for a path with no file name."""
+    pure = PurePosixPath(path.strip().removeprefix("@"))
+    if project and pure.is_absolute():
+        try:
+            pure = pure.relative_to(PurePosixPath(project))
+        except ValueError:
+            pass  # outside the project: named by its own tails
+    parts = [p for p in pure.parts if p not in ("/", ".", "")]
+    if ".." in parts:  # `../x/y.ts`: only what follows the last step up names it
+        parts = parts[len(parts) - parts[::-1].index("..") :]
+    parts = parts[-MAX_SEGMENTS:]
+    return ["/".join(parts[i:]) for i in range(len(parts))]
+
+
+def _named(text: str, names: Sequence[str]) -> bool:
+    return any(found.removeprefix("./") in names for found in files_of(text))
+
+
+def concerns(row: Row, files: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether `row` (whose memory names `files`) is about the file called `names`: a memory that names it,
+    a note whose text names it, or an observation whose failure names it (not one that only read it)."""
+    if row.kind == "summary":
+        return any(f.removeprefix("./") in names for f in files)
+    if row.kind == "note":
+        return _named(row.summary, names)
+    if row.kind == "observation" and FAILED in row.summary:
+        failure = row.summary.split(FAILED, 1)[1].split(" Outcome: ", 1)[0]
+        return _named(failure, names)
+    return False
+
+
+def _rank(row: Row) -> int:
+    if row.kind == "summary":
+        return _ORDER.get(row.knowledge, len(_ORDER))
+    return _NOTE if row.kind == "note" else _FAILURE
+
+
+def for_file(rows: Sequence[tuple[Row, Sequence[str]]], names: Sequence[str], k: int = FILE_RECALL_K) -> list[Row]:
+    """The `k` rows that concern the file, the most useful kind first and the newest first within a kind. A
+    replaced decision is left out (its successor is what holds), and so is the failure of a turn whose
+    memory is shown already (the memory is what was learnt from it)."""
+    kept: list[Row] = []
+    learnt: set[tuple[str, str]] = set()
+    ordered = sorted(rows, key=lambda pair: pair[0].time, reverse=True)
+    for row, files in sorted(ordered, key=lambda pair: _rank(pair[0])):
+        turn = (row.session_id, row.turn_id)
+        if row.superseded_by or not concerns(row, files, names):
+            continue
+        if row.kind == "observation" and turn in learnt:
+            continue
+        learnt.add(turn)
+        kept.append(row)
+    return kept[:k]

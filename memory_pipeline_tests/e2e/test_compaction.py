@@ -1,0 +1,66 @@
+"""Compaction from memory, end to end with the real pi: a session states a rule, works on, and is compacted; the
+summary pi keeps is the memory of that session (the rule among it, with ids), not the model's; with the service
+down, pi's own compaction goes ahead.
+
+Real parts only: pi from npm with the project's extension (its model the local chat server), `memory-pipeline
+serve`, the real Elasticsearch and embedding server. pi is told to keep only the last few hundred tokens, so a
+short session has an earlier part to compact.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+from memory_pipeline_tests.e2e.pi_agent import entries, finished, session_of
+from memory_pipeline_tests.e2e.servers import free_port
+from memory_pipeline_tests.e2e.test_agent_loop import loop  # noqa: F401 - the fixture
+from memory_pipeline_tests.e2e.test_fresh_ingest import _ingested
+
+RULE = "Rule for this project: always use pnpm, never npm."
+
+
+def _compacted(pi, project: Path, **options) -> dict:  # noqa: ANN001, ANN003
+    answer = pi.rpc(
+        project,
+        {"id": "k1", "type": "compact"},
+        lambda e: e.get("type") == "response" and e.get("command") == "compact",
+        timeout=600,
+        **options,
+    )
+    assert answer.get("success"), answer.get("error")
+    return answer["data"]
+
+
+def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loop, tmp_path: Path) -> None:  # noqa: ANN001, F811
+    _, base, pi = loop
+    project = tmp_path / "shop"
+    # Compaction only when asked (the small context window would have pi compact after every turn), keeping the
+    # newest turn or so (20 tokens): the first turns are what it drops.
+    settings = {"compaction": {"enabled": False, "keepRecentTokens": 20}}
+    (pi.home / "settings.json").write_text(json.dumps(settings))
+    started = time.time()
+    assert finished(pi.run(project, RULE))
+    for prompt in ("Name three fruits.", "Name three colours.", "Name three rivers."):
+        assert finished(pi.run(project, prompt, continue_session=True))
+    session = session_of(pi.last_session(project))
+    _ingested(base, session["timestamp"][:10], after=started)
+    known = httpx.get(f"{base}/api/v1/search", params={"q": "pnpm", "project": str(project)}).json()["data"]
+    assert known, "the fast path did not make the session's turns searchable"
+
+    summary = _compacted(pi, project)["summary"]
+    assert summary.startswith("## This session so far, from memory") and "pnpm" in summary, summary
+    assert known[0]["id"] in summary  # cited, so the agent can open the turn
+    [entry] = [e for e in entries(pi.last_session(project)) if e.get("type") == "compaction"]
+    assert entry["details"]["source"] == "memory_pipeline" and entry["details"]["ids"] and entry.get("fromHook")
+    assert entry["summary"] == summary and entry["tokensBefore"] > 0
+
+    # Service down: pi's own summary, made by its model; the session goes on.
+    assert finished(pi.run(project, "Name three mountains.", continue_session=True))
+    own = _compacted(pi, project, service_url=f"http://127.0.0.1:{free_port()}")
+    assert own["summary"].strip() and not own["summary"].startswith("## This session so far, from memory")
+    last = [e for e in entries(pi.last_session(project)) if e.get("type") == "compaction"][-1]
+    assert (last.get("details") or {}).get("source") != "memory_pipeline"

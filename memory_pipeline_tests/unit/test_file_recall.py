@@ -1,0 +1,73 @@
+"""Which memories concern a file the agent opened, and how they are shown in its tool result (pure rules;
+the Elasticsearch query and the pi extension are tested end to end in e2e/test_file_recall.py)."""
+
+from __future__ import annotations
+
+from memory_pipeline.search.engine import Row
+from memory_pipeline.search.files import concerns, file_names, for_file
+from memory_pipeline.search.render import FILE_MARK, file_text
+
+PROJECT = "/work/shop"
+NAMES = file_names("/work/shop/src/ui/theme.ts", PROJECT)
+
+
+def _row(id_: str, kind: str = "summary", knowledge: str = "", summary: str = "", **kw) -> Row:  # noqa: ANN003
+    time, session, turn = kw.pop("time", "2026-03-01"), kw.pop("session", "s1"), kw.pop("turn", id_)
+    return Row(id_, kind, time, "high", summary or id_, PROJECT, session, turn, knowledge=knowledge, **kw)
+
+
+def test_a_file_is_named_by_its_path_in_the_project_and_each_shorter_tail() -> None:
+    assert NAMES == ["src/ui/theme.ts", "ui/theme.ts", "theme.ts"]
+    assert file_names("src/ui/theme.ts", PROJECT) == NAMES  # relative to the project already
+    assert file_names("@src/ui/theme.ts") == NAMES  # pi's @-mention of a path
+    assert file_names("/elsewhere/a/b/c/d/e/f.py", PROJECT) == ["c/d/e/f.py", "d/e/f.py", "e/f.py", "f.py"]
+    assert file_names("../other/x.ts", PROJECT) == ["other/x.ts", "x.ts"]
+    assert file_names("/", PROJECT) == [] and file_names("..") == []
+
+
+def test_a_memory_concerns_the_file_only_by_a_name_that_ends_its_path() -> None:
+    memory = _row("m1", knowledge="gotcha")
+    assert concerns(memory, ["theme.ts"], NAMES)
+    assert concerns(memory, ["./src/ui/theme.ts"], NAMES)
+    assert not concerns(memory, ["lib/theme.ts"], NAMES)  # another file of the same name
+    assert not concerns(memory, ["theme.tsx"], NAMES)
+    assert not concerns(memory, [], NAMES)
+
+
+def test_a_note_by_its_text_and_an_observation_only_by_its_failure() -> None:
+    assert concerns(_row("n1", "note", summary="Never hand-edit ui/theme.ts: it is generated."), [], NAMES)
+    assert not concerns(_row("n2", "note", summary="The colours live in theme.css."), [], NAMES)
+    failed = "Asked: build it. Tools: bash. Files: src/app.ts. Failed: src/ui/theme.ts(3,1): error TS2304. Outcome: x"
+    assert concerns(_row("o1", "observation", summary=failed), [], NAMES)
+    # A turn that only read the file, and a failure that names another file, are not reminders about it.
+    read_only = "Asked: show the theme. Tools: read. Files: src/ui/theme.ts. Outcome: it defines four colours."
+    assert not concerns(_row("o2", "observation", summary=read_only), [], NAMES)
+    other = "Asked: build. Files: src/ui/theme.ts. Failed: src/app.ts(1,1): error. Outcome: theme.ts looks fine"
+    assert not concerns(_row("o3", "observation", summary=other), [], NAMES)
+
+
+def test_the_most_useful_come_first_and_what_no_longer_holds_is_left_out() -> None:
+    failure = "Asked: build. Failed: theme.ts: error TS2304. Outcome: fixed"
+    rows = [
+        (_row("fact", knowledge="fact", time="2026-03-05"), ["theme.ts"]),
+        (_row("old-rule", knowledge="rule", time="2026-01-01"), ["theme.ts"]),
+        (_row("new-rule", knowledge="rule", time="2026-02-01"), ["theme.ts"]),
+        (_row("gotcha", knowledge="gotcha", time="2025-12-01", turn="t9"), ["src/ui/theme.ts"]),
+        (_row("replaced", knowledge="decision", superseded_by="new-decision"), ["theme.ts"]),
+        (_row("fail-learnt", "observation", summary=failure, turn="t9"), []),  # its turn's gotcha is shown
+        (_row("fail", "observation", summary=failure, turn="t4"), []),
+        (_row("elsewhere", knowledge="gotcha"), ["lib/theme.ts"]),
+    ]
+    assert [r.id for r in for_file(rows, NAMES, k=10)] == ["gotcha", "new-rule", "old-rule", "fact", "fail"]
+    assert [r.id for r in for_file(rows, NAMES, k=2)] == ["gotcha", "new-rule"]
+    assert for_file(rows, file_names("README.md"), k=10) == []
+
+
+def test_the_reminder_is_marked_whole_and_cites_ids() -> None:
+    long = "Colour values in theme.ts must be rgb triples. " * 12
+    text = file_text([_row("m1", knowledge="gotcha", summary=long), _row("o1", "observation", summary="x")], NAMES[0])
+    header, *lines = text.splitlines()
+    assert header.startswith(FILE_MARK.format(name="src/ui/theme.ts") + " ")
+    assert lines[0].startswith("- gotcha m1 (2026-03-01): Colour values") and lines[1].startswith("- failure o1 ")
+    assert lines[0].endswith("triples. […]") and len(lines[0]) < 360  # whole sentences, marked when cut
+    assert file_text([], NAMES[0]) == ""
