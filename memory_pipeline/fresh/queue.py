@@ -32,6 +32,7 @@ class DayIngest:
     started_at: float | None = None
     finished_at: float | None = None
     run_id: str | None = None
+    seconds: float | None = None  # how long the last run took
     runs: int = 0  # successful runs of the day so far
     error: str | None = None
     again: bool = field(default=False, repr=False)  # noticed while running: run once more
@@ -113,6 +114,7 @@ class FreshIngest:
                 run_id, success, error = entry.run_id, False, f"{type(exc).__name__}: {exc}"
             with self._changed:
                 entry.run_id, entry.finished_at = run_id, time.time()
+                entry.seconds = round(entry.finished_at - (entry.started_at or entry.finished_at), 3)
                 if success:
                     entry.runs += 1
                     entry.error, entry.attempts = None, 0

@@ -157,5 +157,6 @@ class DayIngestState(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     run_id: str | None = None
+    seconds: float | None = Field(None, description="How long the last run took.")
     runs: int = Field(description="Successful runs of the day so far.")
     error: str | None = None

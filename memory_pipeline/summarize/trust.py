@@ -202,7 +202,13 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
         if priority is Priority.HIGH and idea.evidence.rstrip().endswith(("?", "？")):
             priority = Priority.MEDIUM  # a question is never a durable rule, whatever the model typed it as
         if priority is Priority.HIGH:
-            typed = idea.kind in (Kind.DECISION, Kind.GOTCHA) and idea.evidence_role in ("user", "assistant")
+            # A decision or gotcha the model typed is durable when it rests on words that state one: the
+            # assistant's finding, or a person's sentence that reads as knowledge ("Set up the deploy
+            # credentials" typed as a decision is a request, which the turn's observation keeps).
+            stated = idea.evidence_role == "assistant" or (
+                idea.evidence_role == "user" and kind_of(idea.evidence or turn.user) is not None
+            )
+            typed = idea.kind in (Kind.DECISION, Kind.GOTCHA) and stated
             durable = typed or bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
             said = support(idea.summary, turn.user + "\n" + turn.assistant) >= GROUNDED_AT
             if not (durable and said):

@@ -47,6 +47,7 @@ def test_notices_of_a_queued_day_join_it_and_one_during_its_run_runs_it_again() 
         done = _wait(fresh, "2026-03-04", ("done",))
         assert ran == ["2026-03-04", "2026-03-04"] and done["runs"] == 2 and done["run_id"] == "run-2"
         assert done["notices"] == 2 and done["error"] is None and done["finished_at"] >= done["started_at"]
+        assert done["seconds"] is not None and 0 <= done["seconds"] < 10
     finally:
         release.set()
         fresh.close()

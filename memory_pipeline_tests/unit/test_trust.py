@@ -170,3 +170,25 @@ def test_a_cause_the_turn_never_gave_is_not_kept_and_a_question_is_never_high() 
         asked, _idea("Always use pnpm instead of npm.", "rule", "should we always use pnpm instead of npm?")
     )
     assert all(i.priority != "high" for i in question.ideas)
+
+
+def test_a_request_typed_as_a_decision_is_not_high_and_a_stated_decision_is() -> None:
+    asked = [
+        TurnMessage("user", "Set up the deploy credentials for the staging environment."),
+        TurnMessage("assistant", "Done: the staging deploy credentials are in the CI secrets."),
+    ]
+    request = _run(asked, _idea("Set up the deploy credentials for the staging environment.", "decision"))
+    assert request.ideas and all(i.priority != "high" for i in request.ideas)
+    decided = [
+        TurnMessage("user", "We decided to use Vitest instead of Jest, because Jest kept breaking on ESM imports."),
+        TurnMessage("assistant", "Understood: Vitest from now on."),
+    ]
+    stated = _run(
+        decided,
+        _idea(
+            "Use Vitest instead of Jest: Jest kept breaking on ESM imports.",
+            "decision",
+            "We decided to use Vitest instead of Jest, because Jest kept breaking on ESM imports.",
+        ),
+    )
+    assert [i.priority for i in stated.ideas][:1] == ["high"]
