@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
+
 # Only click at the top: `--help` and the commands that ask the service load nothing else (settings, pydantic,
 # Dagster and the clients are imported by the commands that need them).
 if TYPE_CHECKING:
@@ -504,7 +506,6 @@ def backfill(
 # A command that reads memory asks the running service when there is one over the same memory (about 0.3 s
 # where loading the search in-process takes seconds); MEMORY_SERVICE_URL names it, as for the pi extension.
 SERVICE_URL = "http://127.0.0.1:8765"
-SERVICE_MAX_K = 100  # the API's cap on k: a larger k is searched in-process
 DEGRADED_HEADER = "X-Memory-Degraded"
 
 
@@ -576,9 +577,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON."
 
 
 def _filters(project, since, until, priority, kind):  # noqa: ANN001, ANN202
-    from memory_pipeline.search import Filters
+    from memory_pipeline.service.models import FilterParams
 
-    return Filters(project=project, since=since, until=until, priority=tuple(priority), kind=tuple(kind))
+    asked = FilterParams(project=project, since=since, until=until, priority=list(priority), kind=list(kind))
+    return asked.filters()
 
 
 def _with_filters(command):  # noqa: ANN001, ANN202
@@ -598,7 +600,7 @@ def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | N
 
 @main.command()
 @click.argument("query")
-@click.option("--k", default=10, show_default=True, help="How many results at most.")
+@click.option("--k", default=10, show_default=True, type=click.IntRange(1, MAX_K), help="How many results at most.")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "knn"]), default="hybrid", show_default=True)
 @click.option("--all", "everything", is_flag=True, help="Also the weak guesses (by default only real matches).")
 @_with_filters
@@ -608,7 +610,7 @@ def search(
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
     one's BM25 score and similarity. Only rows that matched the query's words or meaning are shown (and the
     number of weaker guesses left out); when none did, it says so and shows the closest three."""
-    base = None if as_json or everything or k > SERVICE_MAX_K else _service(_settings())
+    base = None if as_json or everything else _service(_settings())
     if base:
         filters = {"project": project, "since": since, "until": until, "priority": priority, "kind": kind}
         answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
@@ -623,7 +625,9 @@ def search(
 
 @main.command()
 @click.argument("anchor")
-@click.option("--window", default=5, show_default=True, help="Memories before and after.")
+@click.option(
+    "--window", default=5, show_default=True, type=click.IntRange(1, MAX_WINDOW), help="Memories before and after."
+)
 @_with_filters
 def timeline(anchor: str, window: int, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
     """Layer 2: the chronological neighbours of ANCHOR (a memory id, or a query's best match)."""
@@ -653,7 +657,13 @@ def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
 
 @main.command(name="briefing")
 @click.argument("prompt")
-@click.option("--tokens", default=800, show_default=True, help="Token budget of the briefing.")
+@click.option(
+    "--tokens",
+    default=800,
+    show_default=True,
+    type=click.IntRange(MIN_TOKENS, MAX_TOKENS),
+    help="Token budget of the briefing.",
+)
 @click.option("--project", help="Only memories of this project; default: the current directory.")
 @click.option("--all-projects", is_flag=True, help="Memories of every project.")
 @json_option

@@ -27,6 +27,9 @@ const SERVICE = (process.env.MEMORY_SERVICE_URL ?? "http://127.0.0.1:8765").repl
 const BRIEFING_TOKENS = Number(process.env.MEMORY_BRIEFING_TOKENS ?? 800);
 const TIMEOUT_MS = Number(process.env.MEMORY_SERVICE_TIMEOUT_MS ?? 5000);
 const TOKEN_HEADER = "X-Memory-Token";
+// The limits every way in shares (memory_pipeline/limits.py): a search's results, a timeline's window.
+const MAX_K = 50;
+const MAX_WINDOW = 20;
 export const BRIEFING_TYPE = "memory-briefing";
 const FILE_RECALL = (process.env.MEMORY_FILE_RECALL ?? "on").toLowerCase() !== "off";
 const FILE_TOOLS = new Set(["read", "edit", "write"]);
@@ -235,14 +238,14 @@ export default function memoryPipeline(pi: ExtensionAPI) {
     promptGuidelines: ["Use memory_search before asking the user something an earlier session may have settled."],
     parameters: Type.Object({
       query: Type.String({ description: "What to look for, in a few words." }),
-      k: Type.Optional(Type.Integer({ description: "How many results, 1 to 30 (default 8)." })),
+      k: Type.Optional(Type.Integer({ description: "How many results, 1 to 50 (default 8)." })),
       all_projects: Type.Optional(Type.Boolean({ description: "Search every project, not only this one." })),
     }),
     async execute(_id, params, _signal, _onUpdate, ctx) {
       return guard(ctx, () =>
         call("/api/v1/search", {
           q: params.query,
-          k: Math.min(Math.max(params.k ?? 8, 1), 30), // a model's wild number is clamped, not refused
+          k: Math.min(Math.max(params.k ?? 8, 1), MAX_K), // a model's wild number is clamped, not refused
           project: params.all_projects ? undefined : ctx.cwd,
           format: "text",
         }),
@@ -262,7 +265,7 @@ export default function memoryPipeline(pi: ExtensionAPI) {
       return guard(ctx, () =>
         call("/api/v1/timeline", {
           anchor: params.anchor,
-          window: Math.min(Math.max(params.window ?? 5, 1), 20),
+          window: Math.min(Math.max(params.window ?? 5, 1), MAX_WINDOW),
           project: ctx.cwd,
           format: "text",
         }),

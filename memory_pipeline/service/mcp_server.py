@@ -16,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
+from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import Filters, MemorySearch
 from memory_pipeline.search.open import unavailable
@@ -55,7 +56,7 @@ def build_mcp(
     @mcp.tool()
     def memory_search(
         query: Annotated[str, Field(description="What to look for, in plain words (a question works).")],
-        k: Annotated[int, Field(description="How many memories at most (1-50).")] = 10,
+        k: Annotated[int, Field(description=f"How many memories at most (1-{MAX_K}).")] = 10,
         project: Annotated[str | None, PROJECT] = None,
     ) -> Memories:
         """Memories about `query`, best first (hybrid BM25 + embeddings), of your project unless you name
@@ -63,18 +64,18 @@ def build_mcp(
         if not query.strip():
             raise ToolError("query is empty")
         search = get_search()
-        rows = search.index(query, k=max(1, min(k, 50)), filters=Filters(project=project or default_project))
+        rows = search.index(query, k=max(1, min(k, MAX_K)), filters=Filters(project=project or default_project))
         return Memories.of(rows, degraded=search.degraded)
 
     @mcp.tool()
     def memory_timeline(
         anchor: Annotated[str, Field(description="A memory id, or a query whose best match is the anchor.")],
-        window: Annotated[int, Field(description="How many memories on each side (1-20).")] = 5,
+        window: Annotated[int, Field(description=f"How many memories on each side (1-{MAX_WINDOW}).")] = 5,
         project: Annotated[str | None, PROJECT] = None,
     ) -> Memories:
         """The memories before and after `anchor`, in time order: what happened around it."""
         scope = Filters(project or default_project)
-        return Memories.of(get_search().timeline(anchor, window=max(1, min(window, 20)), filters=scope))
+        return Memories.of(get_search().timeline(anchor, window=max(1, min(window, MAX_WINDOW)), filters=scope))
 
     @mcp.tool()
     def memory_show(
@@ -119,12 +120,14 @@ def build_mcp(
     def memory_briefing(
         prompt: Annotated[str, Field(description="The session's first prompt (what you are about to do).")],
         project: Annotated[str | None, PROJECT] = None,
-        tokens: Annotated[int, Field(description="Budget of the briefing in tokens (100-8000).")] = 800,
+        tokens: Annotated[
+            int, Field(description=f"Budget of the briefing in tokens ({MIN_TOKENS}-{MAX_TOKENS}).")
+        ] = 800,
     ) -> Briefing:
         """What a session of `project` starting with `prompt` should know first: rules, then important
         memories, then matches, within `tokens`."""
         where = project or default_project
-        budget = max(100, min(tokens, 8000))
+        budget = max(MIN_TOKENS, min(tokens, MAX_TOKENS))
         made = build_briefing(get_search(), prompt, token_budget=budget, project=where, workspace=workspace)
         return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=made.degraded or None)
 

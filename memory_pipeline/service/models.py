@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from memory_pipeline.search.engine import Filters, Row
 
@@ -18,7 +18,13 @@ class FilterParams(BaseModel):
     priority: list[Literal["high", "medium", "low"]] = Field(default_factory=list)
     kind: list[Literal["summary", "observation", "note"]] = Field(default_factory=list)
 
+    @field_validator("project", "since", "until", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return value or None  # a form's empty field asks for nothing
+
     def filters(self) -> Filters:
+        """The one way a call's filters become the search's (the API, the browser, the CLI)."""
         return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import anyio
 import pytest
@@ -55,6 +56,7 @@ class FakeSearch:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Filters]] = []
+        self.ks: list[int] = []  # the k of each search
         self.degraded: str | None = None
 
     def recent(self, filters: Filters = NO_FILTERS, k: int = 10) -> list[Row]:
@@ -62,6 +64,7 @@ class FakeSearch:
 
     def index(self, query: str, k: int = 10, filters: Filters = NO_FILTERS, mode: str = "hybrid") -> list[Row]:
         self.calls.append((query, filters))
+        self.ks.append(k)
         return [r for r in ROWS if not filters.project or r.project == filters.project][:k]
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = NO_FILTERS) -> list[Row]:
@@ -341,3 +344,38 @@ def test_mcp_calls_are_scoped_to_the_servers_project_and_say_what_each_parameter
 
     anyio.run(session)
     assert [filters.project for _, filters in fake.calls[:2]] == ["/work/shop", "/work/other"]
+
+
+def test_one_limit_on_k_and_window_through_every_way_in(client: TestClient, fake: FakeSearch) -> None:
+    import re
+
+    from click.testing import CliRunner
+
+    from memory_pipeline.cli import main
+    from memory_pipeline.limits import MAX_K, MAX_WINDOW
+
+    assert client.get("/api/v1/search", params={"q": "x", "k": MAX_K}).status_code == 200
+    assert client.get("/api/v1/search", params={"q": "x", "k": MAX_K + 1}).status_code == 422
+    assert client.get("/api/v1/timeline", params={"anchor": "m1", "window": MAX_WINDOW + 1}).status_code == 422
+    refused = CliRunner().invoke(main, ["search", "x", "--k", str(MAX_K + 1)])
+    assert refused.exit_code == 2 and f"1<=x<={MAX_K}" in refused.output
+
+    async def clamped() -> None:
+        async with Client(build_mcp(lambda: fake, Redactor)) as c:
+            await c.call_tool("memory_search", {"query": "x", "k": 10_000})
+
+    anyio.run(clamped)
+    # The pi extension clamps to the same numbers (it cannot import them: TypeScript).
+    extension = (Path(__file__).resolve().parents[2] / "pi-extension" / "index.ts").read_text()
+    assert re.search(rf"const MAX_K = {MAX_K};", extension) and re.search(
+        rf"const MAX_WINDOW = {MAX_WINDOW};", extension
+    )
+
+
+def test_the_browsers_form_filters_are_the_apis(client: TestClient, fake: FakeSearch) -> None:
+    # The form sends every field, empty ones too: an empty field asks for nothing, as in the API.
+    form = {"q": "pnpm", "project": "", "since": "", "until": "2026-03-31", "kind": ["summary"], "priority": ["high"]}
+    assert client.get("/", params=form).status_code == 200
+    assert client.get("/api/v1/search", params=form).status_code == 200
+    page, api = fake.calls[-2][1], fake.calls[-1][1]
+    assert page == api == Filters(until="2026-03-31", priority=("high",), kind=("summary",))

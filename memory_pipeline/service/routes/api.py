@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import PlainTextResponse
 
 from memory_pipeline.fresh.target import NotASession, session_day
+from memory_pipeline.limits import MAX_IDS, MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.compaction import build_compaction
 from memory_pipeline.search.engine import Filters
@@ -40,7 +41,7 @@ def search(
     search: SearchDep,
     filters: Filter,
     q: Annotated[str, Query(min_length=1, description="What to look for.")],
-    k: Annotated[int, Query(ge=1, le=100)] = 10,
+    k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     mode: Literal["hybrid", "bm25", "knn"] = "hybrid",
     format: Format = "json",
 ) -> Memories | PlainTextResponse:
@@ -57,7 +58,7 @@ def timeline(
     search: SearchDep,
     filters: Filter,
     anchor: Annotated[str, Query(min_length=1, description="A memory id, or a query whose best match anchors.")],
-    window: Annotated[int, Query(ge=1, le=50)] = 5,
+    window: Annotated[int, Query(ge=1, le=MAX_WINDOW)] = 5,
     format: Format = "json",
 ) -> Memories | PlainTextResponse:
     rows = search.timeline(anchor, window=window, filters=filters.filters())
@@ -94,7 +95,7 @@ def memory(search: SearchDep, memory_id: str) -> MemoryDetail:
 @router.get("/memories", response_model=MemoryDetails, summary="Layer 3 for several ids at once")
 def memories(
     search: SearchDep,
-    ids: Annotated[list[str], Query(min_length=1, max_length=50)],
+    ids: Annotated[list[str], Query(min_length=1, max_length=MAX_IDS)],
     format: Format = "json",
     full: Annotated[bool, Query(description="Text: every message whole, not trimmed.")] = False,
 ) -> MemoryDetails | PlainTextResponse:
@@ -112,7 +113,7 @@ def session_briefing(
     search: SearchDep,
     settings: SettingsDep,
     prompt: Annotated[str, Query(min_length=1, description="The session's first prompt.")],
-    tokens: Annotated[int, Query(ge=50, le=20000)] = 800,
+    tokens: Annotated[int, Query(ge=MIN_TOKENS, le=MAX_TOKENS)] = 800,
     project: str | None = None,
 ) -> Briefing:
     made = build_briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
@@ -126,7 +127,7 @@ def compaction(
     session_id: Annotated[str, Query(min_length=1, description="The session being compacted.")],
     project: str | None = None,
     until: Annotated[str | None, Query(description="The time of the first entry the compaction keeps.")] = None,
-    tokens: Annotated[int, Query(ge=200, le=20000)] = 2000,
+    tokens: Annotated[int, Query(ge=MIN_TOKENS, le=MAX_TOKENS)] = 2000,
 ) -> CompactionSummary:
     """What pi keeps of the session's earlier part when it compacts: the session's knowledge, the project's
     rules and its turns from memory, within `tokens`. Empty markdown when the memory holds nothing of it yet."""

@@ -22,8 +22,8 @@ from memory_pipeline.curation import actions
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
-from memory_pipeline.search.engine import Filters
 from memory_pipeline.service.deps import SearchDep, SettingsDep
+from memory_pipeline.service.models import FilterParams
 from memory_pipeline.service.web.glance import bar_chart, glance
 from memory_pipeline.settings import Settings
 
@@ -47,15 +47,11 @@ def search_page(
     request: Request,
     search: SearchDep,
     settings: SettingsDep,
+    asked: Annotated[FilterParams, Query()],
     q: str = "",
-    project: str = "",
-    kind: Annotated[list[Literal["summary", "observation", "note"]], Query()] = [],  # noqa: B006 - FastAPI's own
-    priority: Annotated[list[Literal["high", "medium", "low"]], Query()] = [],  # noqa: B006
-    since: str = "",
-    until: str = "",
     forgotten: str = "",
 ) -> HTMLResponse:
-    filters = Filters(project or None, since or None, until or None, tuple(priority), tuple(kind))
+    filters = asked.filters()
     rows = search.index(q, k=20, filters=filters) if q.strip() else []
     return _page(
         request,
