@@ -10,9 +10,9 @@ from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.curation.trail import record
 from memory_pipeline.search.engine import KIND_INDEX, MemorySearch
 from memory_pipeline.stores.elasticsearch import delete_matching
-from memory_pipeline.stores.indices import LEDGER_INDEX, RAW_INDEX, SEARCH_INDICES, vector_field
+from memory_pipeline.stores.indices import LEDGER_INDEX, RAW_INDEX, SEARCH_INDICES
 from memory_pipeline.stores.openai_compat import ServerError
-from memory_pipeline.stores.recall_store import embed_hash
+from memory_pipeline.stores.recall_store import embed_hash, vector_fields
 
 
 class UnknownMemory(KeyError):
@@ -77,11 +77,9 @@ def edit(
         try:
             [vector] = search.embedder.embed([correction.text.strip()], purpose="document")
             model, prefix = search.embedder.model_id(), search.embedder.prefix("document")
-            update |= {
-                vector_field(len(vector)): vector,
-                "embed_hash": embed_hash(correction.text.strip(), model, search.embedder.dims, prefix),
-                "embed_model": model,
-            }
+            update |= vector_fields(
+                vector, model, embed_hash(correction.text.strip(), model, search.embedder.dims, prefix)
+            )
         except ServerError:
             pass
     if correction.priority:

@@ -27,6 +27,7 @@ from memory_pipeline.stores.elasticsearch import ensure_index
 from memory_pipeline.stores.indices import NOTE_MAPPINGS, NOTES_INDEX, vector_field, vector_mapping
 from memory_pipeline.stores.openai_compat import ServerError
 from memory_pipeline.stores.raw_store import turn_texts
+from memory_pipeline.stores.recall_store import vector_fields
 from memory_pipeline.summarize.knowledge import Kind, kind_of
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, support
 
@@ -130,6 +131,6 @@ def remember(search: MemorySearch, note: Note, redactor: Redactor, now: datetime
     if vector:
         field = vector_field(len(vector))
         search.es.indices.put_mapping(index=NOTES_INDEX, properties={field: vector_mapping(len(vector))})
-        document |= {field: vector, "embed_model": search.embedder.model_id()}
+        document |= vector_fields(vector, search.embedder.model_id())
     search.es.index(index=NOTES_INDEX, id=doc_id, document=document, refresh="wait_for")
     return search.get([doc_id])[0]

@@ -29,6 +29,15 @@ def embed_hash(text: str, model: str, dims: int | None, prefix: str) -> str:
     return hashlib.sha1(f"{model}\x1f{dims}\x1f{prefix}\x1f{text}".encode()).hexdigest()
 
 
+def vector_fields(vector: list[float], model: str, text_hash: str | None = None) -> dict[str, object]:
+    """A memory's vector and what it was made with, as every writer stores them (the recall stage, an edit, a
+    note): `vector_<dims>`, `embed_model` and, when known, `embed_hash` (what a re-run compares)."""
+    fields: dict[str, object] = {vector_field(len(vector)): vector, "embed_model": model}
+    if text_hash:
+        fields["embed_hash"] = text_hash
+    return fields
+
+
 def ensure_vectors(client: Elasticsearch, dims: int) -> None:
     """Both recall indices exist and have `vector_<dims>` (indexed, cosine) and the embed bookkeeping fields."""
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS)
@@ -71,12 +80,10 @@ def write_observations(client: Elasticsearch, observations: pl.DataFrame, partit
 
 def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> int:
     written = 0
-    field = vector_field(dims)
     for index in RECALL_INDICES:
         part = vectors.filter(pl.col("index") == index)
         updates = [
-            (r["doc_id"], {field: r["vector"], "embed_hash": r["embed_hash"], "embed_model": r["model"]})
-            for r in part.iter_rows(named=True)
+            (r["doc_id"], vector_fields(r["vector"], r["model"], r["embed_hash"])) for r in part.iter_rows(named=True)
         ]
         written += bulk_apply(client, index, updates, partial=True)[0]
     return written
