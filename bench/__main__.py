@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout, hard, next_session, fresh,
+service, executor, scale, scaleout, hard, next_session, fresh, compaction,
 fixture_memories, slow_server).
 
 All of them when none is named; each rewrites its section of bench/results.md.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from bench import (
+    compaction,
     executor,
     fixture_memories,
     fresh,
@@ -45,6 +46,7 @@ BENCHMARKS = {
     "next_session": next_session.main,
     "fixture_memories": fixture_memories.main,
     "fresh": fresh.main,
+    "compaction": compaction.main,
     "slow_server": slow_server.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
