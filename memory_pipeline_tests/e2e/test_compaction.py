@@ -44,8 +44,7 @@ def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loo
     (pi.home / "settings.json").write_text(json.dumps(settings))
     started = time.time()
     assert finished(pi.run(project, RULE))
-    for prompt in ("Name three fruits.", "Name three colours.", "Name three rivers."):
-        assert finished(pi.run(project, prompt, continue_session=True))
+    assert finished(pi.run(project, "Name three fruits.", continue_session=True))
     session = session_of(pi.last_session(project))
     _ingested(base, session["timestamp"][:10], after=started)
     known = httpx.get(f"{base}/api/v1/search", params={"q": "pnpm", "project": str(project)}).json()["data"]

@@ -27,7 +27,11 @@ export default function (pi: ExtensionAPI) {
     const payload = event.payload as { messages?: Array<{ role: string; content?: unknown }> };
     if (done || !payload.messages || payload.messages.at(-1)?.role !== "user") return;
     done = true;
-    const prefill = `<tool_call>\n{"name": "${tool}", "arguments": ${OPENING[tool]}`;
+    // MEMORY_TEST_FIRST_CALL: the whole call, arguments closed (the model only ends its turn).
+    const whole = process.env.MEMORY_TEST_FIRST_CALL;
+    const prefill = whole
+      ? `<tool_call>\n{"name": "${tool}", "arguments": ${whole}}\n</tool_call>`
+      : `<tool_call>\n{"name": "${tool}", "arguments": ${OPENING[tool]}`;
     return {
       ...payload,
       temperature: TEMPERATURE,
