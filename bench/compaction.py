@@ -19,7 +19,6 @@ A kept piece of knowledge is one whose keyword set the summary names (as next_se
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 import time
@@ -99,7 +98,9 @@ def _pi_home(settings: Settings, home: Path) -> dict[str, str]:
 def _pi_summary(session_file: Path, env: dict[str, str], work: Path) -> str:
     """pi's own compaction of a copy of the session (the copy is changed by it): its summary."""
     copy = work / session_file.name
-    shutil.copy(session_file, copy)
+    lines = session_file.read_text().splitlines()
+    header = json.loads(lines[0]) | {"cwd": str(work)}  # pi opens a session only where its folder exists
+    copy.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     argv = [str(ensure_pi() / "pi"), "-ne", "--model", "local/local-chat", "--mode", "rpc", "--session", str(copy)]
     process = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdin and process.stdout
