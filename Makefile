@@ -22,8 +22,8 @@ test: install lint
 	MEMORY_PIPELINE_TEST_DAGSTER_STORAGE=postgres $(UV) run --frozen pytest -m dagster_storage
 
 lint: install
-	$(UV) run --frozen ruff check memory_pipeline memory_pipeline_tests bench
-	$(UV) run --frozen ruff format --check memory_pipeline memory_pipeline_tests bench
+	$(UV) run --frozen ruff check memory_pipeline memory_pipeline_tests bench testkit
+	$(UV) run --frozen ruff format --check memory_pipeline memory_pipeline_tests bench testkit
 
 install:
 	@$(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from dagster import materialize
 
-from bench.make_next_session_corpus import OUT as CORPUS
 from bench.next_session import _names, labels
 from bench.results_file import table, write_section
 from memory_pipeline.partitions import instance_with_days
@@ -38,8 +37,9 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
-from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS
-from memory_pipeline_tests.e2e.pi_agent import ensure_pi
+from testkit.corpora.make_next_session_corpus import OUT as CORPUS
+from testkit.ingest_helpers import MEMORY_ASSETS
+from testkit.pi_agent import ensure_pi
 
 BUDGET = 2000
 

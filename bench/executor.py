@@ -22,7 +22,7 @@ from bench.results_file import table, write_section
 from memory_pipeline.definitions import build_definitions
 from memory_pipeline.partitions import register_days
 from memory_pipeline.settings import isolated_settings, load_settings
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+from testkit.ingest_helpers import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "executor"

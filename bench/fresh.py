@@ -33,7 +33,7 @@ import httpx
 from bench.results_file import table, write_section
 from memory_pipeline.resources import SessionsResource
 from memory_pipeline.settings import isolated_settings, load_settings
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+from testkit.ingest_helpers import cli_env
 
 WORK = Path(__file__).with_name(".work") / "fresh"
 PROJECT = "/work/fresh-bench"
@@ -68,7 +68,7 @@ def _turn(path: Path, parent: str | None, word: str, index: int) -> str:
 
 def main(flags: list[str]) -> None:
     turns = next((int(f.split("=", 1)[1]) for f in flags if f.startswith("--turns=")), 50)
-    from memory_pipeline_tests.e2e.servers import memory_service
+    from testkit.servers import memory_service
 
     shutil.rmtree(WORK, ignore_errors=True)
     settings = isolated_settings(load_settings(), WORK, sessions_dir=WORK / "sessions")
@@ -137,7 +137,7 @@ def _timed(argv: list[str], env: dict[str, str], times: int) -> tuple[float, flo
 
 
 def _cli_latency(settings, base: str) -> None:  # noqa: ANN001
-    from memory_pipeline_tests.e2e.servers import free_port
+    from testkit.servers import free_port
 
     cli = [sys.executable, "-m", "memory_pipeline"]
     up = cli_env(settings, MEMORY_SERVICE_URL=base)

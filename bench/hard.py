@@ -3,7 +3,7 @@
     uv run python -m bench hard            # every variant, both splits, into bench/results.md
     uv run python -m bench hard --quick    # the baselines, V0 and DEFAULT only
 
-Corpus and questions: bench/corpus/hard (made by `python -m bench.make_hard_corpus`): 48 generated sessions
+Corpus and questions: bench/corpus/hard (made by `python -m testkit.corpora.make_hard_corpus`): 48 generated sessions
 of four projects over eight months, the reflect corpus (40 sessions, July 2024) and the largest real pi
 session of the fixtures; 384 questions in five categories, a third held out by a hash of the question id
 before any tuning. The sessions go through the pipeline's own ingest and recall assets (raw messages, turn
@@ -31,28 +31,28 @@ import shutil
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from dagster import materialize
 
-from bench.make_hard_corpus import assemble
 from bench.results_file import table, write_section
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
-from memory_pipeline.recall.observations import FAILED_TOKENS, failed, failure_text
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import DEFAULT, V0, Filters, MemorySearch, Ranking, Row
+from memory_pipeline.search.engine import DEFAULT, V0, Filters, MemorySearch, Ranking
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import isolated_settings, load_settings
-from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
+from testkit.corpora.hard_corpus import KNN_ALONE, PER_TURN, Corpus, Shown
+from testkit.corpora.make_hard_corpus import assemble
 
 CORPUS = Path(__file__).parent / "corpus" / "hard"
 WORK = Path(__file__).parent / ".work" / "hard"
-BUDGET, PER_TURN = 10, 3
+BUDGET = 10  # messages shown a question
 CATEGORIES = ["single", "multi", "temporal", "update", "abstention"]
 
 # Each variant changes one thing from the one before it; then the fusion and the floor, tuned on the tuning
@@ -92,11 +92,6 @@ VARIANTS: dict[str, Ranking] = {
     "newer first, any place": replace(DEFAULT, reach=10),
     "DEFAULT": DEFAULT,
 }
-# kNN alone: the question's embedding against the memories, nothing else (no time, no words, no reordering).
-KNN_ALONE = Ranking(
-    plan=False, time_boost=0.0, strong_terms="", supersede=None, agree=None,
-    strong_similarity=DEFAULT.strong_similarity,
-)  # fmt: skip
 
 
 HISTORIES = ["generated", "reflect", "pi-mono"]
@@ -151,48 +146,6 @@ Also tried, outside this table:
 - Two messages a turn shown instead of three: no change (a turn shows a third only when the raw channel matched
   most of the words in it).
 """
-
-
-@dataclass
-class Shown:
-    messages: list[str]  # raw message ids, in the order shown
-    abstained: bool
-    seconds: float
-
-
-class Corpus:
-    """The raw messages of the corpus: evidence ids and each turn's messages."""
-
-    def __init__(self, es: Any, days: list[str]) -> None:
-        fields = ["session_id", "turn_id", "entry_id", "message_index", "role", "content", "is_error", "exit_code"]
-        docs = stored_sources(es, RAW_INDEX, {"terms": {"partition": days}}, fields=fields)
-        self.by_entry = {(d["session_id"], d["entry_id"]): doc_id for doc_id, d in docs.items()}
-        turns: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
-        self.failure: dict[tuple[str, str], str] = {}  # each turn's first failure, as its observation tells it
-        for doc_id, d in sorted(docs.items(), key=lambda item: item[1]["message_index"]):
-            key = (d["session_id"], d["turn_id"])
-            turns.setdefault(key, []).append((d["message_index"], doc_id, d["role"]))
-            if key not in self.failure and failed(d) and failure_text(d.get("content") or "", FAILED_TOKENS):
-                self.failure[key] = doc_id
-        self.turns = {key: sorted(rows) for key, rows in turns.items()}
-
-    def turn_view(self, row: Row) -> list[str]:
-        """What one returned turn shows: the messages of it that matched most of the question's words (a
-        snippet), else the messages its observation is made of: the request, the first failure, the last
-        reply."""
-        key = (row.session_id, row.turn_id)
-        rows = self.turns.get(key, [])
-        user = [doc for _, doc, role in rows if role == "user"][:1]
-        failure = [self.failure[key]] if key in self.failure else []
-        reply = [doc for _, doc, role in rows if role == "assistant"][-1:]
-        shown: list[str] = []
-        for doc in row.messages or [*user, *failure, *reply]:
-            if doc not in shown:
-                shown.append(doc)
-        return shown[:PER_TURN]
-
-    def evidence(self, refs: list[dict[str, str]]) -> list[str]:
-        return [self.by_entry[(r["session_id"], r["entry_id"])] for r in refs]
 
 
 def engine_runner(search: MemorySearch, corpus: Corpus, ranking: Ranking, mode: str) -> Callable[[dict], Shown]:
@@ -264,7 +217,7 @@ def summarise(scores: list[tuple[dict, dict[str, float]]]) -> dict[str, float]:
 
 
 def ingest(settings: Any, days: list[str]) -> float:
-    from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS
+    from testkit.ingest_helpers import RECALL_ASSETS
 
     with make_client(settings, request_timeout=300) as es:
         delete_days(es, PIPELINE_INDICES, days)

@@ -31,40 +31,10 @@ from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_MAPPINGS
 from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
+from testkit.corpora.bulk import DAYS, build_corpus
 
-FIXTURES = Path(__file__).resolve().parents[1] / "memory_pipeline_tests" / "fixtures" / "pi-sessions"
 WORK = Path(__file__).with_name(".work") / "ingest"
-DAYS = [f"2024-03-{d:02d}" for d in range(1, 11)]
-TARGET_MESSAGES = 100_000
 SCRATCH = "bench-raw-bulk"
-
-
-def build_corpus(
-    root: Path, days: list[str] = DAYS, target: int = TARGET_MESSAGES, sources: list[Path] | None = None
-) -> tuple[int, int]:
-    """Copies of `sources` (default: every fixture) under new ids, spread over `days` (file by file, in turn),
-    until >= `target` messages; (files, bytes)."""
-    shutil.rmtree(root, ignore_errors=True)
-    sources = sources or sorted(FIXTURES.glob("*.jsonl"))
-    per_round = sum(
-        to_frame(session_messages(parse_session(p), Redactor(), "x")[0]).filter(pl.col("doc_id").is_not_null()).height
-        for p in sources
-    )
-    rounds = -(-target // per_round)
-    files = size = 0
-    for r in range(rounds):
-        for i, source in enumerate(sources):
-            day = days[(r * len(sources) + i) % len(days)]
-            lines = source.read_bytes().split(b"\n")
-            header = json.loads(lines[0])
-            header["id"], header["timestamp"] = f"bench-{r:04d}-{i:04d}-{source.stem}", f"{day}T08:00:00.000Z"
-            lines[0] = json.dumps(header).encode()
-            path = root / f"--bench-{(r * len(sources) + i) % 7}--" / f"{header['id']}.jsonl"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(b"\n".join(lines))
-            files += 1
-            size += path.stat().st_size
-    return files, size
 
 
 def reset(client) -> None:  # noqa: ANN001

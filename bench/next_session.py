@@ -4,7 +4,7 @@
     uv run python -m bench next_session --no-llm     # LLM-free and the baseline only (minutes, no chat server)
     uv run python -m bench next_session --dump=/tmp/briefings.json   # and every briefing beside its needs
 
-On the next-session corpus (bench/corpus/next_session, made by bench/make_next_session_corpus.py: 45 sessions
+On the next-session corpus (bench/corpus/next_session, made by testkit/corpora/make_next_session_corpus.py: 45 sessions
 of three projects over five months, 39 later sessions with labelled needs), the pipeline's own assets run day
 by day in time order. Before a day is ingested, every later session starting that day gets the briefing the
 pi extension would get (`build_briefing` with its first prompt, its project, 800 tokens: what
@@ -36,7 +36,6 @@ from pathlib import Path
 
 from dagster import materialize
 
-from bench.make_next_session_corpus import OUT as CORPUS
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
@@ -48,7 +47,8 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
-from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
+from testkit.corpora.make_next_session_corpus import OUT as CORPUS
+from testkit.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
 
 BUDGET = 800
 LLM_FREE = RECALL_ASSETS

@@ -27,11 +27,11 @@ from bench.results_file import table, write_section
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
-from memory_pipeline.search.evaluate import load_queries, recall_at
 from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client, normalise
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, PIPELINE_INDICES, vector_field
+from testkit.evaluate import load_queries, recall_at
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "recall"
@@ -62,7 +62,7 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 def main(argv: list[str]) -> None:
     shared = load_settings()
     shutil.rmtree(WORK, ignore_errors=True)
-    from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture
+    from testkit.ingest_helpers import RECALL_ASSETS, copy_fixture
 
     copy_fixture("pi-mono-large-session.v1.jsonl", WORK / "s" / "a.jsonl", SESSION, DAY)
     settings = isolated_settings(shared, WORK, sessions_dir=WORK / "s")

@@ -1,6 +1,6 @@
 """Reflect benchmark on the synthetic corpus: friction and supersession precision/recall, compression of reflections.
 
-`uv run python -m bench reflect` (regenerate the corpus first with `python bench/make_reflect_corpus.py` if its
+`uv run python -m bench reflect` (regenerate the corpus first with `python -m testkit.corpora.make_reflect_corpus` if its
 script changed). Runs the real assets against the configured servers (the local ones by default; set LLAMA_URL
 to judge another chat model on the same corpus), day by day as the daily schedule would, then the four weekly
 friction reports, then everything again to measure what a re-run costs.
@@ -13,7 +13,6 @@ import shutil
 import time
 from pathlib import Path
 
-from bench import reflect_corpus as corpus
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect as reflect_assets
 from memory_pipeline.reflect.condense import Condenser
@@ -21,6 +20,7 @@ from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX
 from memory_pipeline.stores.llm import ChatClient, chat_client
+from testkit.corpora import reflect_corpus as corpus
 
 WORK = Path(".state/bench-reflect")
 AS_OF = "2024-07-31"  # the corpus's days are then 5 to 30 days old: every age tier is present
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
 
     headers = ["planted (dev)", "planted (held out)", "found", "precision", "recall (dev)", "recall (held out)"]
     held = truth["held_out"]
-    body = f"""Synthetic corpus (`bench/make_reflect_corpus.py`): {len(truth["sessions"])} pi sessions over four weeks,
+    body = f"""Synthetic corpus (`testkit/corpora/make_reflect_corpus.py`): {len(truth["sessions"])} pi sessions over four weeks,
 {memories_in} planted memories. Planted: rules the user repeats across sessions, recurring failures, kinds of tool
 misuse, decisions replaced weeks later, plus related-but-compatible decisions, one-off rules and failures and ordinary
 noise. The reflect heuristics (change words, restatement words, thresholds) were settled on the `dev` items; the

@@ -30,7 +30,6 @@ import httpx
 import polars as pl
 from dagster import DagsterEventType, materialize
 
-from bench.ingest import FIXTURES, build_corpus
 from bench.results_file import table, write_section
 from memory_pipeline.assets import ingest, recall
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
@@ -45,6 +44,7 @@ from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_MAPPINGS
 from memory_pipeline.stores.raw_store import RAW_SETTINGS, message_documents
+from testkit.corpora.bulk import FIXTURES, build_corpus
 
 WORK = Path(__file__).with_name(".work") / "scale"
 DAYS = [(date(2023, 1, 1) + timedelta(days=d)).isoformat() for d in range(365)]

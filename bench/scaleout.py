@@ -23,7 +23,7 @@ from bench.results_file import table, write_section
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.elasticsearch import make_client
-from memory_pipeline_tests.e2e.servers import free_port, free_port_range
+from testkit.servers import free_port, free_port_range
 
 WORK = Path(__file__).with_name(".work") / "scaleout"
 

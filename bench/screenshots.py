@@ -23,9 +23,9 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import isolated_settings, load_settings
-from memory_pipeline_tests.e2e.browser import chromium, write_session
-from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, reset_days
-from memory_pipeline_tests.e2e.servers import memory_service
+from testkit.browser import chromium, write_session
+from testkit.ingest_helpers import INGEST_ASSETS, reset_days
+from testkit.servers import memory_service
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "screenshots"

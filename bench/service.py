@@ -144,7 +144,7 @@ def _percentiles(call: Callable[[int], object], calls: int) -> tuple[float, floa
 
 
 def _serve(settings: Settings, port: int) -> subprocess.Popen:
-    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+    from testkit.ingest_helpers import cli_env
 
     log = (WORK / "serve.log").open("w")
     process = subprocess.Popen(
@@ -166,7 +166,7 @@ def _serve(settings: Settings, port: int) -> subprocess.Popen:
 
 def main(flags: list[str]) -> None:
     n = next((int(f.split("=", 1)[1]) for f in flags if f.startswith("--memories=")), 100_000)
-    from memory_pipeline_tests.e2e.servers import free_port
+    from testkit.servers import free_port
 
     shutil.rmtree(WORK, ignore_errors=True)
     shared = load_settings()

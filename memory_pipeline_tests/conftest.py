@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.settings import Settings, load_settings
+from testkit.paths import SESSION_FIXTURES  # noqa: F401 - the tests import it from here too
 
 FIXTURES = Path(__file__).parent / "fixtures"
-# Real pi session files (provenance in their SOURCES.md), copied into the repo so a clone tests on its own.
-SESSION_FIXTURES = FIXTURES / "pi-sessions"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

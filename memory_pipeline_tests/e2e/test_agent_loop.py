@@ -22,9 +22,9 @@ import pytest
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env
-from memory_pipeline_tests.e2e.pi_agent import PiAgent, entries, finished, session_of
-from memory_pipeline_tests.e2e.servers import free_port, memory_service
+from testkit.ingest_helpers import cli_env
+from testkit.pi_agent import PiAgent, entries, finished, session_of
+from testkit.servers import free_port, memory_service
 
 RULE = "Rule for this project: always use pnpm, never npm."
 DECISION = "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM imports."

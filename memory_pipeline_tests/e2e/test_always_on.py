@@ -19,8 +19,8 @@ import httpx
 import psutil
 
 from memory_pipeline.settings import Settings, isolated_settings
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env
-from memory_pipeline_tests.e2e.servers import free_port
+from testkit.ingest_helpers import cli_env
+from testkit.servers import free_port
 
 
 def _cli(args: list[str], settings: Settings, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:

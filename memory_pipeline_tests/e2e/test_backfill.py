@@ -20,7 +20,7 @@ from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import LEDGER_INDEX, SUMMARY_INDEX
 from memory_pipeline.summarize.journal import TurnJournal
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, stored_instance
+from testkit.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, stored_instance
 
 DAY = "2024-06-11"
 V1 = "handwritten-cass-v1.jsonl"  # 2 turns, 5 messages

@@ -21,9 +21,9 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
-from memory_pipeline_tests.e2e.browser import HOSTILE_TURNS, chromium, write_session
-from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, reset_days
-from memory_pipeline_tests.e2e.servers import memory_service
+from testkit.browser import HOSTILE_TURNS, chromium, write_session
+from testkit.ingest_helpers import MEMORY_ASSETS, reset_days
+from testkit.servers import memory_service
 
 DAY = "2024-07-01"
 PROJECT = "/work/hostile-shop"

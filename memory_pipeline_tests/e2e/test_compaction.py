@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from memory_pipeline_tests.e2e.pi_agent import entries, finished, session_of
-from memory_pipeline_tests.e2e.servers import free_port
 from memory_pipeline_tests.e2e.test_agent_loop import loop  # noqa: F401 - the fixture
 from memory_pipeline_tests.e2e.test_fresh_ingest import _ingested
+from testkit.pi_agent import entries, finished, session_of
+from testkit.servers import free_port
 
 RULE = "Rule for this project: always use pnpm, never npm."
 

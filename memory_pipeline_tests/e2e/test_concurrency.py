@@ -15,7 +15,7 @@ from dagster import DagsterEventType, DagsterInstance
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, SUMMARY_INDEX
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
+from testkit.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
 
 pytestmark = pytest.mark.dagster_storage
 

@@ -17,8 +17,8 @@ import pytest
 
 from memory_pipeline.partitions import week_of
 from memory_pipeline.settings import Settings, isolated_settings
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
-from memory_pipeline_tests.e2e.servers import private_runtime
+from testkit.ingest_helpers import cli_env, copy_fixture, reset_days, stored_instance
+from testkit.servers import private_runtime
 
 DAY = "2024-10-07"
 

@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 from dagster import materialize
 
-from bench.ingest import build_corpus
 from memory_pipeline.assets import ingest
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
@@ -21,7 +20,8 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client, stored_hashes
 from memory_pipeline.stores.indices import RAW_INDEX
-from memory_pipeline_tests.e2e.servers import kill, private_runtime
+from testkit.corpora.bulk import build_corpus
+from testkit.servers import kill, private_runtime
 
 pytestmark = pytest.mark.e2e
 

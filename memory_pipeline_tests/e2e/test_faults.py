@@ -26,14 +26,14 @@ from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RAW_INDEX, SUMMARY_INDEX
 from memory_pipeline.summarize.journal import TurnJournal
-from memory_pipeline_tests.e2e.ingest_helpers import (
+from testkit.ingest_helpers import (
     INGEST_ASSETS,
     RECALL_ASSETS,
     copy_fixture,
     reset_days,
     run_metadata,
 )
-from memory_pipeline_tests.e2e.servers import kill, private_server, settings_on
+from testkit.servers import kill, private_server, settings_on
 
 SUMMARIZE_ASSETS = [*INGEST_ASSETS, summarize.llm_ideas, summarize.memory_summary_index]
 # Fault tests write to the shared Elasticsearch under a project of their own, and clean their days after:

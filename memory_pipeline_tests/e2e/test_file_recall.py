@@ -23,9 +23,9 @@ from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import NOTES_INDEX, SUMMARY_INDEX
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-from memory_pipeline_tests.e2e.ingest_helpers import reset_days
-from memory_pipeline_tests.e2e.pi_agent import PiAgent, entries, finished
-from memory_pipeline_tests.e2e.servers import memory_service
+from testkit.ingest_helpers import reset_days
+from testkit.pi_agent import PiAgent, entries, finished
+from testkit.servers import memory_service
 
 DAY = "2024-03-11"
 GOTCHA = "Colour values in src/theme.ts must be rgb triples: palette indices crash the 16-colour terminal."

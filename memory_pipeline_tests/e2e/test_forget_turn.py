@@ -16,7 +16,7 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, RAW_INDEX
-from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
+from testkit.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
 
 DAY = "2025-08-21"
 SESSION = "forget-turn-e2e"

@@ -20,8 +20,8 @@ from memory_pipeline.instance import STORAGE_URL_VARIABLE, open_instance
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, SUMMARY_INDEX
-from memory_pipeline_tests.e2e.pi_agent import entries, finished, session_of
 from memory_pipeline_tests.e2e.test_agent_loop import _backfill, loop  # noqa: F401 - the fixture
+from testkit.pi_agent import entries, finished, session_of
 
 FACT = "Note for this project: the staging database listens on port 6543, not 5432."
 

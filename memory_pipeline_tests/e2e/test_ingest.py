@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.settings import Settings, isolated_settings
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, run_ingest
+from testkit.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, run_ingest
 
 DAY = "2024-06-03"
 BRANCHY = "generated-pi-0.73.1-branches-labels-compaction.v3.jsonl"

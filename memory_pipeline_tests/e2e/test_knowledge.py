@@ -21,7 +21,7 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_summaries
-from memory_pipeline_tests.e2e.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
+from testkit.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
 
 DAY = "2024-05-14"
 SAID = (

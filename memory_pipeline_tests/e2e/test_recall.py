@@ -19,8 +19,8 @@ from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.summary_store import sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, cli_env, copy_fixture, reset_days, run_metadata
-from memory_pipeline_tests.e2e.servers import free_port, memory_service
+from testkit.ingest_helpers import RECALL_ASSETS, cli_env, copy_fixture, reset_days, run_metadata
+from testkit.servers import free_port, memory_service
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
@@ -232,7 +232,7 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
     from mcp.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from memory_pipeline_tests.e2e.servers import memory_service
+    from testkit.servers import memory_service
 
     settings, _ = indexed
     with memory_service(settings) as base:
@@ -289,7 +289,7 @@ def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(inde
     import subprocess
     import sys
 
-    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+    from testkit.ingest_helpers import cli_env
 
     settings, _ = indexed
     project = "/Users/badlogic/workspaces/pi-mono"
@@ -317,7 +317,7 @@ def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> Non
     import subprocess
     import sys
 
-    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+    from testkit.ingest_helpers import cli_env
 
     settings, _ = indexed
     project = "/Users/badlogic/workspaces/pi-mono"

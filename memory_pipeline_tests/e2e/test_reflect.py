@@ -2,7 +2,7 @@
 MiniLM embeddings and chat model: reflections, supersession, REVIEW.md, review apply, maturity, friction.
 
 The corpus is ingested by the pipeline's own assets; the memories the summarise stage should extract from it
-are planted (see bench/make_reflect_corpus.py), so what is measured here is the reflect stage. Bounds on the
+are planted (see testkit/corpora/make_reflect_corpus.py), so what is measured here is the reflect stage. Bounds on the
 LLM-judged parts are the ones the local 0.5B model meets with margin; the deterministic parts are exact.
 """
 
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from bench import reflect_corpus as corpus
 from memory_pipeline.assets import reflect
 from memory_pipeline.reflect.proposals import load_registry
 from memory_pipeline.reflect.review import apply_review, parse_review
@@ -26,6 +25,7 @@ from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
+from testkit.corpora import reflect_corpus as corpus
 
 TRUTH = corpus.truth()
 DAYS = TRUTH["days"]

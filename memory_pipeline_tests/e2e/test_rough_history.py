@@ -27,7 +27,7 @@ from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, RAW_INDEX, vector_field
-from memory_pipeline_tests.e2e.ingest_helpers import cli_env, reset_days, run_metadata
+from testkit.ingest_helpers import cli_env, reset_days, run_metadata
 
 ROUGH = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "rough"
 CASES = json.loads((ROUGH / "cases.json").read_text())

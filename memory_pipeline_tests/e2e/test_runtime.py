@@ -15,7 +15,7 @@ from memory_pipeline.local.models import CHAT_MODEL, ModelIntegrityError
 from memory_pipeline.local.process import ProcessRecord, RuntimeProblem, read_record
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.settings import Settings, load_settings
-from memory_pipeline_tests.e2e.servers import free_port, private_runtime
+from testkit.servers import free_port, private_runtime
 
 
 def test_second_up_starts_nothing_new(local_runtime: Settings) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from dagster import materialize
 
-from bench.hard import KNN_ALONE, Corpus
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import DEFAULT, Filters, MemorySearch, Ranking
@@ -21,7 +20,8 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
-from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS, reset_days
+from testkit.corpora.hard_corpus import KNN_ALONE, Corpus
+from testkit.ingest_helpers import RECALL_ASSETS, reset_days
 
 HARD = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "hard"
 SOURCE_PROJECT, PROJECT = "/home/dev/shop-api", "/home/dev/ranking-test"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.secrets import find_leaks, run_planted
-from bench.secrets_corpus import FIELDS, kinds
 from memory_pipeline.settings import Settings, isolated_settings
-from memory_pipeline_tests.e2e.ingest_helpers import run_metadata
+from testkit.corpora.secrets_corpus import FIELDS, kinds
+from testkit.corpora.secrets_run import find_leaks, run_planted
+from testkit.ingest_helpers import run_metadata
 
 
 def test_no_planted_secret_is_stored_or_sent_anywhere(local_runtime: Settings, tmp_path: Path) -> None:

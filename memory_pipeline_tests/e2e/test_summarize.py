@@ -14,7 +14,7 @@ from memory_pipeline.resources import LlamaResource, build_resources
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries
-from memory_pipeline_tests.e2e.ingest_helpers import INGEST_ASSETS, copy_fixture, reset_days, run_metadata
+from testkit.ingest_helpers import INGEST_ASSETS, copy_fixture, reset_days, run_metadata
 
 DAY = "2024-06-10"
 ASSETS = [
@@ -109,7 +109,7 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
     from memory_pipeline.checks import no_duplicate_summaries, source_refs_exist, summaries_are_well_formed
     from memory_pipeline.stores.summary_store import sync_summaries
     from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
-    from memory_pipeline_tests.e2e.ingest_helpers import run_ingest
+    from testkit.ingest_helpers import run_ingest
 
     day = "2024-06-11"
     reset_days(local_runtime, [day])

@@ -14,7 +14,7 @@ from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.indices import RAW_DOC_FIELDS, RAW_MAPPINGS, RAW_MESSAGE_DOC
 from memory_pipeline.stores.raw_store import checksum, message_documents
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
+from testkit.paths import SESSION_FIXTURES
 
 
 def test_every_document_of_every_fixture_validates_and_matches_the_mapping(tmp_path: Path) -> None:

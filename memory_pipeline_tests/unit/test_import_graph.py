@@ -73,3 +73,39 @@ def test_the_walk_reads_the_imports() -> None:
     edges = import_edges()
     assert ("service", "search") in edges and ("cli", "service") in edges
     assert any(a == "assets" and b == "stores" for a, b in edges)
+
+
+def _top_level_imports(folder: Path) -> dict[str, set[str]]:
+    """file -> the top-level packages it imports (both import forms, at any depth of the file)."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found[str(path.relative_to(ROOT))].add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                found[str(path.relative_to(ROOT))] |= {alias.name.split(".")[0] for alias in node.names}
+    return found
+
+
+ROOT = PACKAGE.parent
+# What each top-level folder must never import: tests and benchmarks share testkit, never each other, and the
+# product imports none of the three.
+FORBIDDEN = {
+    "memory_pipeline": {"memory_pipeline_tests", "bench", "testkit"},
+    "testkit": {"memory_pipeline_tests", "bench"},
+    "memory_pipeline_tests": {"bench"},
+    "bench": {"memory_pipeline_tests"},
+}
+
+
+def test_tests_and_benchmarks_share_only_testkit() -> None:
+    crossing = {
+        path: sorted(imported & FORBIDDEN[folder])
+        for folder in FORBIDDEN
+        for path, imported in _top_level_imports(ROOT / folder).items()
+        if imported & FORBIDDEN[folder]
+    }
+    assert not crossing, crossing
+    # The walk sees the imports it forbids elsewhere: both test suites do use testkit.
+    assert any("testkit" in imported for imported in _top_level_imports(ROOT / "bench").values())
+    assert any("testkit" in imported for imported in _top_level_imports(ROOT / "memory_pipeline_tests").values())

@@ -17,7 +17,7 @@ from memory_pipeline.sessions import load
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, changes_since_indexed, load_messages
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
+from testkit.paths import SESSION_FIXTURES
 
 
 @pytest.fixture

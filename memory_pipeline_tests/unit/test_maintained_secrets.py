@@ -4,8 +4,8 @@ false positives left alone. `uv run python -m bench secrets` measures all 6,368 
 
 from __future__ import annotations
 
-from bench.gitleaks_corpus import ARGUMENTS, CONTEXTS, measure, samples
 from memory_pipeline.sessions.redact import Redactor
+from testkit.corpora.gitleaks_corpus import ARGUMENTS, CONTEXTS, measure, samples
 
 
 def test_one_example_of_every_rule_is_masked_everywhere_and_false_positives_stay() -> None:

@@ -91,7 +91,7 @@ def test_cjk_observations_fit_a_512_token_model(observations: pl.DataFrame) -> N
 def test_an_injected_briefing_is_kept_as_metadata_and_never_observed() -> None:
     from memory_pipeline.sessions.messages import session_messages, to_frame
     from memory_pipeline.sessions.parse import parse_session
-    from memory_pipeline_tests.conftest import SESSION_FIXTURES
+    from testkit.paths import SESSION_FIXTURES
 
     session = parse_session(SESSION_FIXTURES / "real-pi-1.6.0-memory-briefing-and-tool.v3.jsonl")
     frame = to_frame(session_messages(session, Redactor(), "p")[0])
@@ -129,7 +129,7 @@ def test_a_failure_is_told_by_its_message_not_its_exit_code() -> None:
 def test_a_turn_that_failed_says_what_failed() -> None:
     from memory_pipeline.sessions.messages import session_messages, to_frame
     from memory_pipeline.sessions.parse import parse_session
-    from memory_pipeline_tests.conftest import SESSION_FIXTURES
+    from testkit.paths import SESSION_FIXTURES
 
     session = parse_session(SESSION_FIXTURES / "pi-mono-large-session.v1.jsonl")
     frame = to_frame(session_messages(session, Redactor(), "p")[0])

@@ -13,7 +13,7 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session, read_header
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
+from testkit.paths import SESSION_FIXTURES
 
 # Counted by hand from the files (and, for the 0.73.1 file, stated in SOURCES.md):
 # entries (non-header), active path length, branch points, message rows, turns on the active path.

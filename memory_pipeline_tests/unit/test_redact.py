@@ -152,11 +152,11 @@ def test_go_syntax_of_the_vendored_rules_compiles_in_python() -> None:
 
 
 def test_no_planted_secret_survives_parsing_in_any_field(tmp_path) -> None:  # noqa: ANN001
-    """50 kinds in each of 12 fields (bench/secrets_corpus.py), through the parser: no 12 characters of any
+    """50 kinds in each of 12 fields (testkit/corpora/secrets_corpus.py), through the parser: no 12 characters of any
     secret's random part in any row, tool-call arguments and names and labels included."""
-    from bench.secrets_corpus import FIELDS, kinds, leaks, write_sessions
     from memory_pipeline.sessions.messages import session_messages, to_frame
     from memory_pipeline.sessions.parse import parse_session
+    from testkit.corpora.secrets_corpus import FIELDS, kinds, leaks, write_sessions
 
     planted = kinds()
     write_sessions(tmp_path, planted)

@@ -427,7 +427,7 @@ def test_friction_needs_several_sessions_and_proposes_concrete_lines() -> None:
 
 
 def test_the_committed_corpus_is_what_its_script_generates() -> None:
-    from bench import make_reflect_corpus as make
+    from testkit.corpora import make_reflect_corpus as make
 
     sessions, memories, truth = make.build()
     committed = [json.loads(line) for line in (make.OUT / "memories.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""The rough-history corpus (bench/corpus/rough, made by bench/make_rough_corpus.py) through the pure code:
+"""The rough-history corpus (bench/corpus/rough, made by testkit/corpora/make_rough_corpus.py) through the pure code:
 every bad case is reported with its file and line, every good message gets a place, and no id or project
 becomes an unsafe file name."""
 
@@ -16,8 +16,10 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
+from testkit.corpora import make_rough_corpus
+from testkit.paths import CORPUS
 
-ROUGH = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "rough"
+ROUGH = CORPUS / "rough"
 CASES = json.loads((ROUGH / "cases.json").read_text())
 
 
@@ -75,11 +77,7 @@ def test_projects_never_share_or_escape_a_workspace_folder(tmp_path: Path) -> No
 
 
 def test_the_corpus_is_what_the_generator_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_rough_corpus", ROUGH.parents[1] / "make_rough_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = make_rough_corpus
     monkeypatch.setattr(module, "OUT", tmp_path)
     monkeypatch.setattr(module, "SESSIONS", tmp_path / "sessions")
     module.cases.clear()

@@ -12,7 +12,7 @@ from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
+from testkit.paths import SESSION_FIXTURES
 
 
 def test_rrf_rewards_agreement_and_breaks_ties_by_recency() -> None:

@@ -27,8 +27,8 @@ from memory_pipeline.summarize.extract import (
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion, plain_server
+from testkit.paths import SESSION_FIXTURES
 
 GOOD = [
     {

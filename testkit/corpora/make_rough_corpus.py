@@ -1,4 +1,4 @@
-"""Generate the "rough history" corpus: `python bench/make_rough_corpus.py`.
+"""Generate the "rough history" corpus: `python -m testkit.corpora.testkit/corpora/make_rough_corpus`.
 
 Real histories are hostile, and this corpus holds what was seen in them, one case at a time:
 files that are not sessions (empty, binary, BOM, a side file, a torn header), lines that are broken
@@ -22,7 +22,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).parent / "corpus" / "rough"
+from testkit.paths import CORPUS as CORPUS_DIR
+
+OUT = CORPUS_DIR / "rough"
 SESSIONS = OUT / "sessions"
 DAY = "2026-03-10"
 cases: list[dict[str, Any]] = []

@@ -105,7 +105,7 @@ def memory_service(settings: Settings) -> Iterator[str]:
 
     import httpx
 
-    from memory_pipeline_tests.e2e.ingest_helpers import cli_env
+    from testkit.ingest_helpers import cli_env
 
     port = free_port()
     # Its log goes to a file in its state: a pipe nobody reads fills up, and the service would block on a write.

@@ -1,4 +1,4 @@
-"""Generate the synthetic multi-session corpus for the reflect stage: `python bench/make_reflect_corpus.py`.
+"""Generate the synthetic multi-session corpus for the reflect stage: `python -m testkit.corpora.testkit/corpora/make_reflect_corpus`.
 
 Four weeks of pi v3 sessions on one project (July 2024), with what is planted written to `truth.json`:
 - repeated rules: the same correction stated by the user, in other words, in several sessions;
@@ -22,7 +22,9 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-OUT = Path(__file__).parent / "corpus" / "reflect"
+from testkit.paths import CORPUS as CORPUS_DIR
+
+OUT = CORPUS_DIR / "reflect"
 PROJECT = "/home/dev/shop-api"
 START = datetime(2024, 7, 1, 9, 0, tzinfo=UTC)  # a Monday
 WEEKS = 4

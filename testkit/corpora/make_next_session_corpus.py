@@ -1,7 +1,7 @@
 """The next-session corpus: histories where later sessions depend on what earlier ones learned, and, for every
 later session, what it needs from the past (bench/corpus/next_session/).
 
-    uv run python -m bench.make_next_session_corpus
+    uv run python -m testkit.corpora.make_next_session_corpus
 
 Three projects (a Python API, a TypeScript dashboard, a Go and Terraform toolbox), 15 pi v3 sessions each,
 nine days apart from January to May 2025: 45 sessions. Each project's knowledge (`KNOWLEDGE`) is planted in
@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.make_reflect_corpus import Session
+from testkit.corpora.make_reflect_corpus import Session
+from testkit.paths import CORPUS as CORPUS_DIR
 
-OUT = Path(__file__).parent / "corpus" / "next_session"
+OUT = CORPUS_DIR / "next_session"
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 GAP_DAYS = 9
 FIRST_SESSION_NUMBER = 9001

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.settings import Settings
+from testkit.paths import ROOT
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DIR = ROOT
 EXTENSION = PROJECT_DIR / "pi-extension"
 # Only the harness's nudge: the first model request is prefilled with the opening of a memory tool's call.
 FIRST_TOOL_CALL = Path(__file__).parent / "pi" / "first_tool_call.ts"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from memory_pipeline.search.engine import Filters, MemorySearch, Mode
+from testkit.paths import LABELS as LABEL_DIR
 
-LABELS = Path(__file__).resolve().parents[2] / "bench" / "labels" / "retrieval.json"
+LABELS = LABEL_DIR / "retrieval.json"
 
 
 def load_queries() -> list[dict]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from dagster import materialize
@@ -24,8 +23,9 @@ from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import bulk_apply, delete_days, make_client, stored_sources
 from memory_pipeline.stores.indices import PIPELINE_INDICES, REFLECTION_INDEX, SUMMARY_INDEX
 from memory_pipeline.stores.summary_store import SummaryDoc, ensure_summary_indices
+from testkit.paths import CORPUS as CORPUS_DIR
 
-CORPUS = Path(__file__).parent / "corpus" / "reflect"
+CORPUS = CORPUS_DIR / "reflect"
 SECTION_KIND = {"Hard rules": "rules", "Gotchas": "failures", "Patterns": "misuse"}
 REFLECT_ASSETS = [reflect.reflections, reflect.review_proposals, reflect.rule_maturity]
 
@@ -65,7 +65,7 @@ def prepare(settings: Settings, days: list[str]) -> None:
             documents.append((doc.doc_id, doc.model_dump()))
         bulk_apply(client, SUMMARY_INDEX, documents)
         client.indices.refresh(index=SUMMARY_INDEX)
-    from memory_pipeline_tests.e2e.ingest_helpers import RECALL_ASSETS
+    from testkit.ingest_helpers import RECALL_ASSETS
 
     result = materialize(
         RECALL_ASSETS, resources=build_resources(settings), instance=instance_with_days(days), tags=_range(days)
@@ -84,7 +84,7 @@ def run_reflect(
 ) -> ReflectRun:
     """The daily reflect assets (or some of them) as one run over these days, ages counted from `as_of`;
     `policy` overrides fields of the reflect_policy resource (window_days=7, ...)."""
-    from memory_pipeline_tests.e2e.ingest_helpers import run_metadata
+    from testkit.ingest_helpers import run_metadata
 
     assets = assets or REFLECT_ASSETS
     config = {"ops": {"reflections": {"config": {"as_of": as_of}}}} if reflect.reflections in assets else None

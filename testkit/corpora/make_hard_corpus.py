@@ -1,7 +1,7 @@
 """The hard retrieval corpus: long multi-session histories of four projects over eight months, and the
 questions a person would ask about them later (bench/corpus/hard/).
 
-    uv run python -m bench.make_hard_corpus
+    uv run python -m testkit.corpora.make_hard_corpus
 
 Deterministic (seeded). Each project gets 12 pi v3 sessions, 19 days apart, with the facts to be recalled
 planted in ordinary coding turns among distractor turns (tests, tidying, version bumps that name the same
@@ -31,14 +31,14 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.make_reflect_corpus import Session
 from memory_pipeline.sessions.discovery import scan_sessions
+from testkit.corpora.make_reflect_corpus import Session
+from testkit.paths import CORPUS as CORPUS_DIR
+from testkit.paths import SESSION_FIXTURES
 
-OUT = Path(__file__).parent / "corpus" / "hard"
-REFLECT = Path(__file__).parent / "corpus" / "reflect"
-FIXTURE = (
-    Path(__file__).parents[1] / "memory_pipeline_tests" / "fixtures" / "pi-sessions" / "pi-mono-large-session.v1.jsonl"
-)  # noqa: E501
+OUT = CORPUS_DIR / "hard"
+REFLECT = CORPUS_DIR / "reflect"
+FIXTURE = SESSION_FIXTURES / "pi-mono-large-session.v1.jsonl"  # noqa: E501
 PROJECTS = ["/home/dev/shop-api", "/home/dev/billing-worker", "/home/dev/mobile-app", "/home/dev/data-lake"]
 START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SESSIONS, GAP_DAYS = 12, 19

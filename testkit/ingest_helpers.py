@@ -17,7 +17,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
-from memory_pipeline_tests.conftest import SESSION_FIXTURES
+from testkit.paths import SESSION_FIXTURES
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
 # Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.

@@ -16,12 +16,12 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from memory_pipeline.sessions.messages import redact_arguments
 from memory_pipeline.sessions.redact import Redactor, gitleaks_rules
+from testkit.paths import CORPUS as CORPUS_DIR
 
-SAMPLES = Path(__file__).with_name("corpus") / "gitleaks" / "samples.jsonl"
+SAMPLES = CORPUS_DIR / "gitleaks" / "samples.jsonl"
 
 
 @dataclass(frozen=True)
