@@ -41,7 +41,9 @@ from dagster import materialize
 from bench.results_file import table, write_section
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import DEFAULT, V0, Filters, MemorySearch, Ranking
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Filters
+from memory_pipeline.search.ranking import DEFAULT, V0, Ranking
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client

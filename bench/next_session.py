@@ -41,7 +41,7 @@ from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import DEFAULT_POLICY, BriefingPolicy, build_briefing, tokens
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings

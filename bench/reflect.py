@@ -1,9 +1,10 @@
 """Reflect benchmark on the synthetic corpus: friction and supersession precision/recall, compression of reflections.
 
-`uv run python -m bench reflect` (regenerate the corpus first with `python -m testkit.corpora.make_reflect_corpus` if its
-script changed). Runs the real assets against the configured servers (the local ones by default; set LLAMA_URL
-to judge another chat model on the same corpus), day by day as the daily schedule would, then the four weekly
-friction reports, then everything again to measure what a re-run costs.
+`uv run python -m bench reflect` (regenerate the corpus first with
+`python -m testkit.corpora.make_reflect_corpus` if its script changed). Runs the real assets against the
+configured servers (the local ones by default; set LLAMA_URL to judge another chat model on the same corpus),
+day by day as the daily schedule would, then the four weekly friction reports, then everything again to
+measure what a re-run costs.
 """
 
 from __future__ import annotations
@@ -96,7 +97,9 @@ def main(argv: list[str]) -> None:
 
     headers = ["planted (dev)", "planted (held out)", "found", "precision", "recall (dev)", "recall (held out)"]
     held = truth["held_out"]
-    body = f"""Synthetic corpus (`testkit/corpora/make_reflect_corpus.py`): {len(truth["sessions"])} pi sessions over four weeks,
+    body = f"""Synthetic corpus (`testkit/corpora/make_reflect_corpus.py`): {
+        len(truth["sessions"])
+    } pi sessions over four weeks,
 {memories_in} planted memories. Planted: rules the user repeats across sessions, recurring failures, kinds of tool
 misuse, decisions replaced weeks later, plus related-but-compatible decisions, one-off rules and failures and ordinary
 noise. The reflect heuristics (change words, restatement words, thresholds) were settled on the `dev` items; the

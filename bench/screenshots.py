@@ -20,7 +20,7 @@ from memory_pipeline.curation import actions
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import isolated_settings, load_settings
 from testkit.browser import chromium, write_session

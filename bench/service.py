@@ -29,7 +29,8 @@ from elasticsearch import Elasticsearch, helpers
 from bench.results_file import table, write_section
 from memory_pipeline.local.runtime import LocalRuntime
 from memory_pipeline.search.briefing import build_briefing
-from memory_pipeline.search.engine import Filters, MemorySearch
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import ensure_index, make_client

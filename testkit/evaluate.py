@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from memory_pipeline.search.engine import Filters, MemorySearch, Mode
+from memory_pipeline.search.engine import MemorySearch, Mode
+from memory_pipeline.search.models import Filters
 from testkit.paths import LABELS as LABEL_DIR
 
 LABELS = LABEL_DIR / "retrieval.json"

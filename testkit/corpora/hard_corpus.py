@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_pipeline.recall.observations import FAILED_TOKENS, failed, failure_text
-from memory_pipeline.search.engine import DEFAULT, Ranking, Row
+from memory_pipeline.search.models import Row
+from memory_pipeline.search.ranking import DEFAULT, Ranking
 from memory_pipeline.stores.elasticsearch import stored_sources
 from memory_pipeline.stores.indices import RAW_INDEX
 

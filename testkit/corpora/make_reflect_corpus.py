@@ -1,4 +1,4 @@
-"""Generate the synthetic multi-session corpus for the reflect stage: `python -m testkit.corpora.testkit/corpora/make_reflect_corpus`.
+"""Generate the synthetic multi-session corpus for the reflect stage: `python -m testkit.corpora.make_reflect_corpus`.
 
 Four weeks of pi v3 sessions on one project (July 2024), with what is planted written to `truth.json`:
 - repeated rules: the same correction stated by the user, in other words, in several sessions;

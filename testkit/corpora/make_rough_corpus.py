@@ -1,4 +1,4 @@
-"""Generate the "rough history" corpus: `python -m testkit.corpora.testkit/corpora/make_rough_corpus`.
+"""Generate the "rough history" corpus: `python -m testkit.corpora.make_rough_corpus`.
 
 Real histories are hostile, and this corpus holds what was seen in them, one case at a time:
 files that are not sessions (empty, binary, BOM, a side file, a torn header), lines that are broken
