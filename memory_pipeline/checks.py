@@ -13,6 +13,8 @@ from dagster import AssetCheckResult, MetadataValue
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
+from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.indices import RECALL_INDICES, vector_field
 from memory_pipeline.stores.raw_store import (
     SyncReport,
     indexed_counts,
@@ -268,3 +270,50 @@ def knn_finds_itself(found: int, tried: int, coverage: dict[str, tuple[int, int]
         passed=tried == expected and found == tried,
         metadata={"found_first": found, "tried": tried, "to_try": expected},
     )
+
+
+TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW graph (about 1e-7)
+
+
+def self_retrieval(
+    es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int, sample: int = 5
+) -> tuple[int, int]:
+    """(found first, tried): kNN with a memory's own text (up to `sample` of each recall index: summaries
+    and observations, so an LLM-free day is tried too) should return that memory first."""
+    found = tried = 0
+    for index in RECALL_INDICES:
+        if not es.indices.exists(index=index):
+            continue
+        hits = es.search(
+            index=index,
+            size=sample,
+            source=["summary"],
+            sort=[{"doc_id": "asc"}],
+            query={
+                "bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}
+            },
+        )["hits"]["hits"]
+        for hit in hits:
+            [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
+            # Among the days checked only: another day may hold the same text, embedded by another server
+            # (floats differ in the last places), and come first for it.
+            top = es.search(
+                index=index,
+                size=10,
+                source=["summary"],
+                knn={
+                    "field": vector_field(dims),
+                    "query_vector": vector,
+                    "k": 10,
+                    "num_candidates": 50,
+                    "filter": {"terms": {"partition": partitions}},
+                },
+            )["hits"]["hits"]
+            # First, or tied first; or the first is the same text stored twice (same vector): either may come back.
+            text = hit["_source"]["summary"]
+            first = {h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE} if top else set()
+            if top and top[0]["_source"].get("summary") == text:
+                first |= {h["_id"] for h in top if h["_source"].get("summary") == text}
+            found += hit["_id"] in first
+            tried += 1
+    return found, tried

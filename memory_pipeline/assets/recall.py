@@ -15,13 +15,12 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
-from memory_pipeline.checks import knn_finds_itself
+from memory_pipeline.checks import knn_finds_itself, self_retrieval
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
 from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource
-from memory_pipeline.search.engine import self_retrieval
 from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,

@@ -8,7 +8,8 @@ from typing import Literal
 
 from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.curation.trail import record
-from memory_pipeline.search.engine import KIND_INDEX, MemorySearch
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import KIND_INDEX
 from memory_pipeline.stores.elasticsearch import delete_matching
 from memory_pipeline.stores.indices import LEDGER_INDEX, RAW_INDEX, SEARCH_INDICES
 from memory_pipeline.stores.openai_compat import ServerError

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_pipeline.search.briefing import memory_rules, rule_line, tokens
-from memory_pipeline.search.engine import Filters, MemorySearch, Row
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Filters, Row
 
 HEADER = (
     "## This session so far, from memory\n\n"

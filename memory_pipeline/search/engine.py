@@ -10,25 +10,29 @@ Every row's `id` is the document id: a stable citation.
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.search import files as file_rules
+from memory_pipeline.search.models import Filters, Row, row_of
 from memory_pipeline.search.query import QueryPlan, history_today, plan_query
-from memory_pipeline.search.rrf import RRF_K, reciprocal_rank_fusion
-from memory_pipeline.sentences import by_sentence
+from memory_pipeline.search.ranking import (
+    DEFAULT,
+    Ranking,
+    cut_query,
+    fuse,
+    newer_first,
+    rows_of,
+    spread_sessions,
+)
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import (
     NOTES_INDEX,
     OBSERVATION_INDEX,
     RAW_INDEX,
-    RECALL_INDICES,
     SEARCH_INDICES,
     SUMMARY_INDEX,
     vector_field,
@@ -40,145 +44,13 @@ _SOURCE = [
     "doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition",
     "superseded_by", "author", "kind", "subject", "evidence", "evidence_role",
 ]  # fmt: skip
-KIND_INDEX = {kind: index for index, kind in SEARCH_INDICES.items()}
 MEMORY_FIELDS = ["summary", "subject", "evidence^0.5", "tags.text^0.5", "project.text^0.3"]
-ONE_LINE_CHARS = 280
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """How `MemorySearch.index` ranks. `DEFAULT` is the variant the hard benchmark chose on its tuning split
-    (bench/results.md, section `hard`, which lists every variant tried); `V0` is the ranking before it."""
-
-    plan: bool = True  # match on the question's informative words; favour the time it names
-    minimum_should_match: str | None = None  # of those words, for a BM25 hit (None: any one)
-    depth: int | None = 50  # candidates per channel, whatever k is (None: grows with k, as V0 did)
-    bm25: float = 1.0  # channel weights in the fusion
-    raw: float = 1.0
-    knn: float = 1.0
-    phrase: float = 0.0  # boost of the words as a phrase (slop 3), in both BM25 channels
-    said: float = 0.0  # added to a raw message's BM25 score when a person or the agent said it (not a tool)
-    context: float = 0.0  # weight of a turn's neighbour (the request before it) in the memory BM25 channel
-    # A BM25 hit whose meaning is far from the question (cosine below this, when kNN saw it) weighs `weak`:
-    # in code-heavy sessions most turns share the subject's words. Not for a question that names a time: its
-    # time words pull every cosine down. Chosen on the tuning split: on the real pi session, hybrid then
-    # finds what kNN alone finds, where it found less.
-    agree: float | None = 0.25
-    time_boost: float = 1.0  # for a candidate in the time the question names, in first places of one channel
-    recency: float = 0.0  # for the newest candidate (falling to 0 for the oldest), in the same units
-    strong_terms: str = "2<75%"  # share of the informative words a BM25 hit must match to be an answer
-    weak: float = 0.0  # weight, relative to its channel's, of a BM25 hit below that share (one common word)
-    # Cosine between two results at which the newer one trades places with the older one above it (None:
-    # never), and how many places above it that one may be. For MiniLM, chosen on the tuning split: 0.5 and
-    # one place put the newer decision first for 75% of the knowledge updates and cost no recall.
-    supersede: float | None = 0.5
-    reach: int = 1
-    diverse: float = 0.0  # share of its score a row loses for each row of its session ranked above it (MMR-like)
-    # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split as the lowest at which
-    # 85% of the questions with no answer get none: 0.35 (22% of the others are flagged as guesses).
-    strong_similarity: float = 0.35
-
-
-V0 = Ranking(
-    plan=False,
-    minimum_should_match="2<50%",
-    depth=None,
-    raw=0.0,
-    time_boost=0.0,
-    strong_terms="",
-    weak=1.0,
-    supersede=None,
-    agree=None,
-    strong_similarity=0.5,
-)
-DEFAULT = Ranking()
 _RAW_SOURCE = [
     "doc_id", "entry_id", "role", "content", "tool_name", "tool_calls", "is_error", "exit_code", "entry_type",
     "message_timestamp", "message_index",
 ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Filters:
-    project: str | None = None
-    since: str | None = None  # ISO date or datetime, inclusive
-    until: str | None = None
-    priority: tuple[str, ...] = ()
-    kind: tuple[str, ...] = ()  # summary, observation
-    session: str | None = None  # one session's memories (a compaction's summary reads its own session)
-
-    def clauses(self) -> list[dict[str, Any]]:
-        clauses: list[dict[str, Any]] = []
-        if self.project:
-            clauses.append({"term": {"project": self.project}})
-        if self.session:
-            clauses.append({"term": {"session_id": self.session}})
-        if self.since or self.until:
-            clauses.append(
-                {"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}}
-            )
-        if self.priority:
-            clauses.append({"terms": {"priority": list(self.priority)}})
-        return clauses
-
-    def indices(self) -> list[str]:
-        return [KIND_INDEX[k] for k in self.kind] if self.kind else list(SEARCH_INDICES)
-
-
-@dataclass
-class Row:
-    id: str
-    kind: str
-    time: str
-    priority: str
-    summary: str
-    project: str
-    session_id: str
-    turn_id: str
-    score: float = 0.0
-    tags: list[str] = field(default_factory=list)
-    superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
-    author: str | None = None  # who stored a note on purpose (notes only)
-    knowledge: str = ""  # what a memory is: rule | decision | gotcha | fact | task ("" for observations)
-    subject: str = ""
-    evidence: str = ""  # the exact words a memory rests on
-    evidence_role: str = ""  # who said them
-    bm25: float | None = None  # the BM25 score, when the words matched (the memory's, else its turn's messages)
-    similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
-    worded: bool = False  # matched most of the question's informative words (itself or a message of its turn)
-    strong: bool = False  # above the relevance floor: an answer rather than a guess (set by `index`)
-    messages: list[str] = field(default_factory=list)  # raw messages of its turn that matched, best first
-
-    @property
-    def one_line(self) -> str:
-        """The memory on one line: whole, or its first sentences within 280 characters, marked when cut."""
-        return by_sentence(self.summary, ONE_LINE_CHARS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _row(hit: dict[str, Any], score: float = 0.0) -> Row:
-    source = hit["_source"]
-    return Row(
-        id=hit["_id"],
-        kind=SEARCH_INDICES.get(hit["_index"], hit["_index"]),
-        time=source.get("established_at", ""),
-        priority=source.get("priority", ""),
-        summary=source.get("summary", ""),
-        project=source.get("project", ""),
-        session_id=source.get("session_id", ""),
-        turn_id=source.get("turn_id", ""),
-        score=score,
-        tags=source.get("tags", []),
-        superseded_by=source.get("superseded_by"),
-        author=source.get("author"),
-        # `kind` in memory-summary is the knowledge's kind; the Row's own `kind` names the index.
-        knowledge=source.get("kind", "") if hit["_index"] == KIND_INDEX["summary"] else "",
-        subject=source.get("subject", ""),
-        evidence=source.get("evidence", ""),
-        evidence_role=source.get("evidence_role", ""),
-    )
 
 
 class MemorySearch:
@@ -307,50 +179,13 @@ class MemorySearch:
         for _, indices, body in channels:
             searches += [{"index": indices, "ignore_unavailable": True}, body]
         responses = self.es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
-        hits: dict[str, dict[str, Any]] = {}
-        rankings: dict[str, list[str]] = {}
-        bm25: dict[str, float] = {}
-        similarity: dict[str, float] = {}
-        worded: set[str] = set()
-        turn_messages: dict[str, list[str]] = {}
-        partial: dict[str, set[str]] = {}
-        when: dict[str, str] = {}
+        named = []
         for (name, _, _), response in zip(channels, responses, strict=True):
             if "error" in response:
                 raise RuntimeError(f"search channel {name} failed: {response['error']}")
-            ranked: list[str] = []
-            for hit in response["hits"]["hits"]:
-                if name == "raw":
-                    source = hit["_source"]
-                    doc_id = observation_id(source["session_id"], source["turn_id"])
-                    when.setdefault(doc_id, source.get("message_timestamp") or "")  # until its memory says
-                    if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
-                        turn_messages.setdefault(doc_id, []).append(hit["_id"])  # worth showing: most words matched
-                else:
-                    doc_id = hit["_id"]
-                    hits.setdefault(doc_id, hit)
-                    when[doc_id] = hit["_source"].get("established_at", "")
-                if doc_id in ranked:
-                    continue
-                ranked.append(doc_id)
-                if name == "knn":
-                    similarity[doc_id] = 2 * hit["_score"] - 1  # Elasticsearch reports cosine as (1 + cos) / 2
-                else:
-                    bm25.setdefault(doc_id, hit["_score"])
-                    if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
-                        worded.add(doc_id)
-            rankings[name] = ranked[:depth]
-            if name != "knn" and ranking.strong_terms and ranking.weak != 1.0:
-                # A hit on one common word is weak evidence: it counts for less than one on most of the words.
-                partial[name] = {d for d in ranked if d not in worded}
-        bonus = self._bonus(plan, ranking, when)
-        names = list(rankings)
-        weights = [getattr(ranking, name) for name in names]
-        if ranking.agree is not None and not plan.timed:
-            far = {d for d, cosine in similarity.items() if cosine < ranking.agree}
-            partial = {name: partial.get(name, set()) | (set(rankings[name]) & far) for name in names if name != "knn"}
-        scale = [dict.fromkeys(partial.get(name, ()), ranking.weak) for name in names]
-        fused = reciprocal_rank_fusion([rankings[n] for n in names], when, weights=weights, bonus=bonus, scale=scale)
+            named.append((name, response["hits"]["hits"]))
+        fusion = fuse(named, plan, ranking, depth)
+        hits, fused = fusion.hits, fusion.fused
         # One more round trip, whatever is asked: the memories of turns only the raw channel found, among the
         # first places (twice k: a turn not observed yet, or filtered out, has none and cannot be a row), and
         # the vectors of those places when newer decisions are to go first.
@@ -364,18 +199,11 @@ class MemorySearch:
         hits |= found
         fused = [(doc_id, score) for doc_id, score in fused if doc_id in hits]
         if ranking.diverse:
-            fused = self._spread_sessions(fused, hits, ranking.diverse)
+            fused = spread_sessions(fused, hits, ranking.diverse)
         if compare:
-            fused = self._newer_first(fused, hits, vectors, ranking, k)
-        rows = []
-        for doc_id, score in fused[:k]:
-            row = _row(hits[doc_id], score)
-            row.bm25, row.similarity = bm25.get(doc_id), similarity.get(doc_id)
-            row.worded, row.messages = doc_id in worded, turn_messages.get(doc_id, [])
-            # Above the relevance floor: most of the words, or close enough in meaning.
-            row.strong = row.worded or similarity.get(doc_id, -1.0) >= ranking.strong_similarity
-            rows.append(row)
-        return knowledge_first(rows)
+            fused = newer_first(fused, hits, vectors, ranking, k)
+        fusion.fused = fused
+        return rows_of(fusion, ranking, k)
 
     def _newest(self, filters: Filters) -> date | None:
         """The day of the newest memory in scope (None when there is none)."""
@@ -389,72 +217,6 @@ class MemorySearch:
         )
         newest = response.get("aggregations", {}).get("newest", {}).get("value_as_string")
         return date.fromisoformat(newest[:10]) if newest else None
-
-    @staticmethod
-    def _spread_sessions(
-        fused: list[tuple[str, float]], hits: dict[str, dict[str, Any]], diverse: float
-    ) -> list[tuple[str, float]]:
-        """`fused` again by score, each row losing `diverse` of it for every row of its session above it."""
-        seen: dict[str, int] = {}
-        spread = []
-        for doc_id, score in fused:
-            session = hits[doc_id]["_source"].get("session_id", "")
-            spread.append((doc_id, score * (1 - diverse) ** seen.get(session, 0)))
-            seen[session] = seen.get(session, 0) + 1
-        return sorted(spread, key=lambda item: -item[1])
-
-    @staticmethod
-    def _newer_first(
-        fused: list[tuple[str, float]],
-        hits: dict[str, dict[str, Any]],
-        vectors: dict[str, list[float]],
-        ranking: Ranking,
-        k: int,
-    ) -> list[tuple[str, float]]:
-        """A later memory on the same subject as one ranked at most `ranking.reach` places above it (cosine
-        of their vectors at least `ranking.supersede`, or marked by reflection as its replacement) trades
-        places with it: the newer decision is the answer, the replaced one its history. A swap, not a move,
-        so what is shown stays the same, only its order."""
-        top = [doc_id for doc_id, _ in fused[:k]]
-        when = {doc_id: hits[doc_id]["_source"].get("established_at", "") for doc_id in top}
-
-        def replaces(later: str, earlier: str) -> bool:
-            if when[later] <= when[earlier]:
-                return False
-            if hits[earlier]["_source"].get("superseded_by") == later:
-                return True
-            if later not in vectors or earlier not in vectors:
-                return False
-            return sum(a * b for a, b in zip(vectors[later], vectors[earlier], strict=True)) >= (ranking.supersede or 0)
-
-        order = list(fused)
-        moved: set[int] = set()  # one swap a place: an old memory must not sink through a chain of newer ones
-        for j in range(1, min(len(order), k)):
-            for i in range(max(0, j - ranking.reach), j):
-                if i not in moved and replaces(order[j][0], order[i][0]):
-                    # The scores stay with the places: the list remains sorted by score.
-                    (a, score_a), (b, score_b) = order[i], order[j]
-                    order[i], order[j] = (b, score_a), (a, score_b)
-                    moved |= {i, j}
-                    break
-        return order
-
-    @staticmethod
-    def _bonus(plan: QueryPlan, ranking: Ranking, when: dict[str, str]) -> dict[str, float]:
-        """What the time a question names, and recency, add to each candidate's fused score."""
-        unit = 1.0 / (RRF_K + 1)  # a first place in one channel
-        bonus: dict[str, float] = {}
-        if plan.timed and ranking.time_boost:
-            since, until = plan.since.isoformat(), plan.until.isoformat()  # type: ignore[union-attr]
-            for doc_id, moment in when.items():
-                if moment and since <= moment[:10] <= until:
-                    bonus[doc_id] = ranking.time_boost * unit
-        if ranking.recency and when:
-            order = sorted(when, key=lambda d: when[d])
-            for position, doc_id in enumerate(order):
-                share = position / max(1, len(order) - 1)
-                bonus[doc_id] = bonus.get(doc_id, 0.0) + ranking.recency * unit * share
-        return bonus
 
     def _follow_up(
         self, missing: list[str], compare: list[str], field: str, filters: Filters
@@ -485,7 +247,7 @@ class MemorySearch:
     def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
         """The newest `k` memories that pass `filters` (no query)."""
         hits = self._hits(filters, k, sort=[{"established_at": "desc"}], query={"bool": {"filter": filters.clauses()}})
-        return [_row(h) for h in hits]
+        return [row_of(h) for h in hits]
 
     def about_file(self, path: str, filters: Filters = Filters(), k: int = file_rules.FILE_RECALL_K) -> list[Row]:
         """The memories that concern the file at `path` (a gotcha, a rule, a decision, a note or a failure that
@@ -518,7 +280,7 @@ class MemorySearch:
             sort=[{"established_at": "desc"}],
             query={"bool": {"filter": filters.clauses(), "should": named, "minimum_should_match": 1}},
         )["hits"]["hits"]
-        rows = [(_row(h), h["_source"].get("files") or []) for h in hits]
+        rows = [(row_of(h), h["_source"].get("files") or []) for h in hits]
         return file_rules.for_file(rows, names, k)
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = Filters()) -> list[Row]:
@@ -548,7 +310,7 @@ class MemorySearch:
                     }
                 },
             )
-            return [_row(h) for h in hits]
+            return [row_of(h) for h in hits]
 
         before = list(reversed(side("lte", "desc")))
         after = side("gte", "asc")
@@ -560,7 +322,7 @@ class MemorySearch:
         if not ids or not indices:
             return []
         response = self.es.search(index=indices, size=len(ids), source=_SOURCE, query={"ids": {"values": ids}})
-        by_id = {h["_id"]: _row(h) for h in response["hits"]["hits"]}
+        by_id = {h["_id"]: row_of(h) for h in response["hits"]["hits"]}
         return [by_id[i] for i in ids if i in by_id]
 
     def detail(self, ids: list[str]) -> list[dict[str, Any]]:
@@ -592,86 +354,3 @@ class MemorySearch:
             if len(hits) < page:
                 return messages
             after = hits[-1]["sort"]
-
-
-TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW graph (about 1e-7)
-
-
-# Elasticsearch refuses a query of more clauses than its limit (1,024 by default, "too many clauses"), and a
-# question is never that long: a 2,000-word paste is cut, with a note, rather than answered with an error.
-MAX_QUERY_WORDS = 200
-_QUERY_WORD = re.compile(r"\S+")
-
-
-def cut_query(query: str) -> tuple[str, str | None]:
-    """`query` within `MAX_QUERY_WORDS` words, and a note when it was cut."""
-    words = _QUERY_WORD.findall(query)
-    if len(words) <= MAX_QUERY_WORDS:
-        return query, None
-    return " ".join(
-        words[:MAX_QUERY_WORDS]
-    ), f"the question was cut to its first {MAX_QUERY_WORDS} of {len(words)} words"
-
-
-def knowledge_first(rows: list[Row]) -> list[Row]:
-    """`rows` with a turn's memories above that turn's observation where both came back: the knowledge before
-    the record of what was asked (the same turn, so a count by turn is unchanged). Scores stay with the places,
-    so the list stays sorted."""
-    places: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        if row.session_id and row.turn_id:
-            places[(row.session_id, row.turn_id)].append(i)
-    ordered = list(rows)
-    for slots in places.values():
-        if len(slots) > 1:
-            group = sorted((rows[i] for i in slots), key=lambda r: r.kind == "observation")  # stable
-            for slot, row in zip(slots, group, strict=True):
-                ordered[slot] = row
-    scores = [row.score for row in rows]
-    for row, score in zip(ordered, scores, strict=True):
-        row.score = score
-    return ordered
-
-
-def self_retrieval(
-    es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int, sample: int = 5
-) -> tuple[int, int]:
-    """(found first, tried): kNN with a memory's own text (up to `sample` of each recall index: summaries
-    and observations, so an LLM-free day is tried too) should return that memory first."""
-    found = tried = 0
-    for index in RECALL_INDICES:
-        if not es.indices.exists(index=index):
-            continue
-        hits = es.search(
-            index=index,
-            size=sample,
-            source=["summary"],
-            sort=[{"doc_id": "asc"}],
-            query={
-                "bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}
-            },
-        )["hits"]["hits"]
-        for hit in hits:
-            [vector] = embedder.embed([hit["_source"]["summary"]], purpose="document")
-            # Among the days checked only: another day may hold the same text, embedded by another server
-            # (floats differ in the last places), and come first for it.
-            top = es.search(
-                index=index,
-                size=10,
-                source=["summary"],
-                knn={
-                    "field": vector_field(dims),
-                    "query_vector": vector,
-                    "k": 10,
-                    "num_candidates": 50,
-                    "filter": {"terms": {"partition": partitions}},
-                },
-            )["hits"]["hits"]
-            # First, or tied first; or the first is the same text stored twice (same vector): either may come back.
-            text = hit["_source"]["summary"]
-            first = {h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE} if top else set()
-            if top and top[0]["_source"].get("summary") == text:
-                first |= {h["_id"] for h in top if h["_source"].get("summary") == text}
-            found += hit["_id"] in first
-            tried += 1
-    return found, tried

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from memory_pipeline.summarize.knowledge import files_of
 
 if TYPE_CHECKING:  # the engine imports these rules; a row is only read here
-    from memory_pipeline.search.engine import Row
+    from memory_pipeline.search.models import Row
 
 # Tails kept of a path: `a/b/c/d/e.ts` is named at most by its last four segments.
 MAX_SEGMENTS = 4

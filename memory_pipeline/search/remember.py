@@ -21,7 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory_pipeline.search.engine import MemorySearch, Row
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Row
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.elasticsearch import ensure_index
 from memory_pipeline.stores.indices import NOTE_MAPPINGS, NOTES_INDEX, vector_field, vector_mapping

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory_pipeline.search.engine import Row
+from memory_pipeline.search.models import Row
 
 MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
 ARGUMENT_CHARS = 300

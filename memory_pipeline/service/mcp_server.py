@@ -18,7 +18,8 @@ from pydantic import Field, ValidationError
 
 from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
-from memory_pipeline.search.engine import Filters, MemorySearch
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import unavailable
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails

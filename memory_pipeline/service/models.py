@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory_pipeline.search.engine import Filters, Row
+from memory_pipeline.search.models import Filters, Row
 
 
 class FilterParams(BaseModel):

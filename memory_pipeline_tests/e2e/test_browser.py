@@ -18,7 +18,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from testkit.browser import HOSTILE_TURNS, chromium, write_session

@@ -11,7 +11,7 @@ from dagster import materialize
 from memory_pipeline.curation.actions import forget_turn
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client

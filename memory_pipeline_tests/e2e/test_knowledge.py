@@ -16,7 +16,7 @@ from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import build_briefing
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client

@@ -19,7 +19,7 @@ from memory_pipeline.definitions import build_definitions
 from memory_pipeline.partitions import ordered_days
 from memory_pipeline.reflect.workspace import daily_log_path, project_of
 from memory_pipeline.search import MemorySearch
-from memory_pipeline.search.engine import Filters
+from memory_pipeline.search.models import Filters
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages
 from memory_pipeline.sessions.redact import Redactor

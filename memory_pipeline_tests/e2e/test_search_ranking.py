@@ -15,7 +15,9 @@ from dagster import materialize
 
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
-from memory_pipeline.search.engine import DEFAULT, Filters, MemorySearch, Ranking
+from memory_pipeline.search.engine import MemorySearch
+from memory_pipeline.search.models import Filters
+from memory_pipeline.search.ranking import DEFAULT, Ranking
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.compaction import HEADER, compaction_summary
-from memory_pipeline.search.engine import Row
+from memory_pipeline.search.models import Row
 
 
 def _row(id_: str, kind: str, time: str, summary: str, knowledge: str = "", **kw) -> Row:  # noqa: ANN003

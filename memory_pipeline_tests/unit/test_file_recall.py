@@ -3,8 +3,8 @@ the Elasticsearch query and the pi extension are tested end to end in e2e/test_f
 
 from __future__ import annotations
 
-from memory_pipeline.search.engine import Row
 from memory_pipeline.search.files import concerns, file_names, for_file
+from memory_pipeline.search.models import Row
 from memory_pipeline.search.render import FILE_MARK, file_text
 
 PROJECT = "/work/shop"

@@ -6,7 +6,8 @@ import polars as pl
 import pytest
 
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.search.engine import DEFAULT, Filters, MemorySearch
+from memory_pipeline.search.models import Filters
+from memory_pipeline.search.ranking import DEFAULT, newer_first
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
@@ -37,21 +38,21 @@ def test_a_newer_decision_on_the_same_subject_trades_places_with_the_older_one()
     }  # fmt: skip
     fused = [("old", 0.9), ("new", 0.8), ("newest", 0.7), ("x", 0.6), ("far", 0.5)]
     vectors = {"old": same, "new": same, "newest": same, "x": other, "far": same}
-    order = MemorySearch._newer_first(fused, hits, vectors, DEFAULT, k=5)
+    order = newer_first(fused, hits, vectors, DEFAULT, k=5)
     # One place up, one swap a place: the old one does not sink through the chain of newer ones; the scores
     # stay with the places, so the list is still sorted.
     assert [d for d, _ in order] == ["new", "old", "newest", "x", "far"]
     assert [s for _, s in order] == [0.9, 0.8, 0.7, 0.6, 0.5]
     # Another subject (orthogonal vectors) never trades places, however new.
-    assert [d for d, _ in MemorySearch._newer_first([("old", 1.0), ("x", 0.5)], hits, vectors, DEFAULT, 2)] == [
+    assert [d for d, _ in newer_first([("old", 1.0), ("x", 0.5)], hits, vectors, DEFAULT, 2)] == [
         "old", "x",
     ]  # fmt: skip
     # Reflection's mark is enough, even without vectors; an older one below a newer one stays below.
     marked = {"old": _memory("2025-03-01", superseded_by="new"), "new": _memory("2025-09-01")}
-    assert [d for d, _ in MemorySearch._newer_first([("old", 1.0), ("new", 0.5)], marked, {}, DEFAULT, 2)] == [
+    assert [d for d, _ in newer_first([("old", 1.0), ("new", 0.5)], marked, {}, DEFAULT, 2)] == [
         "new", "old",
     ]  # fmt: skip
-    assert [d for d, _ in MemorySearch._newer_first([("new", 1.0), ("old", 0.5)], hits, vectors, DEFAULT, 2)] == [
+    assert [d for d, _ in newer_first([("new", 1.0), ("old", 0.5)], hits, vectors, DEFAULT, 2)] == [
         "new", "old",
     ]  # fmt: skip
 
@@ -100,7 +101,7 @@ def test_memory_rules_keep_their_ids_and_drop_maturity_markers(tmp_path) -> None
 
 
 def _row(doc_id: str, priority: str, text: str, session_id: str = "s1", **extra: object):  # noqa: ANN202
-    from memory_pipeline.search.engine import Row
+    from memory_pipeline.search.models import Row
 
     return Row(doc_id, "summary", "2026-11-30T10:00:00Z", priority, text, "/work/shop", session_id, "t1", **extra)
 
@@ -236,7 +237,7 @@ def test_an_agents_note_is_medium_carries_its_source_and_never_keeps_a_rule_from
 
 
 def test_a_long_question_is_cut_with_a_note_never_an_error() -> None:
-    from memory_pipeline.search.engine import MAX_QUERY_WORDS, cut_query
+    from memory_pipeline.search.ranking import MAX_QUERY_WORDS, cut_query
 
     assert cut_query("which package manager do we use?") == ("which package manager do we use?", None)
     pasted = " ".join(f"w{i}" for i in range(2000))
@@ -246,7 +247,8 @@ def test_a_long_question_is_cut_with_a_note_never_an_error() -> None:
 
 
 def test_a_turns_memory_comes_above_its_own_observation_and_scores_stay_sorted() -> None:
-    from memory_pipeline.search.engine import Row, knowledge_first
+    from memory_pipeline.search.models import Row
+    from memory_pipeline.search.ranking import knowledge_first
 
     def row(doc_id: str, kind: str, turn: str, score: float) -> Row:
         return Row(doc_id, kind, "2026-12-01", "high", doc_id, "/p", "s1", turn, score=score)

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp.client import Client
 
-from memory_pipeline.search.engine import Filters, Row
+from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.service import create_app
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.sessions.redact import Redactor

@@ -13,8 +13,8 @@ from memory_pipeline.fresh.target import NotASession, session_day
 from memory_pipeline.limits import MAX_IDS, MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.compaction import build_compaction
-from memory_pipeline.search.engine import Filters
 from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_names
+from memory_pipeline.search.models import Filters
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, file_text, rows_text
 from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep
