@@ -23,6 +23,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import isolated_settings, load_settings
+from memory_pipeline.stores.memory_store import open_store
 from testkit.browser import chromium, write_session
 from testkit.ingest_helpers import INGEST_ASSETS, reset_days
 from testkit.servers import memory_service
@@ -94,11 +95,11 @@ def main(flags: list[str]) -> None:
             assets, resources=build_resources(settings), partition_key=day, instance=instance_with_days([day])
         ).success
     (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
-    with open_search(settings) as search:
+    with open_search(settings) as search, open_store(settings) as store:
         [observation] = search.index(
             "checkout NaN empty cart", k=1, filters=Filters(project=SHOP, kind=("observation",))
         )
-        actions.edit(search, settings.memory_workspace, observation.id, priority="high")
+        actions.edit(search, store, settings.memory_workspace, observation.id, priority="high")
     SHOTS.mkdir(parents=True, exist_ok=True)
     with memory_service(settings) as base, chromium(width=1200, height=1500) as driver:
         pages = {

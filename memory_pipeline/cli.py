@@ -727,6 +727,7 @@ def remember(
     from memory_pipeline.search.render import as_json as dumps
     from memory_pipeline.search.render import row_line
     from memory_pipeline.sessions.redact import Redactor
+    from memory_pipeline.stores.memory_store import open_store
 
     settings = _settings()
     try:
@@ -741,8 +742,8 @@ def remember(
         )
     except ValidationError as exc:
         raise click.ClickException("; ".join(e["msg"] for e in exc.errors())) from None
-    with _search() as engine:
-        row = keep(engine, note, Redactor.with_patterns(settings.redact_extra_patterns))
+    with _search() as engine, open_store(settings) as store:
+        row = keep(engine, store, note, Redactor.with_patterns(settings.redact_extra_patterns))
     click.echo(dumps(row.to_dict()) if as_json else f"remembered {row_line(row, scores=False)}")
 
 
@@ -778,12 +779,13 @@ def mcp_stdio(project: str | None) -> None:
     the 2026-07-28 protocol, where a client's roots are deprecated and a server cannot ask for them)."""
     from memory_pipeline.service.mcp_server import build_mcp
     from memory_pipeline.sessions.redact import Redactor
+    from memory_pipeline.stores.memory_store import open_store
 
     settings = _settings()
     redactor = Redactor.with_patterns(settings.redact_extra_patterns)
     where = str(Path(project).expanduser().absolute()) if project else str(Path.cwd())
-    with _search() as search:
-        mcp = build_mcp(lambda: search, lambda: redactor, where, settings.memory_workspace, settings)
+    with _search() as search, open_store(settings) as store:
+        mcp = build_mcp(lambda: search, lambda: redactor, where, settings.memory_workspace, settings, lambda: store)
         mcp.run("stdio")
 
 

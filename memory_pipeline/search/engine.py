@@ -55,7 +55,7 @@ _RAW_SOURCE = [
 
 class MemorySearch:
     def __init__(self, es: Elasticsearch, embedder: EmbeddingsClient) -> None:
-        self.es = es
+        self._es = es
         self.embedder = embedder
         self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
         self.as_of: date = date.today()  # the day the last search read "last week", "in May" from
@@ -64,14 +64,14 @@ class MemorySearch:
         self._vector_indices: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
     def _existing(self, indices: list[str]) -> list[str]:
-        return [i for i in indices if self.es.indices.exists(index=i)]
+        return [i for i in indices if self._es.indices.exists(index=i)]
 
     def _hits(self, filters: Filters, size: int, **body: Any) -> list[dict[str, Any]]:
         """One search over the kinds `filters` allows (nothing while none of their indices exists)."""
         indices = self._existing(filters.indices())
         if not indices:
             return []
-        return self.es.search(index=indices, size=size, source=_SOURCE, **body)["hits"]["hits"]
+        return self._es.search(index=indices, size=size, source=_SOURCE, **body)["hits"]["hits"]
 
     def _memory_bm25(self, plan: QueryPlan, depth: int, filters: Filters, ranking: Ranking) -> dict[str, Any]:
         fields = MEMORY_FIELDS + ([f"context^{ranking.context}"] if ranking.context else [])
@@ -124,7 +124,7 @@ class MemorySearch:
         down has none)."""
         key = (field, tuple(wanted))
         if key not in self._vector_indices:
-            mappings = self.es.indices.get_field_mapping(index=wanted, fields=field, ignore_unavailable=True)
+            mappings = self._es.indices.get_field_mapping(index=wanted, fields=field, ignore_unavailable=True)
             indices = [index for index, found in mappings.body.items() if found.get("mappings")]
             if len(indices) < len(wanted):
                 return indices
@@ -178,7 +178,7 @@ class MemorySearch:
         searches: list[dict[str, Any]] = []
         for _, indices, body in channels:
             searches += [{"index": indices, "ignore_unavailable": True}, body]
-        responses = self.es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
+        responses = self._es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
         named = []
         for (name, _, _), response in zip(channels, responses, strict=True):
             if "error" in response:
@@ -207,7 +207,7 @@ class MemorySearch:
 
     def _newest(self, filters: Filters) -> date | None:
         """The day of the newest memory in scope (None when there is none)."""
-        response = self.es.search(
+        response = self._es.search(
             index=filters.indices(),
             size=0,
             ignore_unavailable=True,
@@ -234,7 +234,7 @@ class MemorySearch:
             ]
         if not searches:
             return {}, {}
-        responses = self.es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
+        responses = self._es.msearch(searches=searches, ignore_unavailable=True, allow_no_indices=True)["responses"]
         for response in responses:
             if "error" in response:
                 raise RuntimeError(f"search follow-up failed: {response['error']}")
@@ -273,7 +273,7 @@ class MemorySearch:
         indices = self._existing(filters.indices())
         if not indices:
             return []
-        hits = self.es.search(
+        hits = self._es.search(
             index=indices,
             size=100,
             source=[*_SOURCE, "files"],
@@ -321,7 +321,7 @@ class MemorySearch:
         indices = self._existing(list(SEARCH_INDICES))
         if not ids or not indices:
             return []
-        response = self.es.search(index=indices, size=len(ids), source=_SOURCE, query={"ids": {"values": ids}})
+        response = self._es.search(index=indices, size=len(ids), source=_SOURCE, query={"ids": {"values": ids}})
         by_id = {h["_id"]: row_of(h) for h in response["hits"]["hits"]}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -330,7 +330,7 @@ class MemorySearch:
         records = []
         for row in self.get(ids):
             messages = []
-            if row.session_id and row.turn_id and self.es.indices.exists(index=RAW_INDEX):
+            if row.session_id and row.turn_id and self._es.indices.exists(index=RAW_INDEX):
                 messages = self.turn_messages(row.session_id, row.turn_id)
             records.append(row.to_dict() | {"source_turn": messages})
         return records
@@ -341,7 +341,7 @@ class MemorySearch:
         messages: list[dict[str, Any]] = []
         after: list[Any] | None = None
         while True:
-            response = self.es.search(
+            response = self._es.search(
                 index=RAW_INDEX,
                 size=page,
                 sort=[{"message_index": "asc"}, {"doc_id": "asc"}],

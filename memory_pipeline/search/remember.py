@@ -24,11 +24,7 @@ from pydantic import BaseModel, Field, field_validator
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Row
 from memory_pipeline.sessions.redact import Redactor
-from memory_pipeline.stores.elasticsearch import ensure_index
-from memory_pipeline.stores.indices import NOTE_MAPPINGS, NOTES_INDEX, vector_field, vector_mapping
-from memory_pipeline.stores.openai_compat import ServerError
-from memory_pipeline.stores.raw_store import turn_texts
-from memory_pipeline.stores.recall_store import vector_fields
+from memory_pipeline.stores.memory_store import MemoryStore
 from memory_pipeline.summarize.knowledge import Kind, kind_of
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, support
 
@@ -108,30 +104,23 @@ def note_document(note: Note, redactor: Redactor, now: datetime | None = None) -
     }
 
 
-def cited_turn(search: MemorySearch, note: Note) -> TurnText | None:
+def cited_turn(store: MemoryStore, note: Note) -> TurnText | None:
     """The text of the turn `note` cites, as `memory-raw` holds it; None when it cites none or it is not indexed."""
     if not (note.session_id and note.turn_id):
         return None
-    roles = turn_texts(search.es, [note.session_id]).get((note.session_id, note.turn_id))
+    roles = store.turn_roles(note.session_id, note.turn_id)
     return TurnText.of_roles(roles) if roles else None
 
 
-def remember(search: MemorySearch, note: Note, redactor: Redactor, now: datetime | None = None) -> Row:
+def remember(
+    search: MemorySearch, store: MemoryStore, note: Note, redactor: Redactor, now: datetime | None = None
+) -> Row:
     """Store `note` (idempotent, vetted: `vet`) and return it as a search row; visible to the next search at
     once. Raises `RefusedNote`."""
-    note = vet(note, cited_turn(search, note) if note.author == "agent" else None)
+    note = vet(note, cited_turn(store, note) if note.author == "agent" else None)
     doc_id, document = note_document(note, redactor, now)
     existing = search.get([doc_id])
     if existing:
         return existing[0]  # the first time it was said stays its date
-    ensure_index(search.es, NOTES_INDEX, NOTE_MAPPINGS)
-    try:
-        [vector] = search.embedder.embed([str(document["summary"])], purpose="document")
-    except ServerError:
-        vector = []  # found by BM25 until it is stored again with the embedder up
-    if vector:
-        field = vector_field(len(vector))
-        search.es.indices.put_mapping(index=NOTES_INDEX, properties={field: vector_mapping(len(vector))})
-        document |= vector_fields(vector, search.embedder.model_id())
-    search.es.index(index=NOTES_INDEX, id=doc_id, document=document, refresh="wait_for")
+    store.add_note(doc_id, document)
     return search.get([doc_id])[0]

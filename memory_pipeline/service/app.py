@@ -30,6 +30,7 @@ from memory_pipeline.service.routes import api, review
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.memory_store import open_store
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
 IngestFactory = Callable[[Settings], FreshIngest]
@@ -71,13 +72,17 @@ def create_app(
     """The service for these settings; `open_search_for` and `ingest_for` let a test give it another search and
     another way to run a day."""
     mcp = build_mcp(
-        lambda: app.state.search, lambda: app.state.redactor, workspace=settings.memory_workspace, settings=settings
+        lambda: app.state.search,
+        lambda: app.state.redactor,
+        workspace=settings.memory_workspace,
+        settings=settings,
+        get_store=lambda: app.state.store,
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        with open_search_for(settings) as search:
-            app.state.search, app.state.settings = search, settings
+        with open_search_for(settings) as search, open_store(settings) as store:
+            app.state.search, app.state.store, app.state.settings = search, store, settings
             app.state.redactor = Redactor.with_patterns(settings.redact_extra_patterns)
             app.state.fresh = ingest_for(settings)
             try:

@@ -10,6 +10,7 @@ from memory_pipeline.fresh.queue import FreshIngest
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.memory_store import MemoryStore
 
 # The header every write carries: the token the service made (`Settings.service_token`).
 TOKEN_HEADER = "X-Memory-Token"
@@ -17,6 +18,10 @@ TOKEN_HEADER = "X-Memory-Token"
 
 def get_search(request: Request) -> MemorySearch:
     return request.app.state.search
+
+
+def get_store(request: Request) -> MemoryStore:
+    return request.app.state.store
 
 
 def get_settings(request: Request) -> Settings:
@@ -32,6 +37,7 @@ def get_fresh(request: Request) -> FreshIngest:
 
 
 SearchDep = Annotated[MemorySearch, Depends(get_search)]
+StoreDep = Annotated[MemoryStore, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedactorDep = Annotated[Redactor, Depends(get_redactor)]
 FreshDep = Annotated[FreshIngest, Depends(get_fresh)]

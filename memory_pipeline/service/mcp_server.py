@@ -25,6 +25,7 @@ from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.memory_store import MemoryStore
 
 INSTRUCTIONS = (
     "Persistent memory of earlier coding-agent sessions. memory_search finds memories (ids are citations), "
@@ -39,12 +40,20 @@ PROJECT = Field(
 )
 
 
+def _store(get_store: Callable[[], MemoryStore | None]) -> MemoryStore:
+    store = get_store()
+    if store is None:
+        raise ToolError("this server keeps no notes (it was started without a store)")
+    return store
+
+
 def build_mcp(
     get_search: Callable[[], MemorySearch],
     get_redactor: Callable[[], Redactor],
     default_project: str | None = None,
     workspace: Path | None = None,
     settings: Settings | None = None,
+    get_store: Callable[[], MemoryStore | None] = lambda: None,
 ) -> MCPServer:
     """The tools over one search; `default_project` scopes every call that names no project (a stdio server's
     `--project`, else its working directory, which its client starts in the project). With `settings`, a server
@@ -111,7 +120,7 @@ def build_mcp(
             note = Note(
                 text=text, project=where, priority=priority, session_id=session_id, turn_id=turn_id, agent="mcp"
             )
-            return Memory.of(remember(get_search(), note, get_redactor()))
+            return Memory.of(remember(get_search(), _store(get_store), note, get_redactor()))
         except ValidationError as exc:
             raise ToolError("; ".join(e["msg"] for e in exc.errors())) from None
         except RefusedNote as exc:

@@ -16,6 +16,7 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, RAW_INDEX
+from memory_pipeline.stores.memory_store import open_store
 from testkit.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
 
 DAY = "2025-08-21"
@@ -46,12 +47,12 @@ def test_a_forgotten_turn_leaves_every_index_and_no_rerun_brings_it_back(
     _, checks = _run(settings)
     assert all(checks.values()), checks
     raw_before, observations_before = _count(settings, RAW_INDEX), _count(settings, OBSERVATION_INDEX)
-    with open_search(settings) as search:
+    with open_search(settings) as search, open_store(settings) as store:
         [row] = search.recent(Filters(project="/work/bot", kind=("observation",)), k=1)
         turn_id = row.turn_id
         messages = _count(settings, RAW_INDEX, turn_id)
         assert messages >= 1 and _count(settings, OBSERVATION_INDEX, turn_id) == 1
-        forget_turn(search, settings.memory_workspace, row.id)
+        forget_turn(search, store, settings.memory_workspace, row.id)
         assert _count(settings, RAW_INDEX, turn_id) == 0 and _count(settings, OBSERVATION_INDEX, turn_id) == 0
         assert not search.get([row.id])
         assert all(r.turn_id != turn_id for r in search.index(row.summary, k=20, filters=Filters(project="/work/bot")))

@@ -20,6 +20,7 @@ from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
+from memory_pipeline.stores.memory_store import open_store
 from memory_pipeline.stores.summary_store import read_summaries
 from testkit.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
 
@@ -123,9 +124,9 @@ def test_a_forget_and_an_edit_hold_through_a_model_change_and_the_day_is_done_in
         by_kind = {d.kind: d for d in read_summaries(client, [DAY]) if d.session_id == session_id}
     assert {"rule", "decision"} <= set(by_kind)
     edited_text = "Run the tests with Bun's runner in every package."  # words the turn cannot back
-    with open_search(settings) as search:
-        forget(search, settings.memory_workspace, by_kind["rule"].doc_id)
-        edit(search, settings.memory_workspace, by_kind["decision"].doc_id, text=edited_text)
+    with open_search(settings) as search, open_store(settings) as store:
+        forget(search, store, settings.memory_workspace, by_kind["rule"].doc_id)
+        edit(search, store, settings.memory_workspace, by_kind["decision"].doc_id, text=edited_text)
 
     # Another model (the id is part of every turn's record): every turn is read again, and the person's choices
     # hold; the grounding check does not judge their edit, so the day is done after this one run.

@@ -109,3 +109,24 @@ def test_tests_and_benchmarks_share_only_testkit() -> None:
     # The walk sees the imports it forbids elsewhere: both test suites do use testkit.
     assert any("testkit" in imported for imported in _top_level_imports(ROOT / "bench").values())
     assert any("testkit" in imported for imported in _top_level_imports(ROOT / "memory_pipeline_tests").values())
+
+
+WRITES = {"index", "create", "update", "delete", "bulk", "put_mapping", "delete_by_query", "update_by_query"}
+
+
+def test_only_the_stores_write_to_elasticsearch() -> None:
+    """An Elasticsearch write is a call of one of `WRITES` with an `index=` keyword (the client's API); outside
+    `stores/` there is none: notes, edits and forgets go through `MemoryStore`, runs through the stores."""
+    writes = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in WRITES
+                and any(k.arg == "index" for k in node.keywords)
+            ):
+                writes.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    outside = [w for w in writes if not w.startswith("memory_pipeline/stores/")]
+    assert not outside, outside
+    assert any(w.startswith("memory_pipeline/stores/memory_store.py") for w in writes)  # the walk sees writes

@@ -17,7 +17,7 @@ from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_na
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, file_text, rows_text
-from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep
+from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import (
     Briefing,
     CompactionSummary,
@@ -136,11 +136,11 @@ def compaction(
 
 
 @router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
-def remember_note(search: SearchDep, redactor: RedactorDep, note: Note) -> Memory:
+def remember_note(search: SearchDep, store: StoreDep, redactor: RedactorDep, note: Note) -> Memory:
     """Keep `note` (redacted, vetted), cited to its session and turn; storing the same note again returns the
     first. An agent's note is medium at most; a rule found only in the turn's tool output is refused (422)."""
     try:
-        return Memory.of(remember(search, note, redactor))
+        return Memory.of(remember(search, store, note, redactor))
     except RefusedNote as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
 

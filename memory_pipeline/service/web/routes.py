@@ -22,9 +22,9 @@ from memory_pipeline.curation import actions
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
-from memory_pipeline.service.deps import SearchDep, SettingsDep
+from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import FilterParams
-from memory_pipeline.service.web.glance import bar_chart, glance
+from memory_pipeline.service.web.glance import bar_chart
 from memory_pipeline.settings import Settings
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
@@ -85,6 +85,7 @@ def memory_page(request: Request, search: SearchDep, settings: SettingsDep, memo
 @router.post("/m/{memory_id}/edit")
 def edit_memory(
     search: SearchDep,
+    store: StoreDep,
     settings: SettingsDep,
     memory_id: str,
     text: Annotated[str, Form()] = "",
@@ -94,33 +95,35 @@ def edit_memory(
     return _changed(
         memory_id,
         f"/m/{memory_id}",
-        lambda: actions.edit(search, settings.memory_workspace, memory_id, **change, who=BROWSER_USER),
+        lambda: actions.edit(search, store, settings.memory_workspace, memory_id, **change, who=BROWSER_USER),
     )
 
 
 @router.post("/m/{memory_id}/forget")
 def forget_memory(
     search: SearchDep,
+    store: StoreDep,
     settings: SettingsDep,
     memory_id: str,
 ) -> Response:
     return _changed(
         memory_id,
         f"/?forgotten={memory_id}",
-        lambda: actions.forget(search, settings.memory_workspace, memory_id, who=BROWSER_USER),
+        lambda: actions.forget(search, store, settings.memory_workspace, memory_id, who=BROWSER_USER),
     )
 
 
 @router.post("/m/{memory_id}/forget-turn")
 def forget_memory_and_turn(
     search: SearchDep,
+    store: StoreDep,
     settings: SettingsDep,
     memory_id: str,
 ) -> Response:
     return _changed(
         memory_id,
         f"/?forgotten={memory_id}",
-        lambda: actions.forget_turn(search, settings.memory_workspace, memory_id, who=BROWSER_USER),
+        lambda: actions.forget_turn(search, store, settings.memory_workspace, memory_id, who=BROWSER_USER),
     )
 
 
@@ -166,6 +169,6 @@ def decide_proposal(
 
 
 @router.get("/glance", response_class=HTMLResponse)
-def glance_page(request: Request, search: SearchDep, settings: SettingsDep, project: str = "") -> HTMLResponse:
-    charts = [bar_chart(s) for s in glance(search.es, project or None)]
+def glance_page(request: Request, store: StoreDep, settings: SettingsDep, project: str = "") -> HTMLResponse:
+    charts = [bar_chart(s) for s in store.activity(project or None)]
     return _page(request, "glance.html", settings, charts=charts, project=project, projects=_projects(settings))
