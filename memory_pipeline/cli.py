@@ -644,15 +644,14 @@ def timeline(anchor: str, window: int, project, since, until, priority, kind, as
 def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
     """Layer 3: the memories IDS, each with every message of the turn it came from (tool calls shown)."""
     from memory_pipeline.search.render import as_json as dumps
-    from memory_pipeline.search.render import details_text
+    from memory_pipeline.search.render import details_text, missing_ids
 
     with _search() as engine:
         records = engine.detail(list(ids))
-    missing = [i for i in ids if i not in {r["id"] for r in records}]
     if records:
         click.echo(dumps(records) if as_json else details_text(records, full=full))
-    if missing:
-        raise click.ClickException(f"no memory with id {', '.join(missing)}")
+    if missing := missing_ids(list(ids), records):
+        raise click.ClickException(missing)
 
 
 @main.command(name="briefing")

@@ -1,10 +1,13 @@
 """The search's records, one set for every caller (the CLI, the API, MCP, the browser, the pi tools): what to
-search (`Filters`) and what comes back (`Row`, one memory; its detail adds the turn's messages)."""
+search (`Filters`) and what comes back (`Memory` on the wire, `Row` inside the search, `MemoryDetail` with its
+turn's messages)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from memory_pipeline.sentences import by_sentence
 from memory_pipeline.stores.indices import SEARCH_INDICES
@@ -40,10 +43,12 @@ class Filters:
         return [KIND_INDEX[k] for k in self.kind] if self.kind else list(SEARCH_INDICES)
 
 
-@dataclass
-class Row:
+class Memory(BaseModel):
+    """One memory as every caller gets it (the CLI's JSON, the API, MCP, the pi tools): `id` is its stable
+    citation."""
+
     id: str
-    kind: str
+    kind: str  # the index it is in: summary | observation | note
     time: str
     priority: str
     summary: str
@@ -51,18 +56,28 @@ class Row:
     session_id: str
     turn_id: str
     score: float = 0.0
-    tags: list[str] = field(default_factory=list)
-    superseded_by: str | None = None  # a later decision replaced this one (reflection's mark)
-    author: str | None = None  # who stored a note on purpose (notes only)
+    tags: list[str] = Field(default_factory=list)
+    superseded_by: str | None = Field(None, description="A later decision replaced this one (reflection's mark).")
+    author: str | None = Field(None, description="Who stored a note on purpose (notes only).")
+    bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
+    similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
+
+    @classmethod
+    def of(cls, row: Memory) -> Memory:
+        """Only the wire fields of `row` (a `Row` carries the ranking's working fields too)."""
+        return cls.model_validate(row.model_dump(include=set(cls.model_fields)))
+
+
+class Row(Memory):
+    """A memory as the search works with it: the wire fields and what the ranking and rendering read."""
+
     knowledge: str = ""  # what a memory is: rule | decision | gotcha | fact | task ("" for observations)
     subject: str = ""
     evidence: str = ""  # the exact words a memory rests on
     evidence_role: str = ""  # who said them
-    bm25: float | None = None  # the BM25 score, when the words matched (the memory's, else its turn's messages)
-    similarity: float | None = None  # the cosine similarity to the query, when the embeddings found it
     worded: bool = False  # matched most of the question's informative words (itself or a message of its turn)
     strong: bool = False  # above the relevance floor: an answer rather than a guess (set by `index`)
-    messages: list[str] = field(default_factory=list)  # raw messages of its turn that matched, best first
+    messages: list[str] = Field(default_factory=list)  # raw messages of its turn that matched, best first
 
     @property
     def one_line(self) -> str:
@@ -70,7 +85,34 @@ class Row:
         return by_sentence(self.summary, ONE_LINE_CHARS)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.model_dump()
+
+
+class ToolCall(BaseModel):
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+
+
+class TurnMessage(BaseModel):
+    role: str
+    content: str | None = None
+    tool_name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    is_error: bool | None = None
+    doc_id: str | None = None
+    entry_id: str | None = None
+    message_timestamp: str | None = None
+
+
+class MemoryDetail(Memory):
+    """A memory with the messages of the turn it came from (the detail layer)."""
+
+    source_turn: list[TurnMessage] = Field(default_factory=list)
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any]) -> MemoryDetail:
+        return cls.model_validate(record)
 
 
 def row_of(hit: dict[str, Any], score: float = 0.0) -> Row:

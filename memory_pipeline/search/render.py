@@ -111,3 +111,10 @@ def details_text(records: list[dict[str, Any]], full: bool = False) -> str:
 
 def as_json(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def missing_ids(ids: list[str], records: list[dict[str, Any]]) -> str | None:
+    """What a caller of the detail layer is told of the ids that named no memory (None when every one did)."""
+    found = {r["id"] for r in records}
+    missing = [i for i in dict.fromkeys(ids) if i not in found]
+    return f"no memory with id {', '.join(missing)}" if missing else None

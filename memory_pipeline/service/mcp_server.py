@@ -19,10 +19,11 @@ from pydantic import Field, ValidationError
 from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import MemorySearch
-from memory_pipeline.search.models import Filters
+from memory_pipeline.search.models import Filters, Memory, MemoryDetail
 from memory_pipeline.search.open import unavailable
 from memory_pipeline.search.remember import Note, RefusedNote, remember
-from memory_pipeline.service.models import Briefing, Memories, Memory, MemoryDetail, MemoryDetails
+from memory_pipeline.search.render import missing_ids
+from memory_pipeline.service.models import Briefing, Memories, MemoryDetails
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.memory_store import MemoryStore
@@ -92,11 +93,10 @@ def build_mcp(
         ids: Annotated[list[str], Field(description="Memory ids, as memory_search or a briefing gave them.")],
     ) -> MemoryDetails:
         """The full memories with these ids, each with the messages of the turn it came from."""
-        records = [MemoryDetail.of_record(r) for r in get_search().detail(ids)]
-        missing = sorted(set(ids) - {r.id for r in records})
-        if missing:
-            raise ToolError(f"no memory with id {', '.join(missing)}")
-        return MemoryDetails(data=records, count=len(records))
+        found = get_search().detail(ids)
+        if missing := missing_ids(ids, found):
+            raise ToolError(missing)
+        return MemoryDetails(data=[MemoryDetail.of_record(r) for r in found], count=len(found))
 
     @mcp.tool()
     def memory_remember(

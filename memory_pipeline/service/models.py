@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory_pipeline.search.models import Filters, Row
+from memory_pipeline.search.models import Filters, Memory, MemoryDetail, Row
 
 
 class FilterParams(BaseModel):
@@ -28,29 +28,6 @@ class FilterParams(BaseModel):
         return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind))
 
 
-class Memory(BaseModel):
-    """One memory: `id` is its stable citation."""
-
-    id: str
-    kind: str
-    time: str
-    priority: str
-    summary: str
-    project: str
-    session_id: str
-    turn_id: str
-    score: float = 0.0
-    tags: list[str] = Field(default_factory=list)
-    superseded_by: str | None = None
-    author: str | None = None
-    bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
-    similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
-
-    @classmethod
-    def of(cls, row: Row) -> Memory:
-        return cls.model_validate(row.to_dict())
-
-
 class Memories(BaseModel):
     data: list[Memory]
     count: int
@@ -64,33 +41,6 @@ class Memories(BaseModel):
         return cls(
             data=[Memory.of(r) for r in rows], count=len(rows), strong=sum(r.strong for r in rows), degraded=degraded
         )
-
-
-class ToolCall(BaseModel):
-    id: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-
-
-class TurnMessage(BaseModel):
-    role: str
-    content: str | None = None
-    tool_name: str | None = None
-    tool_calls: list[ToolCall] | None = None
-    is_error: bool | None = None
-    doc_id: str | None = None
-    entry_id: str | None = None
-    message_timestamp: str | None = None
-
-
-class MemoryDetail(Memory):
-    """A memory with the messages of the turn it came from."""
-
-    source_turn: list[TurnMessage] = Field(default_factory=list)
-
-    @classmethod
-    def of_record(cls, record: dict[str, Any]) -> MemoryDetail:
-        return cls.model_validate(record)
 
 
 class MemoryDetails(BaseModel):

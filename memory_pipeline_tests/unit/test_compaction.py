@@ -9,7 +9,18 @@ from memory_pipeline.search.models import Row
 
 
 def _row(id_: str, kind: str, time: str, summary: str, knowledge: str = "", **kw) -> Row:  # noqa: ANN003
-    return Row(id_, kind, time, "high", summary, "/w/shop", "s1", id_, knowledge=knowledge, **kw)
+    return Row(
+        id=id_,
+        kind=kind,
+        time=time,
+        priority="high",
+        summary=summary,
+        project="/w/shop",
+        session_id="s1",
+        turn_id=id_,
+        knowledge=knowledge,
+        **kw,
+    )
 
 
 TURNS = [

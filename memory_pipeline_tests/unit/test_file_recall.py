@@ -13,7 +13,18 @@ NAMES = file_names("/work/shop/src/ui/theme.ts", PROJECT)
 
 def _row(id_: str, kind: str = "summary", knowledge: str = "", summary: str = "", **kw) -> Row:  # noqa: ANN003
     time, session, turn = kw.pop("time", "2026-03-01"), kw.pop("session", "s1"), kw.pop("turn", id_)
-    return Row(id_, kind, time, "high", summary or id_, PROJECT, session, turn, knowledge=knowledge, **kw)
+    return Row(
+        id=id_,
+        kind=kind,
+        time=time,
+        priority="high",
+        summary=summary or id_,
+        project=PROJECT,
+        session_id=session,
+        turn_id=turn,
+        knowledge=knowledge,
+        **kw,
+    )
 
 
 def test_a_file_is_named_by_its_path_in_the_project_and_each_shorter_tail() -> None:

@@ -103,7 +103,17 @@ def test_memory_rules_keep_their_ids_and_drop_maturity_markers(tmp_path) -> None
 def _row(doc_id: str, priority: str, text: str, session_id: str = "s1", **extra: object):  # noqa: ANN202
     from memory_pipeline.search.models import Row
 
-    return Row(doc_id, "summary", "2026-11-30T10:00:00Z", priority, text, "/work/shop", session_id, "t1", **extra)
+    return Row(
+        id=doc_id,
+        kind="summary",
+        time="2026-11-30T10:00:00Z",
+        priority=priority,
+        summary=text,
+        project="/work/shop",
+        session_id=session_id,
+        turn_id="t1",
+        **extra,
+    )
 
 
 class _Search:
@@ -251,7 +261,17 @@ def test_a_turns_memory_comes_above_its_own_observation_and_scores_stay_sorted()
     from memory_pipeline.search.ranking import knowledge_first
 
     def row(doc_id: str, kind: str, turn: str, score: float) -> Row:
-        return Row(doc_id, kind, "2026-12-01", "high", doc_id, "/p", "s1", turn, score=score)
+        return Row(
+            id=doc_id,
+            kind=kind,
+            time="2026-12-01",
+            priority="high",
+            summary=doc_id,
+            project="/p",
+            session_id="s1",
+            turn_id=turn,
+            score=score,
+        )
 
     rows = [
         row("obs-t1", "observation", "t1", 0.9),

@@ -14,9 +14,9 @@ from memory_pipeline.limits import MAX_IDS, MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_T
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.compaction import build_compaction
 from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_names
-from memory_pipeline.search.models import Filters
+from memory_pipeline.search.models import Filters, Memory, MemoryDetail
 from memory_pipeline.search.remember import Note, RefusedNote, remember
-from memory_pipeline.search.render import details_text, file_text, rows_text
+from memory_pipeline.search.render import details_text, file_text, missing_ids, rows_text
 from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import (
     Briefing,
@@ -25,8 +25,6 @@ from memory_pipeline.service.models import (
     FilterParams,
     IngestNotice,
     Memories,
-    Memory,
-    MemoryDetail,
     MemoryDetails,
 )
 
@@ -101,9 +99,8 @@ def memories(
 ) -> MemoryDetails | PlainTextResponse:
     found = search.detail(ids)
     if format == "text":
-        missing = [i for i in ids if i not in {r["id"] for r in found}]
-        note = f"\n\nno memory with id {', '.join(missing)}" if missing else ""
-        return PlainTextResponse(details_text(found, full=full) + note)
+        missing = missing_ids(ids, found)
+        return PlainTextResponse(details_text(found, full=full) + (f"\n\n{missing}" if missing else ""))
     records = [MemoryDetail.of_record(r) for r in found]
     return MemoryDetails(data=records, count=len(records))
 
