@@ -1,15 +1,19 @@
 """Acceptance checks of the PRD, as Dagster asset check results.
 
-Each takes what a run produced and asks Elasticsearch independently; each
-returns a failing result with the evidence rather than raising.
+Each takes what a run produced and asks Elasticsearch independently; each returns a failing result with the
+evidence rather than raising. A check is declared once, by `@acceptance(asset, description)` on its function:
+the function's name is the check's name, and `specs(asset)` gives the asset its `check_specs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Set
+from typing import Any, NamedTuple, ParamSpec
 
 import polars as pl
-from dagster import AssetCheckResult, MetadataValue
+from dagster import AssetCheckResult, AssetCheckSpec, MetadataValue
 from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
@@ -23,12 +27,44 @@ from memory_pipeline.stores.raw_store import (
     session_checksums,
     turn_texts,
 )
+from memory_pipeline.stores.reflect_store import Memory as ReflectedMemory
+from memory_pipeline.stores.reflect_store import Reflection, read_reflections
 from memory_pipeline.stores.summary_store import read_summaries
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding
 
+P = ParamSpec("P")
+_SPECS: dict[str, list[AssetCheckSpec]] = defaultdict(list)
 
-def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
+
+class Verdict(NamedTuple):
+    passed: bool
+    metadata: dict[str, Any]
+
+
+def acceptance(asset: str, description: str) -> Callable[[Callable[P, Verdict]], Callable[P, AssetCheckResult]]:
+    """Declares a check of `asset`, named after the function, and makes the function return its result."""
+
+    def declare(check: Callable[P, Verdict]) -> Callable[P, AssetCheckResult]:
+        _SPECS[asset].append(AssetCheckSpec(check.__name__, asset=asset, description=description))
+
+        @functools.wraps(check)
+        def run(*args: P.args, **kwargs: P.kwargs) -> AssetCheckResult:
+            passed, metadata = check(*args, **kwargs)
+            return AssetCheckResult(check_name=check.__name__, passed=passed, metadata=metadata)
+
+        return run
+
+    return declare
+
+
+def specs(asset: str) -> list[AssetCheckSpec]:
+    """The checks declared for `asset`, for its `check_specs`."""
+    return list(_SPECS[asset])
+
+
+@acceptance("memory_raw_index", "Every turn's messages share one session and have message_index 0..n-1.")
+def turn_integrity(messages: pl.DataFrame) -> Verdict:
     """Every turn's messages share one session and have message_index 0..n-1 without gaps."""
     indexed = messages.filter(pl.col("doc_id").is_not_null())
     per_turn = indexed.group_by("session_id", "turn_id").agg(
@@ -41,8 +77,7 @@ def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
     # turn ids embed the session's entry ids: one turn id in two sessions would be a grouping bug.
     shared = indexed.group_by("turn_id").agg(pl.col("session_id").n_unique().alias("sessions"))
     duplicate_docs = indexed.height - indexed["doc_id"].n_unique()
-    return AssetCheckResult(
-        check_name="turn_integrity",
+    return Verdict(
         passed=bad.is_empty() and duplicate_docs == 0,
         metadata={
             "turns": per_turn.height,
@@ -54,12 +89,14 @@ def turn_integrity(messages: pl.DataFrame) -> AssetCheckResult:
     )
 
 
-def every_message_placed(messages: pl.DataFrame) -> AssetCheckResult:
+@acceptance(
+    "memory_raw_index", "Every conversation message parsed has a place in a turn: none dropped without being listed."
+)
+def every_message_placed(messages: pl.DataFrame) -> Verdict:
     """No message is dropped without a word: every conversation message parsed has a document id (a
     place in a turn); what was skipped before that is listed in raw_messages' problems, by file and line."""
     unplaced = messages.filter(pl.col("doc_id").is_null() & ~pl.col("is_metadata"))
-    return AssetCheckResult(
-        check_name="every_message_placed",
+    return Verdict(
         passed=unplaced.is_empty(),
         metadata={
             "messages": messages.height,
@@ -71,9 +108,10 @@ def every_message_placed(messages: pl.DataFrame) -> AssetCheckResult:
     )
 
 
+@acceptance("memory_raw_index", "Documents in memory-raw equal the messages parsed for the partition.")
 def index_equals_messages(
     client: Elasticsearch, messages: pl.DataFrame, partitions: list[str], unread: Set[str] = frozenset()
-) -> AssetCheckResult:
+) -> Verdict:
     """Per session, the documents in memory-raw for these days equal the parsed messages in number (the
     sessions not read this run keep what they had, and are listed instead)."""
     expected = dict(messages.filter(pl.col("doc_id").is_not_null()).group_by("session_id").len().iter_rows())
@@ -83,8 +121,7 @@ def index_equals_messages(
         for s in set(expected) | set(actual)
         if expected.get(s, 0) != actual.get(s, 0)
     }
-    return AssetCheckResult(
-        check_name="index_equals_messages",
+    return Verdict(
         passed=not differing,
         metadata={
             "expected_documents": sum(expected.values()),
@@ -95,9 +132,10 @@ def index_equals_messages(
     )
 
 
-def files_represented(
+@acceptance("memory_raw_index", "Every session file found is recorded, with its messages indexed.")
+def every_file_represented(
     client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame, partitions: list[str], unread: Set[str]
-) -> AssetCheckResult:
+) -> Verdict:
     """Every session file found is in the manifest with its fingerprint and its messages are indexed,
     or is listed as unread this time (vanished or unreadable since the scan: retried next run)."""
     manifest = read_manifest(client, partitions)
@@ -114,8 +152,7 @@ def files_represented(
             missing.append(f"{row['session_file']}: not recorded with its current fingerprint")
         elif row["session_id"] in with_messages and not counts.get(row["session_id"]):
             missing.append(f"{row['session_file']}: no documents in memory-raw")
-    return AssetCheckResult(
-        check_name="every_file_represented",
+    return Verdict(
         passed=not missing,
         metadata={
             "files": files.height,
@@ -125,9 +162,10 @@ def files_represented(
     )
 
 
+@acceptance("memory_raw_index", "Running again now would write nothing.")
 def rerun_changes_nothing(
     client: Elasticsearch, files: pl.DataFrame, partitions: list[str], report: SyncReport
-) -> AssetCheckResult:
+) -> Verdict:
     """A run now would write nothing: every file is in the manifest with its current fingerprint (so it
     would be skipped), and the sessions just written hold exactly the expected documents (count and a
     checksum of their content hashes, per session, aggregated by Elasticsearch)."""
@@ -141,8 +179,7 @@ def rerun_changes_nothing(
     expected = report.expected
     stored = session_checksums(client, {"terms": {"session_id": report.changed}}) if report.changed else {}
     differing = sorted(s for s in expected if stored.get(s, (0, 0)) != expected[s])
-    return AssetCheckResult(
-        check_name="rerun_changes_nothing",
+    return Verdict(
         passed=not stale_files and not differing,
         metadata={
             "files_not_recorded": MetadataValue.json(stale_files[:20]),
@@ -155,24 +192,24 @@ def rerun_changes_nothing(
 # --- summarize ---------------------------------------------------------------------------
 
 
-def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+@acceptance("memory_summary_index", "Every source_refs pair is a turn in memory-raw.")
+def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> Verdict:
     """Every (session_id, turn_id) a stored summary cites is a turn with messages in memory-raw."""
     summaries = read_summaries(client, partitions)
     refs = {(r["session_id"], r["turn_id"]) for doc in summaries for r in doc.source_refs}
     missing = sorted(refs - raw_turns(client, sorted({s for s, _ in refs}))) if refs else []
-    return AssetCheckResult(
-        check_name="source_refs_exist",
+    return Verdict(
         passed=not missing,
         metadata={"refs": len(refs), "missing": MetadataValue.json([list(m) for m in missing[:20]])},
     )
 
 
-def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> AssetCheckResult:
+@acceptance("memory_summary_index", "No doc_id twice, in the run or in the index.")
+def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> Verdict:
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
     stored = read_summaries(client, partitions)
     in_index = len(stored) - len({d.doc_id for d in stored})
-    return AssetCheckResult(
-        check_name="no_duplicate_summaries",
+    return Verdict(
         passed=in_run == 0 and in_index == 0 and len(stored) == documents.height,
         metadata={
             "duplicates_in_run": in_run,
@@ -183,7 +220,8 @@ def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, parti
     )
 
 
-def summaries_are_well_formed(client: Elasticsearch, partitions: list[str]) -> AssetCheckResult:
+@acceptance("memory_summary_index", "Every stored summary is 1-3 sentences with 3-8 well-formed tags.")
+def summaries_well_formed(client: Elasticsearch, partitions: list[str]) -> Verdict:
     """Re-validate what Elasticsearch holds with the same model the LLM's answers went through."""
     bad = []
     for doc in read_summaries(client, partitions):
@@ -193,19 +231,17 @@ def summaries_are_well_formed(client: Elasticsearch, partitions: list[str]) -> A
             bad.append(f"{doc.doc_id}: {exc.errors()[0]['msg']}")
         if any(tag != tag.lower() or " " in tag for tag in doc.tags):
             bad.append(f"{doc.doc_id}: tags not normalised {doc.tags}")
-    return AssetCheckResult(
-        check_name="summaries_well_formed", passed=not bad, metadata={"malformed": MetadataValue.json(bad[:20])}
-    )
+    return Verdict(passed=not bad, metadata={"malformed": MetadataValue.json(bad[:20])})
 
 
-def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
+@acceptance("memory_summary_index", "Turns attempted = summarised + skipped empty + failed.")
+def attempts_add_up(outcomes: pl.DataFrame) -> Verdict:
     attempted = outcomes.filter(pl.col("llm_calls") > 0)
     counts = dict(attempted.group_by("status").len().iter_rows())
     total = sum(counts.values())
     accounted = counts.get("summarised", 0) + counts.get("empty", 0) + counts.get("failed", 0)
     failures = attempted.filter(pl.col("status") == "failed").select("session_id", "turn_id", "reason").to_dicts()
-    return AssetCheckResult(
-        check_name="attempts_add_up",
+    return Verdict(
         passed=total == accounted,
         metadata={
             "attempted": total,
@@ -217,14 +253,14 @@ def attempts_add_up(outcomes: pl.DataFrame) -> AssetCheckResult:
     )
 
 
-def llm_answers_usable(outcomes: pl.DataFrame) -> AssetCheckResult:
+@acceptance("memory_summary_index", "Not every turn of the days failed (no empty success); failed turns are listed.")
+def llm_answers_usable(outcomes: pl.DataFrame) -> Verdict:
     """The LLM's work counts for something: days where every turn failed (a model that answers prose, a
     server that refuses every prompt) are not an empty success. A single turn that keeps failing beside
     turns that were read is listed, not a failed day. The rest of the job runs either way."""
     attempted = outcomes.filter(pl.col("llm_calls") > 0)
     failed = outcomes.filter(pl.col("status") == "failed")
-    return AssetCheckResult(
-        check_name="llm_answers_usable",
+    return Verdict(
         passed=outcomes.is_empty() or failed.height < outcomes.height,
         metadata={
             "turns": outcomes.height,
@@ -237,7 +273,8 @@ def llm_answers_usable(outcomes: pl.DataFrame) -> AssetCheckResult:
     )
 
 
-def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str] = frozenset()) -> AssetCheckResult:
+@acceptance("memory_summary_index", "Every stored idea is supported by its turn in memory-raw (no invented memory).")
+def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str] = frozenset()) -> Verdict:
     """Every stored idea is supported by its turn as `memory-raw` holds it (the same test the extraction
     applies, run again on what was stored): an idea the turn does not support fails the check. Ideas a person
     edited (`edited`) are theirs, not the model's, and are not judged."""
@@ -249,8 +286,7 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str
         score = grounding(doc.summary, turn.everything)
         if score < GROUNDED_AT:
             unsupported.append(f"{doc.doc_id[:12]} ({score:.2f}): {doc.summary[:120]}")
-    return AssetCheckResult(
-        check_name="ideas_grounded",
+    return Verdict(
         passed=not unsupported,
         metadata={
             "ideas": len(summaries),
@@ -261,14 +297,39 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str
     )
 
 
-def knn_finds_itself(found: int, tried: int, coverage: dict[str, tuple[int, int]], sample: int) -> AssetCheckResult:
+@acceptance("es_dense_vector", "A kNN query for a summary's own text returns that summary first.")
+def knn_finds_itself(found: int, tried: int, coverage: dict[str, tuple[int, int]], sample: int) -> Verdict:
     """A kNN query for a memory's own text returns it first, for every memory tried; and the days' memories
     with vectors were tried (up to `sample` of each index): trying none of them is a failure, not a pass."""
     expected = sum(min(sample, with_vector) for _, with_vector in coverage.values())
-    return AssetCheckResult(
-        check_name="knn_finds_itself",
+    return Verdict(
         passed=tried == expected and found == tried,
         metadata={"found_first": found, "tried": tried, "to_try": expected},
+    )
+
+
+@acceptance(
+    "es_dense_vector",
+    "Every summary and observation has a vector of the model's dimension, or is listed as refused by the server.",
+)
+def every_memory_has_a_vector(coverage: dict[str, tuple[int, int]], refused: pl.DataFrame, dims: int) -> Verdict:
+    """Per index, the days' memories without a vector are all listed as refused by the embedding server (and
+    retried next run); anything else without one is a loss."""
+    listed = dict(refused.group_by("index").len().iter_rows()) if refused.height else {}
+    missing = {
+        index: total - covered - listed.get(index, 0)
+        for index, (total, covered) in coverage.items()
+        if total - covered > listed.get(index, 0)  # a refused text may still hold its older vector
+    }
+    return Verdict(
+        passed=not missing,
+        metadata={
+            "without_vector_unlisted": MetadataValue.json(missing),
+            "refused_listed": MetadataValue.json(
+                [f"{r['index']}/{r['doc_id']}" for r in refused.head(50).iter_rows(named=True)]
+            ),
+            "dims": dims,
+        },
     )
 
 
@@ -317,3 +378,35 @@ def self_retrieval(
             found += hit["_id"] in first
             tried += 1
     return found, tried
+
+
+# --- reflect -------------------------------------------------------------------------------
+
+
+@acceptance("reflections", "Each memory of the days is the source of exactly one reflection.")
+def every_memory_reflected_once(stored: list[Reflection], memories: list[ReflectedMemory]) -> Verdict:
+    counted: dict[str, int] = defaultdict(int)
+    for reflection in stored:
+        for source in reflection.source_ids:
+            counted[source] += 1
+    unreflected = sorted(m.doc_id for m in memories if counted.get(m.doc_id, 0) == 0)
+    repeated = sorted(doc_id for doc_id, n in counted.items() if n > 1)
+    return Verdict(
+        passed=not unreflected and not repeated,
+        metadata={"unreflected": MetadataValue.json(unreflected[:20]), "in_two": MetadataValue.json(repeated[:20])},
+    )
+
+
+@acceptance("reflections", "Every superseded reflection names a reflection that lists it in `supersedes`.")
+def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection], dims: int) -> Verdict:
+    superseded = [r for r in stored if r.superseded_by]
+    wanted = sorted({r.superseded_by for r in superseded if r.superseded_by})
+    by_id = {r.reflection_id: r for r in read_reflections(client, {"ids": {"values": wanted}}, dims)} if wanted else {}
+    broken = [
+        r.reflection_id
+        for r in superseded
+        if r.superseded_by not in by_id or r.reflection_id not in by_id[r.superseded_by].supersedes
+    ]
+    return Verdict(
+        passed=not broken, metadata={"superseded": len(superseded), "broken": MetadataValue.json(broken[:20])}
+    )

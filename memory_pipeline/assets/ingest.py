@@ -12,7 +12,6 @@ from pathlib import Path
 
 import polars as pl
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     MaterializeResult,
     MetadataValue,
@@ -23,10 +22,11 @@ from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview, problems_markdown
 from memory_pipeline.checks import (
+    every_file_represented,
     every_message_placed,
-    files_represented,
     index_equals_messages,
     rerun_changes_nothing,
+    specs,
     turn_integrity,
 )
 from memory_pipeline.curation.corrections import drop_forgotten_turns
@@ -154,34 +154,7 @@ def turns(
     )
 
 
-_CHECKS = [
-    AssetCheckSpec(
-        "turn_integrity",
-        asset="memory_raw_index",
-        description="Every turn's messages share one session and have message_index 0..n-1.",
-    ),
-    AssetCheckSpec(
-        "index_equals_messages",
-        asset="memory_raw_index",
-        description="Documents in memory-raw equal the messages parsed for the partition.",
-    ),
-    AssetCheckSpec(
-        "every_file_represented",
-        asset="memory_raw_index",
-        description="Every session file found is recorded, with its messages indexed.",
-    ),
-    AssetCheckSpec(
-        "rerun_changes_nothing", asset="memory_raw_index", description="Running again now would write nothing."
-    ),
-    AssetCheckSpec(
-        "every_message_placed",
-        asset="memory_raw_index",
-        description="Every conversation message parsed has a place in a turn: none dropped without being listed.",
-    ),
-]
-
-
-@asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=[turns])
+@asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_raw_index"), deps=[turns])
 def memory_raw_index(
     context: AssetExecutionContext,
     raw_messages: pl.DataFrame,
@@ -208,7 +181,7 @@ def memory_raw_index(
         checks = [
             turn_integrity(raw_messages),
             index_equals_messages(client, raw_messages, keys, unread),
-            files_represented(client, session_files, raw_messages, keys, unread),
+            every_file_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
             every_message_placed(raw_messages),
         ]

@@ -4,8 +4,6 @@ import time
 
 import polars as pl
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSpec,
     AssetExecutionContext,
     MaterializeResult,
     MetadataValue,
@@ -15,7 +13,7 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
-from memory_pipeline.checks import knn_finds_itself, self_retrieval
+from memory_pipeline.checks import every_memory_has_a_vector, knn_finds_itself, self_retrieval, specs
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
@@ -132,22 +130,8 @@ def embeddings(
 
 SELF_SAMPLE = 5  # memories of each index a run queries for themselves
 
-_CHECKS = [
-    AssetCheckSpec(
-        "every_memory_has_a_vector",
-        asset="es_dense_vector",
-        description="Every summary and observation has a vector of the model's dimension, or is listed as "
-        "refused by the server.",
-    ),
-    AssetCheckSpec(
-        "knn_finds_itself",
-        asset="es_dense_vector",
-        description="A kNN query for a summary's own text returns that summary first.",
-    ),
-]
 
-
-@asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS)
+@asset(**_common, kinds={"elasticsearch"}, check_specs=specs("es_dense_vector"))
 def es_dense_vector(
     context: AssetExecutionContext,
     embeddings: pl.DataFrame,
@@ -168,13 +152,6 @@ def es_dense_vector(
         written = write_vectors(es_client, embedded, dims)
         es_client.indices.refresh(index="memory-*")
         coverage = vector_coverage(es_client, keys, dims)
-        # What the server refused is listed (and retried next run); anything else without a vector is a loss.
-        listed = dict(refused.group_by("index").len().iter_rows())
-        missing = {
-            index: total - covered - listed.get(index, 0)
-            for index, (total, covered) in coverage.items()
-            if total - covered > listed.get(index, 0)  # a refused text may still hold its older vector
-        }
         found, tried = self_retrieval(es_client, client, keys, dims, sample=SELF_SAMPLE)
     return MaterializeResult(
         metadata={
@@ -185,17 +162,7 @@ def es_dense_vector(
             "coverage": MetadataValue.json({k: list(v) for k, v in coverage.items()}),
         },
         check_results=[
-            AssetCheckResult(
-                check_name="every_memory_has_a_vector",
-                passed=not missing,
-                metadata={
-                    "without_vector_unlisted": MetadataValue.json(missing),
-                    "refused_listed": MetadataValue.json(
-                        [f"{r['index']}/{r['doc_id']}" for r in refused.head(50).iter_rows(named=True)]
-                    ),
-                    "dims": dims,
-                },
-            ),
+            every_memory_has_a_vector(coverage, refused, dims),
             knn_finds_itself(found, tried, coverage, SELF_SAMPLE),
         ],
     )

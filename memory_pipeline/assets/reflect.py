@@ -10,8 +10,6 @@ from datetime import time as clock_time
 import polars as pl
 from dagster import (
     AllPartitionMapping,
-    AssetCheckResult,
-    AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     Config,
@@ -21,10 +19,10 @@ from dagster import (
     asset,
 )
 from dagster_elasticsearch import ElasticsearchResource
-from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.checks import every_memory_reflected_once, specs, supersession_marks_consistent
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets, session_weeks
@@ -42,7 +40,6 @@ from memory_pipeline.resources import (
     ReflectPolicyResource,
 )
 from memory_pipeline.stores.reflect_store import (
-    Memory,
     Reflection,
     active_reflections_before,
     read_memories,
@@ -103,25 +100,11 @@ class ReflectionsConfig(Config):
     rebuild: bool = Field(False, description="Condense every window again, even unchanged ones.")
 
 
-_REFLECTION_CHECKS = [
-    AssetCheckSpec(
-        "every_memory_reflected_once",
-        asset="reflections",
-        description="Each memory of the days is the source of exactly one reflection.",
-    ),
-    AssetCheckSpec(
-        "supersession_marks_consistent",
-        asset="reflections",
-        description="Every superseded reflection names a reflection that lists it in `supersedes`.",
-    ),
-]
-
-
 @asset(
     **daily_assets(REFLECT),
     deps=[daily_log, "es_dense_vector"],
     kinds={"elasticsearch"},
-    check_specs=_REFLECTION_CHECKS,
+    check_specs=specs("reflections"),
 )
 def reflections(
     context: AssetExecutionContext,
@@ -164,7 +147,11 @@ def reflections(
         recomputed = [(r.project, r.partition) for r in results if not r.reused]
         supersessions = [s for result in results for s in result.supersessions]
         counts = sync_reflections(client, fresh, recomputed, supersessions, dims)
-        check_results = _reflection_checks(client, starts, memories, dims)
+        stored_now = read_reflections(client, {"terms": {"partition": starts}}, dims)
+        check_results = [
+            every_memory_reflected_once(stored_now, memories),
+            supersession_marks_consistent(client, stored_now, dims),
+        ]
     seconds = time.perf_counter() - begin
     computed = [r for r in results if not r.reused]
     memories_in = sum(r.memories for r in computed)
@@ -203,39 +190,6 @@ def reflections(
         },
         check_results=check_results,
     )
-
-
-def _reflection_checks(
-    client: Elasticsearch, starts: list[str], memories: list[Memory], dims: int
-) -> list[AssetCheckResult]:
-    stored = read_reflections(client, {"terms": {"partition": starts}}, dims)
-    counted: dict[str, int] = defaultdict(int)
-    for reflection in stored:
-        for source in reflection.source_ids:
-            counted[source] += 1
-    unreflected = sorted(m.doc_id for m in memories if counted.get(m.doc_id, 0) == 0)
-    repeated = sorted(doc_id for doc_id, n in counted.items() if n > 1)
-    superseded = [r for r in stored if r.superseded_by]
-    by_id = {r.reflection_id: r for r in read_reflections(
-        client, {"ids": {"values": sorted({r.superseded_by for r in superseded})}}, dims
-    )} if superseded else {}  # fmt: skip
-    broken = [
-        r.reflection_id
-        for r in superseded
-        if r.superseded_by not in by_id or r.reflection_id not in by_id[r.superseded_by].supersedes
-    ]
-    return [
-        AssetCheckResult(
-            check_name="every_memory_reflected_once",
-            passed=not unreflected and not repeated,
-            metadata={"unreflected": MetadataValue.json(unreflected[:20]), "in_two": MetadataValue.json(repeated[:20])},
-        ),
-        AssetCheckResult(
-            check_name="supersession_marks_consistent",
-            passed=not broken,
-            metadata={"superseded": len(superseded), "broken": MetadataValue.json(broken[:20])},
-        ),
-    ]
 
 
 @asset(**daily_assets(REFLECT), deps=[reflections], kinds={"markdown"})

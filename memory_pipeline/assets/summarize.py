@@ -10,7 +10,6 @@ from pathlib import Path
 
 import polars as pl
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     Config,
     MaterializeResult,
@@ -28,7 +27,8 @@ from memory_pipeline.checks import (
     llm_answers_usable,
     no_duplicate_summaries,
     source_refs_exist,
-    summaries_are_well_formed,
+    specs,
+    summaries_well_formed,
 )
 from memory_pipeline.curation.corrections import correct_frame, edited_ids
 from memory_pipeline.curation.trail import read_corrections
@@ -167,39 +167,7 @@ def llm_ideas(
     )
 
 
-_CHECKS = [
-    AssetCheckSpec(
-        "source_refs_exist", asset="memory_summary_index", description="Every source_refs pair is a turn in memory-raw."
-    ),
-    AssetCheckSpec(
-        "no_duplicate_summaries",
-        asset="memory_summary_index",
-        description="No doc_id twice, in the run or in the index.",
-    ),
-    AssetCheckSpec(
-        "summaries_well_formed",
-        asset="memory_summary_index",
-        description="Every stored summary is 1-3 sentences with 3-8 well-formed tags.",
-    ),
-    AssetCheckSpec(
-        "attempts_add_up",
-        asset="memory_summary_index",
-        description="Turns attempted = summarised + skipped empty + failed.",
-    ),
-    AssetCheckSpec(
-        "ideas_grounded",
-        asset="memory_summary_index",
-        description="Every stored idea is supported by its turn in memory-raw (no invented memory).",
-    ),
-    AssetCheckSpec(
-        "llm_answers_usable",
-        asset="memory_summary_index",
-        description="Not every turn of the days failed (no empty success); failed turns are listed.",
-    ),
-]
-
-
-@asset(**_common, kinds={"elasticsearch"}, check_specs=_CHECKS, deps=["memory_raw_index"])
+@asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_summary_index"), deps=["memory_raw_index"])
 def memory_summary_index(
     context: AssetExecutionContext,
     llm_ideas: pl.DataFrame,
@@ -219,7 +187,7 @@ def memory_summary_index(
         checks = [
             source_refs_exist(client, keys),
             no_duplicate_summaries(client, documents, keys),
-            summaries_are_well_formed(client, keys),
+            summaries_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),
             # Human edits are the person's words: the check judges what the model wrote.

@@ -106,7 +106,7 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
     """The store path without the LLM's whims: fixed outcomes into the real index."""
     import polars as pl
 
-    from memory_pipeline.checks import no_duplicate_summaries, source_refs_exist, summaries_are_well_formed
+    from memory_pipeline.checks import no_duplicate_summaries, source_refs_exist, summaries_well_formed
     from memory_pipeline.stores.summary_store import sync_summaries
     from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
     from testkit.ingest_helpers import run_ingest
@@ -162,7 +162,7 @@ def test_summary_index_replaces_a_turns_changed_ideas_and_checks_catch_bad_refs(
         assert (replaced.written, replaced.deleted) == (1, 1)
         assert source_refs_exist(client, [day]).passed
         assert no_duplicate_summaries(client, summary_documents(changed), [day]).passed
-        assert summaries_are_well_formed(client, [day]).passed
+        assert summaries_well_formed(client, [day]).passed
         # A summary citing a turn that is not in memory-raw must fail the check.
         orphan = outcomes([lifetime], second_turn="NOPE").with_columns(
             pl.when(pl.col("turn_id") == "L000002").then(pl.lit("NOT-A-TURN")).otherwise("turn_id").alias("turn_id")
