@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
+from memory_pipeline.ports import SERVICE_PORT, UI_PORT
 
 # Only click at the top: `--help` and the commands that ask the service load nothing else (settings, pydantic,
 # Dagster and the clients are imported by the commands that need them).
@@ -203,10 +201,11 @@ def status(as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--port", default=3000, show_default=True, help="Port of the Dagster UI (bound to 127.0.0.1).")
+@click.option("--port", default=UI_PORT, show_default=True, help="Port of the Dagster UI (bound to 127.0.0.1).")
 @click.option("--no-local", is_flag=True, help="Do not start the local runtime first.")
 def dev(port: int, no_local: bool) -> None:
     """Bring the local runtime up, then open the Dagster UI with the pipeline loaded."""
+    from memory_pipeline.local.supervise import run_in_foreground
 
     settings = _settings()
     runtime = _runtime(settings, _echo_progress)
@@ -221,44 +220,10 @@ def dev(port: int, no_local: bool) -> None:
     click.echo(
         f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})", err=True
     )
-    argv = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-w",
-        str(PROJECT_DIR / "workspace.yaml"),
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
-    # dagster dev shuts down cleanly on SIGINT only, and a shell's background job inherits SIGINT
-    # ignored: so the child leads its own process group with SIGINT restored, and whatever stops
-    # us (Ctrl-C, SIGTERM) becomes a SIGINT to that group, then a SIGKILL if it lingers.
-    proc = subprocess.Popen(
-        argv,
-        env=env,
-        cwd=PROJECT_DIR,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    workspace = str(PROJECT_DIR / "workspace.yaml")
+    code = run_in_foreground(
+        [sys.executable, "-m", "dagster", "dev", "-w", workspace, "-h", "127.0.0.1", "-p", str(port)], env
     )
-
-    deadline: list[float] = []
-
-    def stop(signum: int, _frame: object) -> None:
-        os.killpg(proc.pid, signal.SIGINT)
-        deadline.append(time.monotonic() + 30)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    while True:
-        try:
-            code = proc.wait(timeout=1)
-            break
-        except subprocess.TimeoutExpired:
-            if deadline and time.monotonic() > deadline[0]:
-                os.killpg(proc.pid, signal.SIGKILL)
     if started:
         click.echo(f"stopping the servers this command started: {', '.join(started)}", err=True)
         runtime.down(started)
@@ -284,8 +249,8 @@ def _part_env(settings: Settings) -> dict[str, str]:
 
 
 ports = [
-    click.option("--port", default=8765, show_default=True, help="Port of the memory service (127.0.0.1)."),
-    click.option("--ui-port", default=3000, show_default=True, help="Port of the Dagster UI (127.0.0.1)."),
+    click.option("--port", default=SERVICE_PORT, show_default=True, help="Port of the memory service (127.0.0.1)."),
+    click.option("--ui-port", default=UI_PORT, show_default=True, help="Port of the Dagster UI (127.0.0.1)."),
 ]
 
 
@@ -303,27 +268,13 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
     """Start everything the memory needs in the background and return: the local servers, then the memory
     service, Dagster's daemon (sensor, schedules) and its UI, kept running by a supervisor that restarts a part
     that dies (logged in <state>/logs/supervisor.log). Idempotent; `down` stops it all."""
-    from memory_pipeline.local.process import owned_process, read_record, start_process, wait_until
-    from memory_pipeline.local.supervise import PROJECT_DIR as CHECKOUT
-    from memory_pipeline.local.supervise import SUPERVISOR, parts
+    from memory_pipeline.local.supervise import start_all
 
     settings = _settings()
     if not no_local:
         _run(_runtime(settings, _echo_progress).up)
     env = _part_env(settings)
-    run_dir, logs = settings.memory_pipeline_state_dir / "run", settings.memory_pipeline_state_dir / "logs"
-    record = read_record(run_dir, SUPERVISOR)
-    if record is None or owned_process(record) is None:
-        argv = [sys.executable, "-m", "memory_pipeline", "supervise", "--port", str(port), "--ui-port", str(ui_port)]
-        start_process(
-            name=SUPERVISOR, argv=argv, env=env, port=0, url="-", run_dir=run_dir,
-            log_path=logs / "supervisor.log", cwd=CHECKOUT,
-        )  # fmt: skip
-    for part in parts(port, ui_port):
-        _echo_progress(f"{part.name}: waiting until it answers")
-        _run(
-            lambda part=part: wait_until(part.healthy, timeout=300, what=part.name, log_path=logs / f"{part.name}.log")
-        )
+    _run(lambda: start_all(settings, env, port, ui_port, _echo_progress))
     rows = _all_status(settings)
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
 
@@ -333,17 +284,10 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print what was stopped as JSON.")
 def down_all(keep_servers: bool, as_json: bool) -> None:
     """Stop exactly what `up` started: the supervisor and its parts, then the local servers."""
-    from memory_pipeline.local.process import read_record, remove_record, stop_process
-    from memory_pipeline.local.supervise import SUPERVISOR, stop_parts
+    from memory_pipeline.local.supervise import stop_all
 
     settings = _settings()
-    run_dir, stopped = settings.memory_pipeline_state_dir / "run", []
-    record = read_record(run_dir, SUPERVISOR)
-    if record is not None:
-        if stop_process(record, timeout=60):  # it stops its parts on SIGTERM
-            stopped.append(SUPERVISOR)
-        remove_record(run_dir, SUPERVISOR)
-    stopped += stop_parts(settings, _echo_progress)  # any part the supervisor could not stop
+    stopped = stop_all(settings, _echo_progress)
     if not keep_servers:
         stopped += _run(lambda: _runtime(settings, _echo_progress).down())
     if as_json:
@@ -362,25 +306,9 @@ def status_all(as_json: bool) -> None:
 
 
 def _all_status(settings: Settings) -> list[ServiceStatus]:
-    from memory_pipeline.local.process import owned_process, read_record
-    from memory_pipeline.local.runtime import ServiceStatus, tree_rss
-    from memory_pipeline.local.supervise import SUPERVISOR, Part, parts
+    from memory_pipeline.local.supervise import parts_status
 
-    rows = _runtime(settings).status()
-    run_dir = settings.memory_pipeline_state_dir / "run"
-    service, ui = read_record(run_dir, "service"), read_record(run_dir, "dagster-ui")
-    recorded = parts(service.port if service else 8765, ui.port if ui else 3000)  # the ports `up` was given
-    for part in [Part(SUPERVISOR, [], 0, ""), *recorded]:
-        found = read_record(run_dir, part.name)
-        process = owned_process(found) if found else None
-        row = ServiceStatus(name=part.name, url=part.url, mode="local", state="stopped")
-        if process is not None:
-            row.state, row.pid, row.rss_mb = "running", process.pid, round(tree_rss(process) / 2**20, 1)
-            row.health = "ok" if part.healthy() else "not answering"
-        elif found:
-            row.state = "stale"
-        rows.append(row)
-    return rows
+    return _runtime(settings).status() + parts_status(settings)
 
 
 @main.command(hidden=True)
@@ -503,61 +431,19 @@ def backfill(
         sys.exit(1)
 
 
-# A command that reads memory asks the running service when there is one over the same memory (about 0.3 s
-# where loading the search in-process takes seconds); MEMORY_SERVICE_URL names it, as for the pi extension.
-SERVICE_URL = "http://127.0.0.1:8765"
-DEGRADED_HEADER = "X-Memory-Degraded"
-
-
 def _service(settings: Settings) -> str | None:
-    """The base URL of the running service when it serves these settings' memory; None otherwise (the
-    command then searches in-process). The standard library's HTTP client: importing httpx alone would cost
-    a quarter of the second this path has."""
-    import urllib.error
-    import urllib.request
+    from memory_pipeline.service.client import running_service
 
-    base = os.environ.get("MEMORY_SERVICE_URL", SERVICE_URL).rstrip("/")
+    return running_service(settings.memory_id)
+
+
+def _ask(base: str, path: str, params: dict[str, object]):  # noqa: ANN202 - the service's Answer
+    from memory_pipeline.service.client import ServiceRefused, ask
+
     try:
-        with urllib.request.urlopen(f"{base}/health", timeout=2) as answer:  # noqa: S310 - a local http URL
-            same = json.loads(answer.read()).get("memory") == settings.memory_id
-    except (OSError, ValueError):  # refused, timed out, not JSON: no service to ask
-        return None
-    return base if same else None
-
-
-class _Answer:
-    """A read's answer from the service: its text, its JSON, its headers."""
-
-    def __init__(self, text: str, headers: dict[str, str]) -> None:
-        self.text, self.headers = text, headers
-
-    def json(self) -> dict:
-        return json.loads(self.text)
-
-
-def _ask(base: str, path: str, params: dict[str, object]) -> _Answer:
-    """The service's answer to a read; its reason as the command's error when it refuses or a server is down."""
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
-    sent = [
-        (k, str(item))
-        for k, v in params.items()
-        if v not in (None, ())
-        for item in (v if isinstance(v, tuple | list) else [v])
-    ]
-    url = f"{base}{path}?{urllib.parse.urlencode(sent)}"
-    try:
-        with urllib.request.urlopen(url, timeout=120) as answer:  # noqa: S310 - a local http URL
-            return _Answer(answer.read().decode(), dict(answer.headers))
-    except urllib.error.HTTPError as exc:
-        body = exc.read().decode(errors="replace")
-        try:
-            detail = json.loads(body).get("detail", body)
-        except ValueError:
-            detail = body
-        raise click.ClickException(f"memory service: {detail}") from None
+        return ask(base, path, params)
+    except ServiceRefused as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _search():  # noqa: ANN202 - a context manager of MemorySearch
@@ -612,10 +498,12 @@ def search(
     number of weaker guesses left out); when none did, it says so and shows the closest three."""
     base = None if as_json or everything else _service(_settings())
     if base:
+        from memory_pipeline.service.client import DEGRADED_HEADER
+
         filters = {"project": project, "since": since, "until": until, "priority": priority, "kind": kind}
         answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
-        if answer.headers.get(DEGRADED_HEADER):
-            click.echo(f"note: {answer.headers[DEGRADED_HEADER]}", err=True)
+        if degraded := answer.headers.get(DEGRADED_HEADER):
+            click.echo(f"note: {degraded}", err=True)
         click.echo(answer.text)
         return
     with _search() as engine:
@@ -747,14 +635,16 @@ def remember(
 
 
 @main.command()
-@click.option("--port", default=8765, show_default=True, help="Port of the service (always bound to 127.0.0.1).")
+@click.option(
+    "--port", default=SERVICE_PORT, show_default=True, help="Port of the service (always bound to 127.0.0.1)."
+)
 def serve(port: int) -> None:
     """The local memory service: the memory browser at /, JSON API under /api/v1, MCP (streamable HTTP) at
     /mcp, docs at /docs. Every write needs the token in <state>/service-token (made on first start), or, in a
     browser, a login through the one-time link it prints (the next one is in <state>/service-login)."""
     import uvicorn
 
-    from memory_pipeline.service import create_app
+    from memory_pipeline.service.app import create_app
 
     settings = _settings()
     from memory_pipeline.service.app import login_link

@@ -13,7 +13,7 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
-from memory_pipeline.local.services import apt_install
+from memory_pipeline.local.host import apt_install
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 

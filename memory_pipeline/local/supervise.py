@@ -9,7 +9,9 @@ every part, then the supervisor. `down` stops the supervisor and whatever part r
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -26,7 +28,10 @@ from memory_pipeline.local.process import (
     remove_record,
     start_process,
     stop_process,
+    wait_until,
 )
+from memory_pipeline.local.runtime import ServiceStatus, tree_rss
+from memory_pipeline.ports import SERVICE_PORT, UI_PORT
 from memory_pipeline.settings import Settings
 
 SUPERVISOR = "supervisor"
@@ -155,3 +160,79 @@ def timestamped(path: Path) -> Callable[[str], None]:
             handle.write(f"{datetime.now(UTC).isoformat(timespec='seconds')} {message}\n")
 
     return write
+
+
+def start_all(
+    settings: Settings, env: Mapping[str, str], service_port: int, ui_port: int, progress: Callable[[str], None]
+) -> None:
+    """The supervisor started in the background (when it is not running already), and every part waited for
+    until it answers: what `memory-pipeline up` does after the servers."""
+    run_dir, logs = settings.memory_pipeline_state_dir / "run", settings.memory_pipeline_state_dir / "logs"
+    record = read_record(run_dir, SUPERVISOR)
+    if record is None or owned_process(record) is None:
+        argv = [sys.executable, "-m", "memory_pipeline", "supervise", "--port", str(service_port)]
+        start_process(
+            name=SUPERVISOR, argv=[*argv, "--ui-port", str(ui_port)], env=env, port=0, url="-", run_dir=run_dir,
+            log_path=logs / "supervisor.log", cwd=PROJECT_DIR,
+        )  # fmt: skip
+    for part in parts(service_port, ui_port):
+        progress(f"{part.name}: waiting until it answers")
+        wait_until(part.healthy, timeout=300, what=part.name, log_path=logs / f"{part.name}.log")
+
+
+def stop_all(settings: Settings, progress: Callable[[str], None]) -> list[str]:
+    """The supervisor (which stops its parts on SIGTERM), then any part it could not stop; what was running."""
+    run_dir, stopped = settings.memory_pipeline_state_dir / "run", []
+    record = read_record(run_dir, SUPERVISOR)
+    if record is not None:
+        if stop_process(record, timeout=60):
+            stopped.append(SUPERVISOR)
+        remove_record(run_dir, SUPERVISOR)
+    return stopped + stop_parts(settings, progress)
+
+
+def parts_status(settings: Settings) -> list[ServiceStatus]:
+    """The supervisor and each part, with URL, state, PID, memory and health."""
+    run_dir, rows = settings.memory_pipeline_state_dir / "run", []
+    service, ui = read_record(run_dir, "service"), read_record(run_dir, "dagster-ui")
+    recorded = parts(service.port if service else SERVICE_PORT, ui.port if ui else UI_PORT)  # the ports `up` had
+    for part in [Part(SUPERVISOR, [], 0, ""), *recorded]:
+        found = read_record(run_dir, part.name)
+        process = owned_process(found) if found else None
+        row = ServiceStatus(name=part.name, url=part.url, mode="local", state="stopped")
+        if process is not None:
+            row.state, row.pid, row.rss_mb = "running", process.pid, round(tree_rss(process) / 2**20, 1)
+            row.health = "ok" if part.healthy() else "not answering"
+        elif found:
+            row.state = "stale"
+        rows.append(row)
+    return rows
+
+
+def run_in_foreground(argv: list[str], env: Mapping[str, str], grace: float = 30.0) -> int:
+    """Run `argv` (`dagster dev`) until it exits; Ctrl-C or SIGTERM to us stops it; its exit code.
+
+    dagster dev shuts down cleanly on SIGINT only, and a shell's background job inherits SIGINT ignored: so the
+    child leads its own process group with SIGINT restored, and whatever stops us becomes a SIGINT to that group,
+    then a SIGKILL if it lingers past `grace` seconds."""
+    proc = subprocess.Popen(
+        argv,
+        env=dict(env),
+        cwd=PROJECT_DIR,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline: list[float] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        os.killpg(proc.pid, signal.SIGINT)
+        deadline.append(time.monotonic() + grace)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while True:
+        try:
+            return proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            if deadline and time.monotonic() > deadline[0]:
+                os.killpg(proc.pid, signal.SIGKILL)

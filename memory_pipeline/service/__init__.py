@@ -1,10 +1,6 @@
 """The local memory service: one process on 127.0.0.1 that the pi extension, MCP clients and the browser use.
 
-`create_app(settings)` gives a FastAPI app: the JSON API under `/api/v1`, the MCP server (streamable HTTP)
+`app.create_app(settings)` gives a FastAPI app: the JSON API under `/api/v1`, the MCP server (streamable HTTP)
 at `/mcp`, OpenAPI docs at `/docs`. The search clients are opened once, in the lifespan, so a call costs a
-query, not a process start.
+query, not a process start. `client` is how the CLI asks it (nothing else imported: the CLI stays fast).
 """
-
-from memory_pipeline.service.app import create_app
-
-__all__ = ["create_app"]

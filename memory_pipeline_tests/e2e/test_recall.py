@@ -207,7 +207,7 @@ def test_briefing_says_when_proposals_wait_for_review(search: MemorySearch, tmp_
 def test_the_service_answers_what_the_search_answers(indexed, search: MemorySearch) -> None:  # noqa: ANN001
     from fastapi.testclient import TestClient
 
-    from memory_pipeline.service import create_app
+    from memory_pipeline.service.app import create_app
 
     settings, _ = indexed
     query = "colours should be rgb values, not indices"

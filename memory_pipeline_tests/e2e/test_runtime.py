@@ -167,7 +167,7 @@ def test_elasticsearch_data_moves_out_of_a_private_state_folder(local_runtime: S
     import os
     import shutil
 
-    from memory_pipeline.local.services import data_root
+    from memory_pipeline.local.host import data_root
     from memory_pipeline.stores.elasticsearch import make_client
 
     private = tmp_path / "private"

@@ -116,7 +116,7 @@ def test_the_service_takes_a_notice_with_its_token_and_says_what_it_did(tmp_path
 
     from fastapi.testclient import TestClient
 
-    from memory_pipeline.service import create_app
+    from memory_pipeline.service.app import create_app
     from memory_pipeline.settings import load_settings
     from memory_pipeline_tests.unit.test_service import FakeSearch
 

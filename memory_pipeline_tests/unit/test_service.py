@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from mcp.client import Client
 
 from memory_pipeline.search.models import Filters, Row
-from memory_pipeline.service import create_app
+from memory_pipeline.service.app import create_app
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings, load_settings

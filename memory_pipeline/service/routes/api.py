@@ -17,6 +17,7 @@ from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_na
 from memory_pipeline.search.models import Filters, Memory, MemoryDetail
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, file_text, missing_ids, rows_text
+from memory_pipeline.service.client import DEGRADED_HEADER
 from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import (
     Briefing,
@@ -46,7 +47,7 @@ def search(
     rows = search.index(q, k=k, filters=filters.filters(), mode=mode)
     if format == "text":
         # Why the ranking fell back (the embedding server down), beside the text, as the CLI says it.
-        headers = {"X-Memory-Degraded": search.degraded} if search.degraded else None
+        headers = {DEGRADED_HEADER: search.degraded} if search.degraded else None
         return PlainTextResponse(rows_text(rows, query=q), headers=headers)
     return Memories.of(rows, degraded=search.degraded)
 
