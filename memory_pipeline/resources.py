@@ -114,19 +114,35 @@ class DayLocksResource(ConfigurableResource):
             yield self
 
 
+# The policies' own defaults: the resource restates none of them.
+_REFLECT, _MATURITY = ReflectPolicy(), MaturityPolicy()
+
+
 class ReflectPolicyResource(ConfigurableResource):
     """How reflection condenses and judges: similarity thresholds, age tiers, maturity, auto-promotion."""
 
-    window_days: int = Field(1, ge=1, description="Days reflected together (7 = ISO weeks); daily by default.")
-    merge_threshold: float = Field(0.88, ge=0, le=1, description="Cosine at which two memories are near-duplicates.")
-    related_threshold: float = Field(
-        0.5, ge=0, le=1, description="Cosine at which a newer memory may replace an older."
+    window_days: int = Field(
+        _REFLECT.window_days, ge=1, description="Days reflected together (7 = ISO weeks); daily by default."
     )
-    recent_days: int = Field(7, ge=0, description="Windows younger than this keep every memory verbatim.")
-    old_days: int = Field(30, ge=0, description="Windows older than this keep only high priority, compressed hardest.")
-    half_life_days: float = Field(90.0, gt=0, description="Evidence for a rule counts half after this many days.")
-    established_at: float = Field(3.0, gt=0, description="Decayed session evidence for `established`.")
-    proven_at: float = Field(6.0, gt=0, description="Decayed session evidence for `proven`.")
+    merge_threshold: float = Field(
+        _REFLECT.merge_threshold, ge=0, le=1, description="Cosine at which two memories are near-duplicates."
+    )
+    related_threshold: float = Field(
+        _REFLECT.related_threshold, ge=0, le=1, description="Cosine at which a newer memory may replace an older."
+    )
+    recent_days: int = Field(
+        _REFLECT.recent_days, ge=0, description="Windows younger than this keep every memory verbatim."
+    )
+    old_days: int = Field(
+        _REFLECT.old_days, ge=0, description="Windows older than this keep only high priority, compressed hardest."
+    )
+    half_life_days: float = Field(
+        _MATURITY.half_life_days, gt=0, description="Evidence for a rule counts half after this many days."
+    )
+    established_at: float = Field(
+        _MATURITY.established_at, gt=0, description="Decayed session evidence for `established`."
+    )
+    proven_at: float = Field(_MATURITY.proven_at, gt=0, description="Decayed session evidence for `proven`.")
     proposal_same_threshold: float = Field(
         0.8, ge=0, le=1, description="Cosine at which a candidate is a known proposal."
     )

@@ -46,9 +46,8 @@ from memory_pipeline.stores.reflect_store import (
     read_messages,
     read_reflections,
     read_summary_sources,
-    reflection_sources,
+    rule_evidence,
     superseded_memories,
-    supporting_memories,
     sync_reflections,
 )
 from memory_pipeline.summarize.frames import summary_documents
@@ -276,16 +275,12 @@ def rule_maturity(
                 entry = registry.get(pid)
                 if entry is None or not entry.vector or len(entry.vector) != dims:
                     continue
-                hits = supporting_memories(
-                    client, entry.project, entry.vector, dims, reflect_policy.support_threshold, as_of.isoformat()
-                )
-                own = read_summary_sources(client, {"ids": {"values": entry.evidence_ids}})
-                contradicted = next((h["superseded_by"] for h in [*own, *hits] if h.get("superseded_by")), None)
-                against = (
-                    set(reflection_sources(client, [contradicted]).get(contradicted, [])) if contradicted else set()
-                )
-                support = rule_support([*hits, *own], entry.sessions, proposal_day(pid), against)
-                levels[pid] = maturity(support, as_of, policy, contradicted)
+                evidence = rule_evidence(
+                    client, entry.project, entry.vector, dims, reflect_policy.support_threshold, as_of.isoformat(),
+                    entry.evidence_ids,
+                )  # fmt: skip
+                support = rule_support(evidence.memories, entry.sessions, proposal_day(pid), evidence.against)
+                levels[pid] = maturity(support, as_of, policy, evidence.contradicted_by)
                 levels_by_name[levels[pid].level] += 1
             updated = write_levels(text, levels)
             if updated != text:

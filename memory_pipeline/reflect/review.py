@@ -144,3 +144,11 @@ def apply_all(workspace: Path, today: str, project: str | None = None) -> dict[s
 
     folders = [project_dir(workspace, project)] if project else sorted(p.parent for p in workspace.glob("*/REVIEW.md"))
     return {folder.name: apply_review(folder, project_of(folder), today) for folder in folders}
+
+
+def read_review(project_dir: Path) -> tuple[list[Proposal], str]:
+    """A project's proposals in REVIEW.md (every mark) and its MEMORY.md as it is now ("" when not made yet):
+    what the review page and the review API show."""
+    review, memory = project_dir / "REVIEW.md", project_dir / "MEMORY.md"
+    proposals = parse_review(review.read_text()) if review.exists() else []
+    return proposals, memory.read_text() if memory.exists() else ""

@@ -8,6 +8,7 @@ day's own re-run, so a backfill of an old day does not resurrect a replaced deci
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -221,6 +222,33 @@ def supporting_memories(
         size=50,
     )
     return [{**hit["_source"], "doc_id": hit["_id"]} for hit in response["hits"]["hits"]]
+
+
+@dataclass
+class RuleEvidence:
+    """What a promoted rule rests on: the memories that support it (its own evidence and later ones close to
+    it), and the decision that replaced it with that decision's sources, when one did."""
+
+    memories: list[dict[str, Any]]
+    contradicted_by: str | None
+    against: set[str]
+
+
+def rule_evidence(
+    client: Elasticsearch,
+    project: str,
+    vector: list[float],
+    dims: int,
+    min_cosine: float,
+    before: str,
+    evidence_ids: list[str],
+) -> RuleEvidence:
+    """The evidence of one promoted rule, as `rule_maturity` weighs it."""
+    hits = supporting_memories(client, project, vector, dims, min_cosine, before)
+    own = read_summary_sources(client, {"ids": {"values": evidence_ids}})
+    contradicted = next((h["superseded_by"] for h in [*own, *hits] if h.get("superseded_by")), None)
+    against = set(reflection_sources(client, [contradicted]).get(contradicted, [])) if contradicted else set()
+    return RuleEvidence([*hits, *own], contradicted, against)
 
 
 def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:

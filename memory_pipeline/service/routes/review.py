@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
+from memory_pipeline.reflect.review import REJECT_MARK, decide, read_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_dir
 from memory_pipeline.service.deps import SettingsDep
 from memory_pipeline.service.models import ApplyOut, Decisions, ProposalOut, ReviewOut
@@ -20,12 +20,11 @@ router = APIRouter(prefix="/api/v1/review", tags=["review"])
 @router.get("", response_model=ReviewOut, summary="The proposals waiting in a project's REVIEW.md")
 def review(settings: SettingsDep, project: Annotated[str, Query(min_length=1)]) -> ReviewOut:
     folder = project_dir(settings.memory_workspace, project)
-    review_path, memory_path = folder / "REVIEW.md", folder / "MEMORY.md"
-    proposals = parse_review(review_path.read_text()) if review_path.exists() else []
+    proposals, memory = read_review(folder)
     return ReviewOut(
         project=project,
         proposals=[ProposalOut(id=p.id, section=p.section, text=p.text, mark=p.mark) for p in proposals],
-        memory=memory_path.read_text() if memory_path.exists() else "",
+        memory=memory,
     )
 
 

@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 
 from memory_pipeline.curation import actions
 from memory_pipeline.curation.trail import read_corrections
-from memory_pipeline.reflect.review import REJECT_MARK, decide, parse_review
+from memory_pipeline.reflect.review import REJECT_MARK, decide, read_review
 from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
 from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import FilterParams
@@ -144,11 +144,9 @@ def review_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     projects = []
     for project in _projects(settings):
         folder = ensure_project_dir(settings.memory_workspace, project)
-        review, memory = folder / "REVIEW.md", folder / "MEMORY.md"
-        proposals = [p for p in parse_review(review.read_text()) if p.mark == " "] if review.exists() else []
-        projects.append(
-            {"name": project, "proposals": proposals, "memory": memory.read_text() if memory.exists() else ""}
-        )
+        proposals, memory = read_review(folder)
+        waiting = [p for p in proposals if p.mark == " "]
+        projects.append({"name": project, "proposals": waiting, "memory": memory})
     return _page(request, "review.html", settings, projects=projects)
 
 
