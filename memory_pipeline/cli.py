@@ -569,17 +569,14 @@ def briefing_command(prompt: str, tokens: int, project: str | None, all_projects
         markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
     else:
         from memory_pipeline.search.briefing import build_briefing
+        from memory_pipeline.search.open import briefing_note
 
         with _search() as engine:
             workspace = settings.memory_workspace
             made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
-            markdown, ids, degraded, note = made.markdown, made.ids, made.degraded, engine.degraded
+            markdown, ids, degraded, note = made.markdown, made.ids, briefing_note(made, settings), engine.degraded
     if degraded:
-        click.echo(
-            f"memory briefing: Elasticsearch at {settings.elasticsearch_url} is unavailable ({degraded}); "
-            "start it with `memory-pipeline local up`",
-            err=True,
-        )
+        click.echo(f"memory briefing: {degraded}", err=True)  # the server that is down, and what starts it
     elif note:
         click.echo(f"memory briefing: {note}", err=True)
     if as_json:

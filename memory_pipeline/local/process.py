@@ -31,6 +31,10 @@ class ProcessRecord(BaseModel):
     name: str
     pid: int
     create_time: float
+    # Clock ticks from boot to the process's start (/proc/<pid>/stat): unlike `create_time`, which is wall-clock
+    # time, it does not move when the clock is stepped (NTP, a resume from suspend). None on records of older
+    # versions and where /proc is not there; `create_time` decides then.
+    start_ticks: int | None = None
     port: int
     url: str
     argv: list[str]
@@ -57,11 +61,27 @@ def remove_record(run_dir: Path, name: str) -> None:
     _record_path(run_dir, name).unlink(missing_ok=True)
 
 
+def start_ticks(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (Linux); None when it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name, in parentheses, may hold spaces and parentheses: the fields after its last ")" count.
+    fields = stat.rsplit(")", 1)[-1].split()
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else None
+
+
 def owned_process(record: ProcessRecord) -> psutil.Process | None:
     """The live process a record describes, or None if it is gone or the PID was reused."""
     try:
         process = psutil.Process(record.pid)
-        if abs(process.create_time() - record.create_time) > 0.05 or process.status() == psutil.STATUS_ZOMBIE:
+        ticks = start_ticks(record.pid) if record.start_ticks is not None else None
+        if ticks is not None:
+            same = ticks == record.start_ticks
+        else:
+            same = abs(process.create_time() - record.create_time) <= 0.05
+        if not same or process.status() == psutil.STATUS_ZOMBIE:
             return None
         return process
     except psutil.Error:
@@ -111,6 +131,7 @@ def start_process(
         name=name,
         pid=popen.pid,
         create_time=psutil.Process(popen.pid).create_time(),
+        start_ticks=start_ticks(popen.pid),
         port=port,
         url=url,
         argv=list(argv),

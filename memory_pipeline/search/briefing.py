@@ -159,6 +159,7 @@ class Briefing:
     markdown: str
     ids: list[str]  # every citation id in it, in order
     degraded: str = ""  # what could not be read (the search down: MEMORY.md's rules only), for the caller to say
+    down: Exception | None = None  # the failure behind `degraded`, for a caller that can name the server and its fix
 
 
 def build_briefing(
@@ -178,6 +179,9 @@ def build_briefing(
     except (TransportConnectionError, ConnectionTimeout) as exc:
         # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
         high, related, degraded = [], [], f"memory search unavailable ({type(exc).__name__}): MEMORY.md rules only"
+        down: Exception | None = exc
+    else:
+        down = None
     notice = review_notice(workspace, project)
     shown = [content_words(r.text) for r in rules]
     important_rows = consolidate(high, shown)
@@ -189,7 +193,7 @@ def build_briefing(
     ]
     text, ids, seen = HEADER, [], set()
     if tokens(text + notice) > token_budget:
-        return Briefing("", [], degraded)
+        return Briefing("", [], degraded, down)
     for section, lines in parts:
         heading_added = False
         for line, doc_id in lines:
@@ -204,8 +208,8 @@ def build_briefing(
                 seen.add(doc_id)
                 ids.append(doc_id)
     if text == HEADER and not notice:
-        return Briefing("", [], degraded)
-    return Briefing(text + notice, ids, degraded)
+        return Briefing("", [], degraded, down)
+    return Briefing(text + notice, ids, degraded, down)
 
 
 def _searched(

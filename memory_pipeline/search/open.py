@@ -10,6 +10,7 @@ from elastic_transport import ConnectionError as ESConnectionError
 from elastic_transport import ConnectionTimeout
 from elasticsearch import AuthenticationException
 
+from memory_pipeline.search.briefing import Briefing
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
@@ -44,3 +45,9 @@ def unavailable(exc: BaseException, settings: Settings) -> str | None:
     if isinstance(exc, ServerError):
         return f"{exc}: start the local servers with `memory-pipeline local up`, or check LLAMA_URL / EMBED_URL"
     return None
+
+
+def briefing_note(made: Briefing, settings: Settings) -> str | None:
+    """What a briefing could not read: the server that is down and what starts it, when one was."""
+    reason = unavailable(made.down, settings) if made.down is not None else None
+    return f"{reason}; the briefing holds MEMORY.md's rules only" if reason else made.degraded or None

@@ -20,7 +20,7 @@ from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters, Memory, MemoryDetail
-from memory_pipeline.search.open import unavailable
+from memory_pipeline.search.open import briefing_note, unavailable
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import missing_ids
 from memory_pipeline.service.models import Briefing, Memories, MemoryDetails
@@ -139,7 +139,8 @@ def build_mcp(
         where = project or default_project
         budget = max(MIN_TOKENS, min(tokens, MAX_TOKENS))
         made = build_briefing(get_search(), prompt, token_budget=budget, project=where, workspace=workspace)
-        return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=made.degraded or None)
+        degraded = briefing_note(made, settings) if settings else made.degraded or None
+        return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=degraded)
 
     return server
 

@@ -303,7 +303,7 @@ def test_briefing_fits_hooks_bm25_when_embeddings_are_down_empty_when_es_is(inde
         command, env=cli_env(settings, ES_URL="http://127.0.0.1:9"), capture_output=True, text=True, timeout=120
     )
     assert dead_es.returncode == 0 and dead_es.stdout.strip() == ""  # no MEMORY.md for pi-mono here: nothing
-    assert "Elasticsearch at http://127.0.0.1:9 is unavailable" in dead_es.stderr and dead_es.stderr.count("\n") == 1
+    assert "Elasticsearch at http://127.0.0.1:9 is unreachable" in dead_es.stderr and dead_es.stderr.count("\n") == 1
     assert "memory-pipeline local up" in dead_es.stderr
     # --project defaults to the directory the hook runs in: another directory sees none of pi-mono's memories
     elsewhere = subprocess.run(

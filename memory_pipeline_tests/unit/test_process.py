@@ -16,15 +16,17 @@ from memory_pipeline.local.process import (
     port_in_use,
     read_record,
     start_process,
+    start_ticks,
     stop_process,
 )
 
 
-def _record(pid: int, create_time: float) -> ProcessRecord:
+def _record(pid: int, create_time: float, ticks: int | None = None) -> ProcessRecord:
     return ProcessRecord(
         name="chat",
         pid=pid,
         create_time=create_time,
+        start_ticks=ticks,
         port=1,
         url="http://127.0.0.1:1",
         argv=["x"],
@@ -82,3 +84,20 @@ def test_port_in_use_sees_a_listener() -> None:
         port = listener.getsockname()[1]
         assert port_in_use(port)
     assert not port_in_use(port)
+
+
+def test_a_clock_step_does_not_disown_a_process() -> None:
+    """A wall clock stepped by NTP or a resume moves a process's `create_time` (computed from boot time in
+    wall-clock terms): `down` would then leave our servers running and `up` find their ports taken. Its start
+    in ticks since boot does not move; a reused PID still differs in it."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ticks = start_ticks(sleeper.pid)
+        assert ticks is not None and ticks > 0
+        stepped = psutil.Process(sleeper.pid).create_time() + 8.0  # as seen after an 8 s clock step
+        assert owned_process(_record(sleeper.pid, stepped, ticks)) is not None
+        assert owned_process(_record(sleeper.pid, stepped)) is None  # an older record: create_time decides
+        assert owned_process(_record(sleeper.pid, stepped, ticks - 100)) is None  # another process's start
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -318,7 +318,8 @@ def test_a_server_that_is_down_is_named_with_its_fix_everywhere(tmp_path) -> Non
         # The briefing still holds MEMORY.md's rules (local files), and says what it could not read.
         brief = c.get("/api/v1/briefing", params={"prompt": "set up", "project": "/work/shop"})
         assert brief.status_code == 200 and "Always use pnpm" in brief.json()["markdown"]
-        assert "unavailable" in brief.json()["degraded"] and brief.json()["ids"] == ["p-1"]
+        assert "Elasticsearch at http://127.0.0.1:9200" in brief.json()["degraded"] and brief.json()["ids"] == ["p-1"]
+        assert "memory-pipeline local up" in brief.json()["degraded"]
 
     async def session() -> None:
         async with Client(build_mcp(lambda: down, Redactor, settings=settings)) as c:

@@ -15,6 +15,7 @@ from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.compaction import build_compaction
 from memory_pipeline.search.files import FILE_RECALL_K, FILE_RECALL_MAX, file_names
 from memory_pipeline.search.models import Filters, Memory, MemoryDetail
+from memory_pipeline.search.open import briefing_note
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, file_text, missing_ids, rows_text
 from memory_pipeline.service.client import DEGRADED_HEADER
@@ -115,7 +116,7 @@ def session_briefing(
     project: str | None = None,
 ) -> Briefing:
     made = build_briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
-    return Briefing(markdown=made.markdown, project=project, ids=made.ids, degraded=made.degraded or None)
+    return Briefing(markdown=made.markdown, project=project, ids=made.ids, degraded=briefing_note(made, settings))
 
 
 @router.get("/compaction", response_model=CompactionSummary, summary="A long session's summary, from its memory")
