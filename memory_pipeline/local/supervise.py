@@ -170,10 +170,10 @@ def start_all(
     run_dir, logs = settings.memory_pipeline_state_dir / "run", settings.memory_pipeline_state_dir / "logs"
     record = read_record(run_dir, SUPERVISOR)
     if record is None or owned_process(record) is None:
-        argv = [sys.executable, "-m", "memory_pipeline", "supervise", "--port", str(service_port)]
+        ports = ["--port", str(service_port), "--ui-port", str(ui_port)]
         start_process(
-            name=SUPERVISOR, argv=[*argv, "--ui-port", str(ui_port)], env=env, port=0, url="-", run_dir=run_dir,
-            log_path=logs / "supervisor.log", cwd=PROJECT_DIR,
+            name=SUPERVISOR, argv=[sys.executable, "-m", "memory_pipeline", "supervise", *ports], env=env, port=0,
+            url="-", run_dir=run_dir, log_path=logs / "supervisor.log", cwd=PROJECT_DIR,
         )  # fmt: skip
     for part in parts(service_port, ui_port):
         progress(f"{part.name}: waiting until it answers")

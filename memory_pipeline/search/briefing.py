@@ -158,8 +158,12 @@ def earned(related: list[Row], filler: int, alone: bool = True) -> list[Row]:
 class Briefing:
     markdown: str
     ids: list[str]  # every citation id in it, in order
-    degraded: str = ""  # what could not be read (the search down: MEMORY.md's rules only), for the caller to say
-    down: Exception | None = None  # the failure behind `degraded`, for a caller that can name the server and its fix
+    down: Exception | None = None  # the search's failure, when it was down: MEMORY.md's rules only
+
+    @property
+    def degraded(self) -> str:
+        """What could not be read, for the caller to say (`search.open.briefing_note` names the server)."""
+        return f"memory search unavailable ({type(self.down).__name__}): MEMORY.md rules only" if self.down else ""
 
 
 def build_briefing(
@@ -173,15 +177,12 @@ def build_briefing(
 ) -> Briefing:
     """The briefing for a session of `project` whose first prompt is `prompt`, within `token_budget` tokens."""
     rules = memory_rules(workspace, project)
+    down: Exception | None = None
     try:
         high, related = _searched(search, prompt, project, candidates, policy)
-        degraded = ""
     except (TransportConnectionError, ConnectionTimeout) as exc:
         # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
-        high, related, degraded = [], [], f"memory search unavailable ({type(exc).__name__}): MEMORY.md rules only"
-        down: Exception | None = exc
-    else:
-        down = None
+        high, related, down = [], [], exc
     notice = review_notice(workspace, project)
     shown = [content_words(r.text) for r in rules]
     important_rows = consolidate(high, shown)
@@ -193,7 +194,7 @@ def build_briefing(
     ]
     text, ids, seen = HEADER, [], set()
     if tokens(text + notice) > token_budget:
-        return Briefing("", [], degraded, down)
+        return Briefing("", [], down)
     for section, lines in parts:
         heading_added = False
         for line, doc_id in lines:
@@ -208,8 +209,8 @@ def build_briefing(
                 seen.add(doc_id)
                 ids.append(doc_id)
     if text == HEADER and not notice:
-        return Briefing("", [], degraded, down)
-    return Briefing(text + notice, ids, degraded, down)
+        return Briefing("", [], down)
+    return Briefing(text + notice, ids, down)
 
 
 def _searched(

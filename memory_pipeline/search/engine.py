@@ -185,25 +185,24 @@ class MemorySearch:
                 raise RuntimeError(f"search channel {name} failed: {response['error']}")
             named.append((name, response["hits"]["hits"]))
         fusion = fuse(named, plan, ranking, depth)
-        hits, fused = fusion.hits, fusion.fused
+        hits = fusion.hits
         # One more round trip, whatever is asked: the memories of turns only the raw channel found, among the
         # first places (twice k: a turn not observed yet, or filtered out, has none and cannot be a row), and
         # the vectors of those places when newer decisions are to go first.
-        head = [doc_id for doc_id, _ in fused[: 2 * k]]
+        head = [doc_id for doc_id, _ in fusion.fused[: 2 * k]]
         compare = ranking.supersede is not None and vector is not None
         field = vector_field(len(vector)) if vector else ""
         # Vectors of the first k only (a row that moves up from further down is just not compared).
         found, vectors = self._follow_up(
             [d for d in head if d not in hits], head[:k] if compare else [], field, filters
         )
-        hits |= found
-        fused = [(doc_id, score) for doc_id, score in fused if doc_id in hits]
+        hits.update(found)  # the fusion's own hits: its rows are made from them
+        order = [(doc_id, score) for doc_id, score in fusion.fused if doc_id in hits]
         if ranking.diverse:
-            fused = spread_sessions(fused, hits, ranking.diverse)
+            order = spread_sessions(order, hits, ranking.diverse)
         if compare:
-            fused = newer_first(fused, hits, vectors, ranking, k)
-        fusion.fused = fused
-        return rows_of(fusion, ranking, k)
+            order = newer_first(order, hits, vectors, ranking, k)
+        return rows_of(fusion, order, ranking, k)
 
     def _newest(self, filters: Filters) -> date | None:
         """The day of the newest memory in scope (None when there is none)."""

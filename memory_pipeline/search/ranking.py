@@ -121,10 +121,11 @@ def fuse(channels: list[tuple[str, list[dict[str, Any]]]], plan: QueryPlan, rank
     return out
 
 
-def rows_of(fusion: Fusion, ranking: Ranking, k: int) -> list[Row]:
-    """The first `k` fused candidates as rows, each marked strong when above the relevance floor."""
+def rows_of(fusion: Fusion, order: list[tuple[str, float]], ranking: Ranking, k: int) -> list[Row]:
+    """The first `k` of `order` (the fused candidates, reordered) as rows, each marked strong when above the
+    relevance floor."""
     rows = []
-    for doc_id, score in fusion.fused[:k]:
+    for doc_id, score in order[:k]:
         row = row_of(fusion.hits[doc_id], score)
         row.bm25, row.similarity = fusion.bm25.get(doc_id), fusion.similarity.get(doc_id)
         row.worded, row.messages = doc_id in fusion.worded, fusion.turn_messages.get(doc_id, [])

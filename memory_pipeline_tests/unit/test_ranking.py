@@ -56,9 +56,9 @@ def test_fusion_favours_what_several_channels_found_and_marks_strong_rows() -> N
     fusion = fuse([("bm25", [words_only, both]), ("knn", knn)], PLAN, DEFAULT, depth=50)
     assert [d for d, _ in fusion.fused][0] == "both"
     assert fusion.similarity["both"] == 0.8 and round(fusion.similarity["meaning"], 6) == 0.6
-    rows = rows_of(fusion, DEFAULT, k=3)
+    rows = rows_of(fusion, fusion.fused, DEFAULT, k=3)
     assert {r.id: r.strong for r in rows} == {"both": True, "words": True, "meaning": True}
-    weak = rows_of(fusion, replace(DEFAULT, strong_similarity=0.7), k=3)
+    weak = rows_of(fusion, fusion.fused, replace(DEFAULT, strong_similarity=0.7), k=3)
     assert {r.id: r.strong for r in weak}["meaning"] is False  # found by meaning only, below the floor
 
 
