@@ -198,8 +198,9 @@ class MemorySearch:
         )
         hits.update(found)  # the fusion's own hits: its rows are made from them
         order = [(doc_id, score) for doc_id, score in fusion.fused if doc_id in hits]
-        if ranking.diverse:
-            order = spread_sessions(order, hits, ranking.diverse)
+        diverse = ranking.diverse_many if plan.many and ranking.diverse_many else ranking.diverse
+        if diverse:
+            order = spread_sessions(order, hits, diverse)
         if compare:
             order = newer_first(order, hits, vectors, ranking, k)
         return rows_of(fusion, order, ranking, k)

@@ -51,6 +51,7 @@ class QueryPlan:
     text: str  # the informative words, in order ("" when the question has none)
     since: date | None = None  # the time the question names, inclusive
     until: date | None = None
+    many: bool = False  # asks for several things ("which cities…", "all the…"): answers may span sessions
 
     @property
     def timed(self) -> bool:
@@ -138,11 +139,39 @@ def time_range(question: str, today: date) -> tuple[date, date] | None:
     return None
 
 
+_MANY = re.compile(r"\b(?:all|every|list|which of|both|compared?|comparison|options)\b")
+# A plural noun right after "which"/"what", or after one word that qualifies it: "which cities", "what new
+# pastimes"; not "what did Jonas…" (a verb or a pronoun ends the search), nor "Jonas's".
+_PLURAL_AFTER = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:is|are|was|were|did|do|does|have|has|had|we|i|you|value|kind)\b)[a-z-]+\s+)?"
+    r"([a-z-]{3,}s)\b(?!')"
+)
+_NOT_PLURAL_TEXT = """does was is has this its his us yes always process status address access class bus gas less miss
+    pass boss loss business news series analysis basis canvas alias atlas bias lens plus thus various previous famous
+    serious migrations"""
+_NOT_PLURAL = frozenset(_NOT_PLURAL_TEXT.split())
+
+
+def asks_for_many(question: str) -> bool:
+    """Whether `question` asks for several things, which may lie in several sessions."""
+    text = question.lower()
+    if _MANY.search(text):
+        return True
+    found = _PLURAL_AFTER.search(text)
+    return bool(found) and found[1] not in _NOT_PLURAL and not found[1].endswith(("ss", "us", "is"))
+
+
 def plan_query(question: str, today: date) -> QueryPlan:
-    """The informative words of `question` and the time it names (relative to `today`)."""
+    """The informative words of `question`, the time it names (relative to `today`), and whether it asks for
+    several things."""
     named = time_range(question, today)
     text = " ".join(informative_words(question))
-    return QueryPlan(text=text, since=named[0] if named else None, until=named[1] if named else None)
+    return QueryPlan(
+        text=text,
+        since=named[0] if named else None,
+        until=named[1] if named else None,
+        many=asks_for_many(question),
+    )
 
 
 # A history whose newest memory is older than this is read in its own time: "in May", "last week" of a history

@@ -28,12 +28,18 @@ class Ranking:
     knn: float = 1.0
     phrase: float = 0.0  # boost of the words as a phrase (slop 3), in both BM25 channels
     said: float = 0.0  # added to a raw message's BM25 score when a person or the agent said it (not a tool)
-    context: float = 0.0  # weight of a turn's neighbour (the request before it) in the memory BM25 channel
+    # Weight of a turn's neighbour (the request before it) in the memory BM25 channel: in conversation the answer
+    # is often the turn after the one the question's words are in ("guess what, she got a puppy!" / "what did
+    # she call him?" / "Biscuit."). Chosen on both tuning splits: +0.022 on the conversational one, 0 on coding.
+    context: float = 1.0
     # A BM25 hit whose meaning is far from the question (cosine below this, when kNN saw it) weighs `weak`:
     # in code-heavy sessions most turns share the subject's words. Not for a question that names a time: its
     # time words pull every cosine down. Chosen on the tuning split: on the real pi session, hybrid then
     # finds what kNN alone finds, where it found less.
     agree: float | None = 0.25
+    # A BM25 hit on few of the words counts fully when its meaning is this close to the question (kNN agrees;
+    # None: never): in conversation a question and its answer share one or two words.
+    agreed: float | None = None
     time_boost: float = 1.0  # for a candidate in the time the question names, in first places of one channel
     recency: float = 0.0  # for the newest candidate (falling to 0 for the oldest), in the same units
     strong_terms: str = "2<75%"  # share of the informative words a BM25 hit must match to be an answer
@@ -44,13 +50,18 @@ class Ranking:
     supersede: float | None = 0.5
     reach: int = 1
     diverse: float = 0.0  # share of its score a row loses for each row of its session ranked above it (MMR-like)
-    # Cosine at which a kNN hit is an answer. For MiniLM, chosen on the tuning split as the lowest at which
-    # 85% of the questions with no answer get none: 0.35 (22% of the others are flagged as guesses).
-    strong_similarity: float = 0.35
+    diverse_many: float = 0.0  # the same, for a question that asks for several things (`QueryPlan.many`) only
+    # Cosine at which a kNN hit is an answer; below it (and with no row matching most of the words) a search says
+    # nothing matched well. For MiniLM, chosen on both tuning splits (bench/results.md, `hard`, the floor table)
+    # as the highest floor whose flag is right at least twice as often as chance on both: 0.30 (coding: 63% of
+    # the questions with no answer flagged, half the flags right; conversation: 9%, 42% right, chance 20%).
+    # At 0.35 the flag was right on the conversational histories no more often than chance.
+    strong_similarity: float = 0.30
 
 
 V0 = Ranking(
     plan=False,
+    context=0.0,
     minimum_should_match="2<50%",
     depth=None,
     raw=0.0,
@@ -115,6 +126,9 @@ def fuse(channels: list[tuple[str, list[dict[str, Any]]]], plan: QueryPlan, rank
     if ranking.agree is not None and not plan.timed:
         far = {d for d, cosine in out.similarity.items() if cosine < ranking.agree}
         partial = {name: partial.get(name, set()) | (set(rankings[name]) & far) for name in names if name != "knn"}
+    if ranking.agreed is not None:
+        close = {d for d, cosine in out.similarity.items() if cosine >= ranking.agreed}
+        partial = {name: weak - close for name, weak in partial.items()}
     scale = [dict.fromkeys(partial.get(name, ()), ranking.weak) for name in names]
     lists = [rankings[n] for n in names]
     out.fused = reciprocal_rank_fusion(lists, out.when, weights=weights, bonus=bonus, scale=scale)

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memory_pipeline.search.query import history_today, informative_words, plan_query, time_range
+from memory_pipeline.search.query import asks_for_many, history_today, informative_words, plan_query, time_range
 
 TODAY = date(2025, 10, 15)  # a Wednesday
 
@@ -59,3 +59,23 @@ def test_an_old_history_is_read_in_its_own_time() -> None:
     assert history_today(today, None) == today
     may = plan_query("what did we decide in May about the cache?", history_today(today, ended))
     assert (may.since, may.until) == (date(2023, 5, 1), date(2023, 5, 31))
+
+
+@pytest.mark.parametrize(
+    ("question", "many"),
+    [
+        ("Which cities have I travelled to this year?", True),
+        ("What new pastimes have I picked up?", True),
+        ("Which of my friends are moving abroad?", True),
+        ("How did the options for producing invoices that we measured compare?", True),
+        ("List every flag we turned on", True),
+        ("What did Jonas give me for my birthday?", False),
+        ("What colour is Jonas's motorbike?", False),
+        ("What does the deploy script do?", False),
+        ("Which package manager do we use?", False),
+        ("Remind me which migrations library we agreed on?", False),
+    ],
+)
+def test_a_question_asking_for_several_things_is_known(question: str, many: bool) -> None:
+    assert asks_for_many(question) is many
+    assert plan_query(question, date(2026, 1, 1)).many is many

@@ -99,3 +99,16 @@ def test_an_overlong_question_is_cut_with_a_note() -> None:
     assert cut_query("which package manager") == ("which package manager", None)
     text, note = cut_query("word " * (MAX_QUERY_WORDS + 5))
     assert len(text.split()) == MAX_QUERY_WORDS and str(MAX_QUERY_WORDS + 5) in (note or "")
+
+
+def test_a_few_word_hit_counts_fully_when_knn_agrees() -> None:
+    few = _memory("few", "2026-01-05", most=False)
+    most = _memory("most", "2026-01-01")
+    knn = [{**few, "_score": 0.75}]  # cosine 0.5: close in meaning
+    apart = fuse([("bm25", [few, most]), ("knn", knn)], PLAN, DEFAULT, depth=50).fused
+    together = fuse([("bm25", [few, most]), ("knn", knn)], PLAN, replace(DEFAULT, agreed=0.45), depth=50).fused
+    # Without agreement counting, the few-word BM25 hit weighs nothing and kNN alone carries it.
+    assert dict(together)["few"] > dict(apart)["few"]
+    assert [d for d, _ in together][0] == "few"  # found by both channels, first
+    far = fuse([("bm25", [few, most]), ("knn", knn)], PLAN, replace(DEFAULT, agreed=0.6), depth=50).fused
+    assert dict(far)["few"] == dict(apart)["few"]  # kNN not close enough: still weak

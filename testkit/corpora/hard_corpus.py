@@ -26,6 +26,8 @@ class Shown:
     messages: list[str]  # raw message ids, in the order shown
     abstained: bool
     seconds: float
+    best: float = -1.0  # the closest row's cosine to the question (-1: none had one)
+    worded: bool = False  # some row matched most of the question's informative words
 
 
 class Corpus:
