@@ -12,8 +12,9 @@ from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
 from memory_pipeline.assets import ingest, recall, summarize
 from memory_pipeline.instance import STORAGE_URL_VARIABLE, sqlalchemy_url
-from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
+from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
@@ -88,6 +89,21 @@ def reset_days(settings: Settings, days: list[str]) -> None:
     """Remove every document these days have in any pipeline index (tests own their days)."""
     with make_client(settings) as client:
         delete_days(client, PIPELINE_INDICES, days)
+
+
+def recall_history(settings: Settings) -> list[str]:
+    """Every day of `settings.sessions_dir` through the LLM-free assets (ingest, observations, vectors) in one
+    backfill run, after a clean slate for those days; the days, in order."""
+    days = sorted({found.partition for found in scan_sessions(settings.sessions_dir)[0]})
+    reset_days(settings, days)
+    result = materialize(
+        RECALL_ASSETS,
+        resources=build_resources(settings),
+        instance=instance_with_days(days),
+        tags={RANGE_START: days[0], RANGE_END: days[-1]},
+    )
+    assert result.success, f"{settings.sessions_dir} did not go through the pipeline"
+    return days
 
 
 @dataclass

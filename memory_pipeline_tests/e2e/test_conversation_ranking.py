@@ -11,20 +11,16 @@ from dataclasses import replace
 from datetime import date
 
 import pytest
-from dagster import materialize
 
-from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
-from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.ranking import DEFAULT, Ranking
-from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from testkit.corpora.hard_corpus import Corpus
 from testkit.corpora.make_conversation_corpus import OUT as CONVERSATION
-from testkit.ingest_helpers import RECALL_ASSETS, reset_days
+from testkit.ingest_helpers import recall_history, reset_days
 
 PEOPLE = ["maya", "theo", "amara"]
 TOLD_IN_TWO_TURNS = ("What is the name of", "Who gives me my music lessons?", "What vehicle did we end up buying?",
@@ -37,16 +33,8 @@ def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  
     sessions = root / "sessions"
     for who in PEOPLE:
         shutil.copytree(CONVERSATION / "sessions" / f"--home-{who}-journal--", sessions / who)
-    days = sorted({found.partition for found in scan_sessions(sessions)[0]})
     settings = isolated_settings(local_runtime, root, sessions_dir=sessions)
-    reset_days(settings, days)
-    result = materialize(
-        RECALL_ASSETS,
-        resources=build_resources(settings),
-        instance=instance_with_days(days),
-        tags={RANGE_START: days[0], RANGE_END: days[-1]},
-    )
-    assert result.success
+    days = recall_history(settings)
     questions = [
         q
         for q in json.loads((CONVERSATION / "questions.json").read_text())

@@ -11,19 +11,15 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from dagster import materialize
 
-from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
-from memory_pipeline.resources import build_resources
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.ranking import DEFAULT, Ranking
-from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from testkit.corpora.hard_corpus import KNN_ALONE, Corpus
-from testkit.ingest_helpers import RECALL_ASSETS, reset_days
+from testkit.ingest_helpers import recall_history, reset_days
 
 HARD = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "hard"
 SOURCE_PROJECT, PROJECT = "/home/dev/shop-api", "/home/dev/ranking-test"
@@ -40,16 +36,8 @@ def ranked(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  
         lines[0] = json.dumps(header | {"cwd": PROJECT})
         (sessions / source.name).parent.mkdir(parents=True, exist_ok=True)
         (sessions / source.name).write_text("\n".join(lines))
-    days = sorted({found.partition for found in scan_sessions(sessions)[0]})
     settings = isolated_settings(local_runtime, root, sessions_dir=sessions)
-    reset_days(settings, days)
-    result = materialize(
-        RECALL_ASSETS,
-        resources=build_resources(settings),
-        instance=instance_with_days(days),
-        tags={RANGE_START: days[0], RANGE_END: days[-1]},
-    )
-    assert result.success
+    days = recall_history(settings)
     # The generated project's own questions (the reflect corpus's, on the same project, are not ingested here).
     questions = [q for q in json.loads((HARD / "questions.json").read_text()) if q["id"].startswith("shop-api-")]
     with make_client(settings) as es, embeddings_client(settings) as embedder:

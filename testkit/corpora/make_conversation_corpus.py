@@ -351,49 +351,29 @@ def plan(person: Person, index: int, days: list[datetime]) -> list[dict]:
     )
     ask("multi", "Which of my friends are moving abroad?", ["friend0", "friend1"])
 
-    # update: the newer one is the answer
+    # update: the newer one is the answer (said early in the year, changed late)
     job_old, job_new = JOBS[index], JOBS[(index + 4) % len(JOBS)]
-    p.plant(
-        rng.randrange(1, 5),
-        "job_old",
-        f"I work as a {job_old[1]} at {job_old[0]}, it's steady if a bit dull.",
-        "Steady has its merits. Do you like the people?",
-    )
-    p.plant(
-        rng.randrange(13, 18),
-        "job_new",
-        f"First week at the new job done! I'm a {job_new[1]} at {job_new[0]} now and I love it.",
-        "Congratulations on the new role!",
-    )
-    ask("update", "Where do I work these days?", ["job_new"], replaced=["job_old"])
     home_old, home_new = NEIGHBOURHOODS[index], NEIGHBOURHOODS[(index + 3) % len(NEIGHBOURHOODS)]
-    p.plant(
-        rng.randrange(1, 6),
-        "home_old",
-        f"Our flat in {home_old} is tiny but the view over the rooftops is worth it.",
-        "A good view makes a small place feel bigger.",
-    )
-    p.plant(
-        rng.randrange(12, 19),
-        "home_new",
-        f"We moved! The new place is in {home_new}, two bedrooms and a little garden.",
-        "A garden! Congratulations on the move.",
-    )
-    ask("update", "Which neighbourhood do we live in now?", ["home_new"], replaced=["home_old"])
     gym_old, gym_new = GYMS[index % len(GYMS)]
-    p.plant(
-        rng.randrange(1, 6),
-        "gym_old",
-        f"I go to {gym_old} three times a week to stay fit.",
-        "Three times a week is a solid routine.",
-    )
-    p.plant(
-        rng.randrange(12, 19),
-        "gym_new",
-        f"I quit {gym_old} and switched to a {gym_new}, much kinder on my back.",
-        "Listening to your body is wise.",
-    )
-    ask("update", "How do I keep fit nowadays?", ["gym_new"], replaced=["gym_old"])
+    changes = [
+        ("job", "Where do I work these days?", (1, 5), (13, 18),
+         (f"I work as a {job_old[1]} at {job_old[0]}, it's steady if a bit dull.",
+          "Steady has its merits. Do you like the people?"),
+         (f"First week at the new job done! I'm a {job_new[1]} at {job_new[0]} now and I love it.",
+          "Congratulations on the new role!")),
+        ("home", "Which neighbourhood do we live in now?", (1, 6), (12, 19),
+         (f"Our flat in {home_old} is tiny but the view over the rooftops is worth it.",
+          "A good view makes a small place feel bigger."),
+         (f"We moved! The new place is in {home_new}, two bedrooms and a little garden.",
+          "A garden! Congratulations on the move.")),
+        ("gym", "How do I keep fit nowadays?", (1, 6), (12, 19),
+         (f"I go to {gym_old} three times a week to stay fit.", "Three times a week is a solid routine."),
+         (f"I quit {gym_old} and switched to a {gym_new}, much kinder on my back.", "Listening to your body is wise.")),
+    ]  # fmt: skip
+    for key, question, early, late, (said, reply), (changed, answer) in changes:
+        p.plant(rng.randrange(*early), f"{key}_old", said, reply)
+        p.plant(rng.randrange(*late), f"{key}_new", changed, answer)
+        ask("update", question, [f"{key}_new"], replaced=[f"{key}_old"])
 
     # inference: the answer is in the meaning, not the words
     for n, (said, question) in enumerate(_pick(rng, INFERENCE, 4)):
