@@ -116,7 +116,7 @@ VARIANTS: dict[str, Ranking] = {
     "the turn before's request searched (0.5)": replace(DEFAULT, context=0.5),
     "the turn before's request not searched (DEFAULT until 2026-12-03)": replace(DEFAULT, context=0.0),
     "floor cos 0.33 (before)": replace(DEFAULT, strong_similarity=0.33),
-    "floor cos 0.35 (DEFAULT until 2026-12-03)": replace(DEFAULT, strong_similarity=0.35),
+    "floor cos 0.30": replace(DEFAULT, strong_similarity=0.30),
     "floor cos 0.5": replace(DEFAULT, strong_similarity=0.5),
     "BM25 hits far in meaning count (no cosine 0.25 agreement)": replace(DEFAULT, agree=None),
     "agreement at cosine 0.35": replace(DEFAULT, agree=0.35),
@@ -150,11 +150,12 @@ NOTES = """The conversational corpus (2026-12-03), made and split before any ran
   over sessions when the question asks for several things ("which cities…", `QueryPlan.many`): no gain on
   either (a chat's sessions each hold one of the answers already, and a coding question's answers sit in two
   sessions that both rank).
-- The abstention flag: at 0.35, the floor chosen on coding, it flagged 19% of the conversational questions with
-  no answer and was right a quarter of the time, as often as chance (a fifth of the questions have none). The
-  floor is now chosen on both tuning splits as the highest whose flag is right at least twice as often as
-  chance on both: 0.30 (the floor table). A briefing keeps its own floor of 0.35 (`BriefingPolicy.related_floor`,
-  measured by next_session), so briefings are unchanged.
+- The abstention flag: at 0.35, the floor chosen on coding, it flags a fifth of the conversational questions
+  with no answer or fewer, and is right about as often as chance (a fifth of the questions have none). At 0.30
+  it is right twice as often as chance on both tuning splits (the floor table), but it flags only a tenth of
+  them, and on the real fixtures it shows more guesses as matches: 3 of 10 questions read by hand got
+  unrelated turns ("Asked: /the … Request was aborted" for a question about the demo app) where 0.35 hid them
+  behind a count. Kept at 0.35: on conversational histories the flag says little, and the table says so.
 - Not reached: knowledge outside the question's words (`inference`: "would a sailing holiday suit me?" when
   the person said they get seasick on a ferry) stays below 0.40 for every ranking, kNN alone included: MiniLM
   does not place the two near each other, and no word is shared. No better embedding model ships as a package

@@ -128,9 +128,8 @@ class BriefingPolicy:
     # on the benchmark a floor of 0.2 cut held-out noise from 0.80 to 0.65 but coverage from 0.65 to 0.42 (the
     # pnpm rule is needed by "install a library for the map", which shares no meaning MiniLM sees).
     important_floor: float | None = None
-    # A related line needs most of the prompt's words or this cosine (None: the search's own floor, which is
-    # set for telling "no answer" apart; a briefing line must earn more: 0.35 is what next_session measured).
-    related_floor: float | None = 0.35
+    # With a floor, a related line needs most of the prompt's words or this cosine (None: the search's floor).
+    related_floor: float | None = None
 
 
 DEFAULT_POLICY = BriefingPolicy()

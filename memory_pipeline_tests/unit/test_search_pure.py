@@ -140,10 +140,10 @@ def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_pat
         _row("r1", "high", "Always use pnpm."),  # MEMORY.md holds it already
     ]
     related = [
-        _row("o1", "low", "Asked: set up CI", strong=True, worded=True),
+        _row("o1", "low", "Asked: set up CI", strong=True),
         _row("o2", "low", "Asked: rename a helper"),  # below the relevance floor: a guess, left out
-        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest", strong=True, worded=True),
-        _row("f1", "medium", "The CI runs on GitHub Actions in .github/workflows/ci.yml.", strong=True, worded=True),
+        _row("d1", "high", "Use Vitest, not Jest: ESM imports broke Jest", strong=True),
+        _row("f1", "medium", "The CI runs on GitHub Actions in .github/workflows/ci.yml.", strong=True),
     ]
     search = _Search(high, related)
     made = build_briefing(search, "set up CI", project="/work/shop", workspace=tmp_path)  # type: ignore[arg-type]
@@ -162,9 +162,7 @@ def test_briefing_orders_rules_then_important_then_related_within_budget(tmp_pat
 def test_briefing_lines_earn_their_place() -> None:
     from memory_pipeline.search.briefing import BriefingPolicy, build_briefing, earned
 
-    asked = [
-        _row(f"o{i}", "low", f"Asked: question number {i} about themes", strong=True, worded=True) for i in range(9)
-    ]
+    asked = [_row(f"o{i}", "low", f"Asked: question number {i} about themes", strong=True) for i in range(9)]
     decision = _row("d9", "high", "Use RGB values in the themes, never 256-colour indices.")  # below the floor
     # The pi-mono case: nine strong low lines and a decision ranked #2 by the search.
     made = build_briefing(_Search([], [asked[0], decision, *asked[1:]]), "themes", project="/work/shop")  # type: ignore[arg-type]
@@ -199,8 +197,8 @@ def test_a_note_has_a_stable_id_and_is_redacted() -> None:
 def test_rows_text_shows_matches_and_says_when_nothing_matched_well() -> None:
     from memory_pipeline.search.render import rows_text
 
-    strong = _row("a", "high", "pnpm", bm25=3.2, strong=True, worded=True)
-    close = _row("c", "high", "pnpm only", similarity=0.71, strong=True, worded=True)
+    strong = _row("a", "high", "pnpm", bm25=3.2, strong=True)
+    close = _row("c", "high", "pnpm only", similarity=0.71, strong=True)
     guesses = [_row(f"g{i}", "low", "npm", similarity=0.21) for i in range(5)]
     assert rows_text([], query="pnpm") == "no memory matches 'pnpm'"
     lines = rows_text(guesses, query="pnpm").splitlines()
