@@ -266,10 +266,11 @@ def score(question: dict, shown: Shown, corpus: Corpus) -> dict[str, float]:
     return result
 
 
-def summarise(scores: list[tuple[dict, dict[str, float]]]) -> dict[str, float]:
-    def mean(values: list[float]) -> float:
-        return statistics.mean(values) if values else 0.0
+def mean(values: list[float]) -> float:
+    return statistics.mean(values) if values else 0.0
 
+
+def summarise(scores: list[tuple[dict, dict[str, float]]]) -> dict[str, float]:
     answerable = [s for q, s in scores if q["category"] != "abstention"]
     out = {c: mean([s["recall"] for q, s in scores if q["category"] == c]) for c in ANSWERABLE}
     out["overall"] = mean([s["recall"] for s in answerable])
@@ -278,8 +279,7 @@ def summarise(scores: list[tuple[dict, dict[str, float]]]) -> dict[str, float]:
     out["abstention"] = mean([s["abstained"] for q, s in scores if q["category"] == "abstention"])
     out["false_abstention"] = mean([s["abstained"] for s in answerable])
     # The flag's precision: of the questions it flagged as unanswered, the share that had no answer.
-    flagged = [q["category"] == "abstention" for q, s in scores if s["abstained"]]
-    out["flag_precision"] = mean([float(f) for f in flagged])
+    out["flag_precision"] = mean([float(q["category"] == "abstention") for q, s in scores if s["abstained"]])
     return out
 
 
@@ -313,11 +313,10 @@ def flag_figures(signals: list[tuple[dict, float, bool]], floor: float, split: s
     questions with no answer, its precision, and the share of answerable questions it flags."""
     chosen = [(q["category"] == "abstention", not worded and best < floor) for q, best, worded in signals
               if q["split"] == split]  # fmt: skip
-    none = [flagged for unanswerable, flagged in chosen if unanswerable]
-    flagged = [unanswerable for unanswerable, flag in chosen if flag]
-    answerable = [flag for unanswerable, flag in chosen if not unanswerable]
-    share = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-    return share(none), share(flagged), share(answerable)
+    none = [float(flagged) for unanswerable, flagged in chosen if unanswerable]
+    flagged = [float(unanswerable) for unanswerable, flag in chosen if flag]
+    answerable = [float(flag) for unanswerable, flag in chosen if not unanswerable]
+    return mean(none), mean(flagged), mean(answerable)
 
 
 def measure(source: Source, shared: Any, variants: dict[str, Ranking]) -> Measured:
