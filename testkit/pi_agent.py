@@ -45,15 +45,21 @@ class PiAgent:
     home: Path
     settings: Settings
     service_url: str
+    # A turn's output cap, which pi also gives its own compaction summary: short turns keep the tests quick.
+    max_tokens: int = 300
 
     def __post_init__(self) -> None:
         self.bin_dir = ensure_pi()
         self.home.mkdir(parents=True, exist_ok=True)
+        self.write_models()
+
+    def write_models(self) -> None:
+        """pi's models.json: the local chat server as its one model, with this agent's output cap."""
         model = {
             "id": "local-chat",
             "name": "local-chat",
             "contextWindow": self.settings.local_llama_ctx,
-            "maxTokens": 300,
+            "maxTokens": self.max_tokens,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         }
         provider = {

@@ -23,10 +23,13 @@ from testkit.servers import free_port
 RULE = "Rule for this project: always use pnpm, never npm."
 
 
-def _compacted(pi, project: Path, **options) -> dict:  # noqa: ANN001, ANN003
+def _compacted(pi, project: Path, brief: bool = False, **options) -> dict:  # noqa: ANN001, ANN003
+    command = {"id": "k1", "type": "compact"}
+    if brief:
+        command["customInstructions"] = "Be brief: one short line per section."
     answer = pi.rpc(
         project,
-        {"id": "k1", "type": "compact"},
+        command,
         lambda e: e.get("type") == "response" and e.get("command") == "compact",
         timeout=600,
         **options,
@@ -57,9 +60,13 @@ def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loo
     assert entry["details"]["source"] == "memory_pipeline" and entry["details"]["ids"] and entry.get("fromHook")
     assert entry["summary"] == summary and entry["tokensBefore"] > 0
 
-    # Service down: pi's own summary, made by its model; the session goes on.
+    # Service down: pi's own summary, made by its model; the session goes on. pi refuses a summary its output cap
+    # cut short, and its template (goal, constraints, progress, next steps) outgrows a turn's 300 tokens now and
+    # then: the cap is raised for this step, and the model asked to be brief.
     assert finished(pi.run(project, "Name three mountains.", continue_session=True))
-    own = _compacted(pi, project, service_url=f"http://127.0.0.1:{free_port()}")
+    pi.max_tokens = 2048
+    pi.write_models()
+    own = _compacted(pi, project, service_url=f"http://127.0.0.1:{free_port()}", brief=True)
     assert own["summary"].strip() and not own["summary"].startswith("## This session so far, from memory")
     last = [e for e in entries(pi.last_session(project)) if e.get("type") == "compaction"][-1]
     assert (last.get("details") or {}).get("source") != "memory_pipeline"
