@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dagster import (
@@ -32,7 +31,7 @@ from elasticsearch import Elasticsearch
 
 from memory_pipeline.jobs import LLM_FREE_ASSETS
 from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
-from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.discovery import Roots, scan_sessions
 from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
 from memory_pipeline.stores.raw_store import read_manifest
@@ -52,7 +51,7 @@ class Plan:
 
 def plan_backfill(
     instance: DagsterInstance,
-    sessions_dir: Path,
+    sessions_dir: Roots,
     everything: bool,
     start: str | None = None,
     end: str | None = None,

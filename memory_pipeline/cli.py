@@ -359,6 +359,7 @@ def backfill(
     from memory_pipeline.instance import open_instance
     from memory_pipeline.jobs import assets_to_run
     from memory_pipeline.partitions import ordered_days
+    from memory_pipeline.sessions.discovery import agent_roots
     from memory_pipeline.stores.elasticsearch import make_client
 
     if chat_timeout is not None:  # before the settings (and the definitions built from them) are read
@@ -371,7 +372,8 @@ def backfill(
         # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
         try:
             with make_client(settings, request_timeout=10, max_retries=1) as es:
-                plan = plan_backfill(instance, settings.sessions_dir, everything, start, end, es=es, with_llm=with_llm)
+                roots = agent_roots(settings.sessions_dir, settings.claude_projects_dir, settings.codex_sessions_dir)
+                plan = plan_backfill(instance, roots, everything, start, end, es=es, with_llm=with_llm)
         except ElasticsearchConnectionError as exc:
             raise click.ClickException(
                 f"Elasticsearch at {', '.join(settings.elasticsearch_hosts)} does not answer ({exc.message}): "
@@ -458,14 +460,17 @@ filter_options = [
     click.option("--until", help="Up to this date (YYYY-MM-DD)."),
     click.option("--priority", multiple=True, type=click.Choice(["high", "medium", "low"])),
     click.option("--kind", multiple=True, type=click.Choice(["summary", "observation", "note"])),
+    click.option("--agent", help="Only this coding agent's memories (pi, claude-code, codex)."),
 ]
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
-def _filters(project, since, until, priority, kind):  # noqa: ANN001, ANN202
+def _filters(project, since, until, priority, kind, agent=None):  # noqa: ANN001, ANN202
     from memory_pipeline.service.models import FilterParams
 
-    asked = FilterParams(project=project, since=since, until=until, priority=list(priority), kind=list(kind))
+    asked = FilterParams(
+        project=project, since=since, until=until, priority=list(priority), kind=list(kind), agent=agent
+    )
     return asked.filters()
 
 
@@ -491,7 +496,7 @@ def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | N
 @click.option("--all", "everything", is_flag=True, help="Also the weak guesses (by default only real matches).")
 @_with_filters
 def search(
-    query: str, k: int, mode: str, everything: bool, project, since, until, priority, kind, as_json: bool
+    query: str, k: int, mode: str, everything: bool, project, since, until, priority, kind, agent, as_json: bool
 ) -> None:  # noqa: ANN001
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
     one's BM25 score and similarity. Only rows that matched the query's words or meaning are shown (and the
@@ -500,14 +505,21 @@ def search(
     if base:
         from memory_pipeline.service.client import DEGRADED_HEADER
 
-        filters = {"project": project, "since": since, "until": until, "priority": priority, "kind": kind}
+        filters = {
+            "project": project,
+            "since": since,
+            "until": until,
+            "priority": priority,
+            "kind": kind,
+            "agent": agent,
+        }
         answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
         if degraded := answer.headers.get(DEGRADED_HEADER):
             click.echo(f"note: {degraded}", err=True)
         click.echo(answer.text)
         return
     with _search() as engine:
-        rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind), mode=mode)
+        rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
         _print_rows(rows, as_json, query=query, degraded=engine.degraded, everything=everything)
 
 
@@ -517,11 +529,12 @@ def search(
     "--window", default=5, show_default=True, type=click.IntRange(1, MAX_WINDOW), help="Memories before and after."
 )
 @_with_filters
-def timeline(anchor: str, window: int, project, since, until, priority, kind, as_json: bool) -> None:  # noqa: ANN001
+def timeline(anchor: str, window: int, project, since, until, priority, kind, agent, as_json: bool) -> None:  # noqa: ANN001
     """Layer 2: the chronological neighbours of ANCHOR (a memory id, or a query's best match)."""
     with _search() as engine:
         _print_rows(
-            engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind)), as_json
+            engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind, agent)),
+            as_json,
         )
 
 
@@ -540,6 +553,65 @@ def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
         click.echo(dumps(records) if as_json else details_text(records, full=full))
     if missing := missing_ids(list(ids), records):
         raise click.ClickException(missing)
+
+
+def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[str]]:
+    """The briefing's markdown and ids, from the service when it runs (0.3 s), else searched in-process; a
+    server that is down is said on stderr (with what starts it), never an error."""
+    settings = _settings()
+    base = _service(settings)
+    if base:
+        params = {"prompt": prompt, "tokens": tokens, "project": scope}
+        answer = _ask(base, "/api/v1/briefing", params).json()
+        markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
+    else:
+        from memory_pipeline.search.briefing import build_briefing
+        from memory_pipeline.search.open import briefing_note
+
+        with _search() as engine:
+            workspace = settings.memory_workspace
+            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
+            markdown, ids, degraded, note = made.markdown, made.ids, briefing_note(made, settings), engine.degraded
+    if degraded:
+        click.echo(f"memory briefing: {degraded}", err=True)  # the server that is down, and what starts it
+    elif note:
+        click.echo(f"memory briefing: {note}", err=True)
+    return markdown, ids
+
+
+@main.command(name="hook")
+@click.argument("agent", type=click.Choice(["claude-code"]))
+@click.option(
+    "--tokens",
+    default=800,
+    show_default=True,
+    type=click.IntRange(MIN_TOKENS, MAX_TOKENS),
+    help="Token budget of the briefing.",
+)
+def hook_command(agent: str, tokens: int) -> None:
+    """A coding agent's hook: reads its hook payload (JSON) on stdin and prints the project's briefing the way
+    the agent takes context from a hook. For Claude Code, `SessionStart` (the rules and important memories)
+    and `UserPromptSubmit` (what matches the prompt): `{"hookSpecificOutput": {"hookEventName": …,
+    "additionalContext": …}}`, the project being the payload's `cwd`. Exits 0 whatever happens, so the
+    session starts anyway; what went wrong is on stderr."""
+    try:
+        payload = json.loads(click.get_text_stream("stdin").read() or "{}")
+    except ValueError as exc:
+        click.echo(f"memory hook: the hook payload is not JSON ({exc}); no briefing", err=True)
+        return
+    event = str(payload.get("hook_event_name") or "SessionStart")
+    if event not in ("SessionStart", "UserPromptSubmit"):
+        click.echo(f"memory hook: {agent} event {event!r} takes no briefing", err=True)
+        return
+    project = str(payload.get("cwd") or Path.cwd())
+    try:
+        markdown, _ = _briefing(str(payload.get("prompt") or "(no prompt)"), tokens, project)
+    except click.ClickException as exc:
+        click.echo(f"memory hook: {exc.message}", err=True)
+        return
+    if markdown:
+        output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": markdown}}
+        click.echo(json.dumps(output, ensure_ascii=False))
 
 
 @main.command(name="briefing")
@@ -561,24 +633,7 @@ def briefing_command(prompt: str, tokens: int, project: str | None, all_projects
     Fit for hooks: when a server is down it prints what it still has (MEMORY.md's rules), says why on stderr,
     and exits 0, so the session it would brief starts anyway."""
     scope = None if all_projects else project or str(Path.cwd())
-    settings = _settings()
-    base = _service(settings)
-    if base:
-        params = {"prompt": prompt, "tokens": tokens, "project": scope}
-        answer = _ask(base, "/api/v1/briefing", params).json()
-        markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
-    else:
-        from memory_pipeline.search.briefing import build_briefing
-        from memory_pipeline.search.open import briefing_note
-
-        with _search() as engine:
-            workspace = settings.memory_workspace
-            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
-            markdown, ids, degraded, note = made.markdown, made.ids, briefing_note(made, settings), engine.degraded
-    if degraded:
-        click.echo(f"memory briefing: {degraded}", err=True)  # the server that is down, and what starts it
-    elif note:
-        click.echo(f"memory briefing: {note}", err=True)
+    markdown, ids = _briefing(prompt, tokens, scope)
     if as_json:
         click.echo(json.dumps({"markdown": markdown, "project": scope, "ids": ids}, indent=2, ensure_ascii=False))
     elif markdown:

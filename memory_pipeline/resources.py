@@ -18,6 +18,7 @@ from memory_pipeline.locks import holding_days
 from memory_pipeline.partitions import ordered_days, run_days
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
+from memory_pipeline.sessions.discovery import SessionRoot, agent_roots
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret, memory_home
 from memory_pipeline.stores.embeddings import EmbeddingsClient
@@ -74,6 +75,8 @@ class SessionsResource(ConfigurableResource):
     """Where pi's session logs are read from, and how they are read."""
 
     sessions_dir: str
+    claude_dir: str = Field("", description="Claude Code's transcripts (~/.claude/projects); empty = not read.")
+    codex_dir: str = Field("", description="Codex CLI's rollouts (~/.codex/sessions); empty = not read.")
     cache_dir: str = Field(description="Parsed frames of unchanged files, keyed by content fingerprint.")
     redact_patterns: list[str] = Field(
         default_factory=list, description="Extra regexes to mask, on top of the built-in secret rules."
@@ -83,6 +86,12 @@ class SessionsResource(ConfigurableResource):
     @property
     def root(self) -> Path:
         return Path(self.sessions_dir).expanduser()
+
+    @property
+    def roots(self) -> list[SessionRoot]:
+        """Every agent's folder: pi's, then Claude Code's and Codex's."""
+        other = [Path(d).expanduser() if d else None for d in (self.claude_dir, self.codex_dir)]
+        return agent_roots(self.root, *other)
 
     def redactor(self) -> Redactor:
         return Redactor.with_patterns(self.redact_patterns)
@@ -236,6 +245,8 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
         ),
         "sessions": SessionsResource(
             sessions_dir=str(settings.sessions_dir),
+            claude_dir=str(settings.claude_projects_dir or ""),
+            codex_dir=str(settings.codex_sessions_dir or ""),
             cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
             redact_patterns=settings.redact_extra_patterns,
         ),

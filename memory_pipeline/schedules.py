@@ -28,7 +28,7 @@ def daily_ingest_schedule(
 ) -> RunRequest | SkipReason:
     """At 00:30 UTC: (re)ingest yesterday, the latest complete day, when any session started on it."""
     day = (context.scheduled_execution_time - timedelta(days=1)).date().isoformat()
-    found, _ = scan_sessions(sessions.root)
+    found, _ = scan_sessions(sessions.roots)
     if not any(f.partition == day for f in found):
         return SkipReason(f"no session under {sessions.root} started on {day}")
     register_days(context.instance, [day])

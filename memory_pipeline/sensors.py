@@ -19,27 +19,34 @@ from memory_pipeline.jobs import assets_to_run, memory_job
 from memory_pipeline.partitions import new_days, new_weeks, session_days, session_weeks
 from memory_pipeline.resources import LlamaResource, SessionsResource
 from memory_pipeline.sessions.discovery import session_paths
-from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
+from memory_pipeline.sessions.parse import Problem, parse_timestamp
+from memory_pipeline.sessions.sources import read_header
 
 
 @sensor(
     job=memory_job,
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
-    description="Watches SESSIONS_DIR: a new, changed or deleted session file requests a run of its day "
+    description="Watches SESSIONS_DIR and the other agents' folders (CLAUDE_PROJECTS_DIR, CODEX_SESSIONS_DIR): a "
+    "new, changed or deleted session file requests a run of its day "
     "(30 s after its last write), and a new day becomes a partition. Without the chat model "
     "(MEMORY_PIPELINE_NO_LLM) the runs leave out the LLM's assets.",
 )
 def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsResource, llm: LlamaResource):
     """Requests ingest runs for session days with new, changed or deleted files."""
-    root = sessions.root
     before: dict[str, list] = json.loads(context.cursor) if context.cursor else {}
     after: dict[str, list] = {}
     touched: dict[str, list[str]] = defaultdict(list)
     now_ns = time.time_ns()
     problems: list[Problem] = []
-    for path in session_paths(root, problems) if root.exists() else []:
-        relative = str(path.relative_to(root))
+    # Every agent's folder (pi's, Claude Code's, Codex's): one cursor, its keys prefixed per folder.
+    files = [
+        (root.relative(path), path)
+        for root in sessions.roots
+        if root.path.exists()
+        for path in session_paths(root.path, problems, root.prefix)
+    ]
+    for relative, path in files:
         try:
             stat = path.stat()
         except OSError:
@@ -54,7 +61,7 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
                 after[relative] = previous  # still owed: compared again next tick
             continue
         try:
-            day = parse_timestamp(read_header(path).timestamp).date().isoformat()
+            day = parse_timestamp(read_header(path)[1].timestamp).date().isoformat()
         except (OSError, ValueError) as exc:
             context.log.warning(f"{relative}:1: not a session file: {exc}")
             after[relative] = [stat.st_size, stat.st_mtime_ns, None]
@@ -81,7 +88,8 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
             )
         )
     if not requests:
-        return SkipReason(f"no new or changed session files under {root}")
+        folders = ", ".join(str(root.path) for root in sessions.roots)
+        return SkipReason(f"no new or changed session files under {folders}")
     added = new_days(context.instance, touched)
     weeks = new_weeks(context.instance, touched)
     return SensorResult(

@@ -110,6 +110,13 @@ class Settings(BaseSettings):
     )
 
     sessions_dir: Path = Field(Path("~/.pi/agent/sessions"), description="Where pi writes session logs.")
+    claude_projects_dir: Path | None = Field(
+        Path("~/.claude/projects"),
+        description='Where Claude Code writes transcripts, read when it exists; "" = not read.',
+    )
+    codex_sessions_dir: Path | None = Field(
+        Path("~/.codex/sessions"), description='Where Codex CLI writes rollouts, read when it exists; "" = not read.'
+    )
     redact_extra_patterns: list[str] = Field(
         default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].'
     )
@@ -171,6 +178,11 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().absolute()
+
+    @field_validator("claude_projects_dir", "codex_sessions_dir", mode="before")
+    @classmethod
+    def _optional_folder(cls, value: object) -> object:
+        return None if value is None or str(value).strip() == "" else Path(str(value)).expanduser().absolute()
 
     @field_validator(
         "es_api_key",
@@ -385,6 +397,8 @@ def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Sett
     return load_settings(
         **{
             "sessions_dir": folder / "sessions",
+            "claude_projects_dir": folder / "claude-projects",
+            "codex_sessions_dir": folder / "codex-sessions",
             "memory_pipeline_state_dir": folder / "state",
             "memory_workspace": folder / "memory",
             "memory_pipeline_cache_dir": base.memory_pipeline_cache_dir,

@@ -53,6 +53,8 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     return env | {
         "SESSIONS_DIR": str(settings.sessions_dir),
+        "CLAUDE_PROJECTS_DIR": str(settings.claude_projects_dir or ""),
+        "CODEX_SESSIONS_DIR": str(settings.codex_sessions_dir or ""),
         "MEMORY_PIPELINE_STATE_DIR": str(settings.memory_pipeline_state_dir),
         "MEMORY_WORKSPACE": str(settings.memory_workspace),
         "MEMORY_PIPELINE_CACHE_DIR": str(settings.memory_pipeline_cache_dir),
@@ -92,13 +94,14 @@ def reset_days(settings: Settings, days: list[str]) -> None:
 
 
 def recall_history(settings: Settings) -> list[str]:
-    """Every day of `settings.sessions_dir` through the LLM-free assets (ingest, observations, vectors) in one
-    backfill run, after a clean slate for those days; the days, in order."""
-    days = sorted({found.partition for found in scan_sessions(settings.sessions_dir)[0]})
+    """Every day of the agents' session folders of `settings` through the LLM-free assets (ingest,
+    observations, vectors) in one backfill run, after a clean slate for those days; the days, in order."""
+    resources = build_resources(settings)
+    days = sorted({found.partition for found in scan_sessions(resources["sessions"].roots)[0]})
     reset_days(settings, days)
     result = materialize(
         RECALL_ASSETS,
-        resources=build_resources(settings),
+        resources=resources,
         instance=instance_with_days(days),
         tags={RANGE_START: days[0], RANGE_END: days[-1]},
     )

@@ -56,11 +56,12 @@ def session_files(
     downstream. Files that are not sessions are logged with the reason and skipped.
     """
     keys = context.partition_keys
-    found, problems = scan_sessions(sessions.root)
+    found, problems = scan_sessions(sessions.roots)
     for problem in problems:
         context.log.warning(str(problem))
+    folders = ", ".join(str(root.path) for root in sessions.roots)
     if not found:
-        context.log.info(f"no session files under {sessions.root}")
+        context.log.info(f"no session files under {folders}")
     in_range = [f for f in found if f.partition in set(keys)]
     with es.get_client() as client:
         recorded = {sid: rec for sid, (_, rec) in read_manifest(client, keys).items()}
@@ -68,19 +69,21 @@ def session_files(
     changed = int(files["changed"].sum())
     context.log.info(
         f"{files.height} session files for {keys[0]}..{keys[-1]} ({changed} new or changed) "
-        f"of {len(found)} under {sessions.root}"
+        f"of {len(found)} under {folders}"
     )
     return Output(
         files,
         metadata={
             "sessions_dir": str(sessions.root),
+            "folders": folders,
+            "files_by_agent": dict(sorted(Counter(f.agent for f in in_range).items())),
             "files_found": len(found),
             "files": files.height,
             "changed_files": changed,
             "not_sessions": len(problems),
             "problems": problems_markdown(problems),
             "bytes": int(files["size"].sum()),
-            "preview": preview(files, ["partition", "session_id", "session_file", "size", "changed"]),
+            "preview": preview(files, ["partition", "agent", "session_id", "session_file", "size", "changed"]),
         },
     )
 

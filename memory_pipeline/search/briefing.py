@@ -61,11 +61,14 @@ def tokens(text: str) -> int:
     return math.ceil(estimate_tokens(text))
 
 
-def _line(row: Row, sessions: int = 1) -> str:
+def _line(row: Row, sessions: int = 1, agents: bool = False) -> str:
+    """A memory's briefing line; with `agents` (the project's memories come from several coding agents), the
+    agent whose session it came from (a note: who stored it), so what was said where can be told apart."""
     day = row.time[:10] if row.time else "undated"
     what = row.knowledge or row.kind
     said = f", said in {sessions} sessions" if sessions > 1 else ""
-    return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {what}{said}, id `{row.id}`)_\n"
+    where = f", {row.agent or row.author}" if agents and (row.agent or row.author) else ""
+    return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {what}{said}{where}, id `{row.id}`)_\n"
 
 
 # Two lines whose content words overlap this much say the same thing: one line, with the sessions counted.
@@ -187,10 +190,11 @@ def build_briefing(
     shown = [content_words(r.text) for r in rules]
     important_rows = consolidate(high, shown)
     shown += [content_words(r.summary) for r, _ in important_rows]
+    agents = len({r.agent for r in [*high, *related] if r.agent}) > 1
     parts: list[tuple[str, list[tuple[str, str | None]]]] = [
         ("rules", [(rule_line(r), r.id) for r in rules]),
-        ("important", [(_line(r, n), r.id) for r, n in important_rows]),
-        ("related", [(_line(r, n), r.id) for r, n in consolidate(related, shown)]),
+        ("important", [(_line(r, n, agents), r.id) for r, n in important_rows]),
+        ("related", [(_line(r, n, agents), r.id) for r, n in consolidate(related, shown)]),
     ]
     text, ids, seen = HEADER, [], set()
     if tokens(text + notice) > token_budget:

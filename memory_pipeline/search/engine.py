@@ -42,7 +42,7 @@ from memory_pipeline.stores.openai_compat import ServerError
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [
     "doc_id", "summary", "priority", "project", "established_at", "session_id", "turn_id", "tags", "partition",
-    "superseded_by", "author", "kind", "subject", "evidence", "evidence_role",
+    "superseded_by", "author", "kind", "subject", "evidence", "evidence_role", "agent",
 ]  # fmt: skip
 MEMORY_FIELDS = ["summary", "subject", "evidence^0.5", "tags.text^0.5", "project.text^0.3"]
 

@@ -24,6 +24,7 @@ class Filters:
     priority: tuple[str, ...] = ()
     kind: tuple[str, ...] = ()  # summary, observation
     session: str | None = None  # one session's memories (a compaction's summary reads its own session)
+    agent: str | None = None  # one coding agent's memories (pi, claude-code, codex)
 
     def clauses(self) -> list[dict[str, Any]]:
         clauses: list[dict[str, Any]] = []
@@ -31,6 +32,8 @@ class Filters:
             clauses.append({"term": {"project": self.project}})
         if self.session:
             clauses.append({"term": {"session_id": self.session}})
+        if self.agent:
+            clauses.append({"term": {"agent": self.agent}})
         if self.since or self.until:
             clauses.append(
                 {"range": {"established_at": {k: v for k, v in (("gte", self.since), ("lte", self.until)) if v}}}
@@ -59,6 +62,7 @@ class Memory(BaseModel):
     tags: list[str] = Field(default_factory=list)
     superseded_by: str | None = Field(None, description="A later decision replaced this one (reflection's mark).")
     author: str | None = Field(None, description="Who stored a note on purpose (notes only).")
+    agent: str = Field("", description="The coding agent whose session it came from (pi, claude-code, codex).")
     bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
     similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 
@@ -130,6 +134,7 @@ def row_of(hit: dict[str, Any], score: float = 0.0) -> Row:
         tags=source.get("tags", []),
         superseded_by=source.get("superseded_by"),
         author=source.get("author"),
+        agent=source.get("agent") or ("" if hit["_index"] == KIND_INDEX["note"] else "pi"),
         # `kind` in memory-summary is the knowledge's kind; the Row's own `kind` names the index.
         knowledge=source.get("kind", "") if hit["_index"] == KIND_INDEX["summary"] else "",
         subject=source.get("subject", ""),

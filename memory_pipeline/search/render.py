@@ -24,7 +24,8 @@ def row_line(row: Row, scores: bool = True) -> str:
     day = row.time[:10] if row.time else "undated"
     mark = f"  (superseded by {row.superseded_by})" if row.superseded_by else ""
     score = f"  {_score(row)}" if scores else ""
-    return f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}]{mark}"
+    agent = f" · {row.agent}" if row.agent and row.agent != "pi" else ""  # pi is the default: named when not
+    return f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}{agent}]{mark}"
 
 
 def rows_text(rows: list[Row], scores: bool = True, query: str | None = None, everything: bool = False) -> str:

@@ -39,6 +39,7 @@ INSTRUCTIONS = (
 PROJECT = Field(
     description="The project's path (your working directory). Default: the project this server was started for."
 )
+AGENT = Field(description="Only what this coding agent's sessions hold: pi, claude-code or codex. Default: all.")
 
 
 def _store(get_store: Callable[[], MemoryStore | None]) -> MemoryStore:
@@ -69,13 +70,15 @@ def build_mcp(
         query: Annotated[str, Field(description="What to look for, in plain words (a question works).")],
         k: Annotated[int, Field(description=f"How many memories at most (1-{MAX_K}).")] = 10,
         project: Annotated[str | None, PROJECT] = None,
+        agent: Annotated[str | None, AGENT] = None,
     ) -> Memories:
         """Memories about `query`, best first (hybrid BM25 + embeddings), of your project unless you name
         another. Each has an id to cite and to open with memory_show."""
         if not query.strip():
             raise ToolError("query is empty")
         search = get_search()
-        rows = search.index(query, k=max(1, min(k, MAX_K)), filters=Filters(project=project or default_project))
+        scope = Filters(project=project or default_project, agent=agent or None)
+        rows = search.index(query, k=max(1, min(k, MAX_K)), filters=scope)
         return Memories.of(rows, degraded=search.degraded)
 
     @mcp.tool()
@@ -83,9 +86,10 @@ def build_mcp(
         anchor: Annotated[str, Field(description="A memory id, or a query whose best match is the anchor.")],
         window: Annotated[int, Field(description=f"How many memories on each side (1-{MAX_WINDOW}).")] = 5,
         project: Annotated[str | None, PROJECT] = None,
+        agent: Annotated[str | None, AGENT] = None,
     ) -> Memories:
         """The memories before and after `anchor`, in time order: what happened around it."""
-        scope = Filters(project or default_project)
+        scope = Filters(project or default_project, agent=agent or None)
         return Memories.of(get_search().timeline(anchor, window=max(1, min(window, MAX_WINDOW)), filters=scope))
 
     @mcp.tool()

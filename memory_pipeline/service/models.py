@@ -17,15 +17,16 @@ class FilterParams(BaseModel):
     until: str | None = Field(None, description="Up to this date (YYYY-MM-DD), inclusive.")
     priority: list[Literal["high", "medium", "low"]] = Field(default_factory=list)
     kind: list[Literal["summary", "observation", "note"]] = Field(default_factory=list)
+    agent: str | None = Field(None, description="Only this coding agent's memories: pi, claude-code or codex.")
 
-    @field_validator("project", "since", "until", mode="before")
+    @field_validator("project", "since", "until", "agent", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return value or None  # a form's empty field asks for nothing
 
     def filters(self) -> Filters:
         """The one way a call's filters become the search's (the API, the browser, the CLI)."""
-        return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind))
+        return Filters(self.project, self.since, self.until, tuple(self.priority), tuple(self.kind), agent=self.agent)
 
 
 class Memories(BaseModel):

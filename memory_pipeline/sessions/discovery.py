@@ -1,20 +1,54 @@
 """Finding session files: recursive, identified by their header, cheap to repeat.
 
-pi nests files per working directory (`--<cwd>--/<time>_<id>.jsonl`), custom
-session dirs are flat, and imports keep arbitrary names: so every `*.jsonl` is
-opened and its first line decides. Only the first line is read here; stat data
-(size, mtime) lets callers skip fingerprinting files that did not change.
+pi nests files per working directory (`--<cwd>--/<time>_<id>.jsonl`), Claude Code
+per project (`<slug>/<id>.jsonl`, sub-agents below), Codex per day
+(`YYYY/MM/DD/rollout-*.jsonl`), custom session dirs are flat, and imports keep
+arbitrary names: so every `*.jsonl` under each agent's folder is opened and its
+first lines decide which agent wrote it (`sessions.sources`). Only the top of a
+file is read here; stat data (size, mtime) lets callers skip fingerprinting
+files that did not change.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memory_pipeline.names import safe_id
-from memory_pipeline.sessions.parse import Problem, parse_timestamp, read_header
+from memory_pipeline.sessions.parse import Problem, parse_timestamp
 from memory_pipeline.sessions.redact import masked_project
+from memory_pipeline.sessions.sources import read_header
+
+
+@dataclass(frozen=True)
+class SessionRoot:
+    """A folder of session files: pi's (`SESSIONS_DIR`, which must exist) or another agent's (read when it
+    exists). `prefix` goes before the relative paths of its files, so two folders never give one name."""
+
+    path: Path
+    prefix: str = ""
+    required: bool = True
+
+    def relative(self, path: Path) -> str:
+        return self.prefix + str(path.relative_to(self.path))
+
+
+Roots = Path | Sequence[SessionRoot]
+
+
+def agent_roots(sessions_dir: Path, claude_dir: Path | None, codex_dir: Path | None) -> list[SessionRoot]:
+    """pi's folder, then Claude Code's and Codex's when they are set (each read when it exists)."""
+    roots = [SessionRoot(sessions_dir)]
+    for prefix, folder in (("claude-code/", claude_dir), ("codex/", codex_dir)):
+        if folder is not None and folder.resolve() != sessions_dir.resolve():
+            roots.append(SessionRoot(folder, prefix, required=False))
+    return roots
+
+
+def as_roots(roots: Roots) -> list[SessionRoot]:
+    return [SessionRoot(roots)] if isinstance(roots, Path) else list(roots)
 
 
 @dataclass(frozen=True)
@@ -27,47 +61,56 @@ class FoundFile:
     project: str
     size: int
     mtime_ns: int
+    agent: str = "pi"
 
 
-def scan_sessions(root: Path) -> tuple[list[FoundFile], list[Problem]]:
-    """Every session file under `root` (sorted by path), and the files that are not sessions."""
+def scan_sessions(roots: Roots) -> tuple[list[FoundFile], list[Problem]]:
+    """Every session file under the roots (sorted by path within each), and the files that are not
+    sessions. A root that must exist and does not is a problem; one that may, and does not, is skipped."""
     found: list[FoundFile] = []
     problems: list[Problem] = []
-    if not root.exists():
-        return found, [Problem(str(root), None, "missing directory", "the sessions directory does not exist")]
-    for path in session_paths(root, problems):
-        relative = str(path.relative_to(root))
-        try:
-            stat = path.stat()
-            header = read_header(path)
-            started = parse_timestamp(header.timestamp)
-        except (OSError, ValueError) as exc:
-            problems.append(Problem(relative, 1, "not a session file", str(exc)))
+    for root in as_roots(roots):
+        if not root.path.exists():
+            if root.required:
+                problems.append(
+                    Problem(str(root.path), None, "missing directory", "the sessions directory does not exist")
+                )
             continue
-        found.append(
-            FoundFile(
-                path=path,
-                relative_path=relative,
-                session_id=safe_id(header.id),
-                started_at_iso=started.isoformat(),
-                partition=started.date().isoformat(),
-                project=masked_project(header.cwd),
-                size=stat.st_size,
-                mtime_ns=stat.st_mtime_ns,
+        for path in session_paths(root.path, problems, root.prefix):
+            relative = root.relative(path)
+            try:
+                stat = path.stat()
+                agent, header = read_header(path)
+                started = parse_timestamp(header.timestamp)
+            except (OSError, ValueError) as exc:
+                problems.append(Problem(relative, 1, "not a session file", str(exc)))
+                continue
+            found.append(
+                FoundFile(
+                    path=path,
+                    relative_path=relative,
+                    session_id=safe_id(header.id),
+                    started_at_iso=started.isoformat(),
+                    partition=started.date().isoformat(),
+                    project=masked_project(header.cwd),
+                    size=stat.st_size,
+                    mtime_ns=stat.st_mtime_ns,
+                    agent=agent,
+                )
             )
-        )
     return _one_file_per_session(found, problems)
 
 
-def session_paths(root: Path, problems: list[Problem]) -> list[Path]:
+def session_paths(root: Path, problems: list[Problem], prefix: str = "") -> list[Path]:
     """Every `*.jsonl` below `root`, following linked folders once each; links that lead nowhere or in a
-    circle, and names that are not regular files, are problems, never silent."""
+    circle, and names that are not regular files, are problems (named `prefix` + relative path), never
+    silent."""
     paths: list[Path] = []
     seen_dirs: set[tuple[int, int]] = set()
 
     def on_error(exc: OSError) -> None:
         where = Path(exc.filename).relative_to(root) if exc.filename else root
-        problems.append(Problem(str(where), None, "unreadable folder", exc.strerror or str(exc)))
+        problems.append(Problem(prefix + str(where), None, "unreadable folder", exc.strerror or str(exc)))
 
     for folder, dirs, files in os.walk(root, followlinks=True, onerror=on_error):
         here = Path(folder)
@@ -76,7 +119,9 @@ def session_paths(root: Path, problems: list[Problem]) -> list[Path]:
         except OSError:
             continue
         if (stat.st_dev, stat.st_ino) in seen_dirs:
-            problems.append(Problem(str(here.relative_to(root)), None, "symlink loop", "folder already scanned"))
+            problems.append(
+                Problem(prefix + str(here.relative_to(root)), None, "symlink loop", "folder already scanned")
+            )
             dirs[:] = []
             continue
         seen_dirs.add((stat.st_dev, stat.st_ino))
@@ -88,9 +133,11 @@ def session_paths(root: Path, problems: list[Problem]) -> list[Path]:
             if path.is_file():
                 paths.append(path)
             elif path.is_symlink():
-                problems.append(Problem(str(path.relative_to(root)), None, "broken or looping symlink", "skipped"))
+                problems.append(
+                    Problem(prefix + str(path.relative_to(root)), None, "broken or looping symlink", "skipped")
+                )
             else:
-                problems.append(Problem(str(path.relative_to(root)), None, "not a regular file", "skipped"))
+                problems.append(Problem(prefix + str(path.relative_to(root)), None, "not a regular file", "skipped"))
     return sorted(paths)
 
 

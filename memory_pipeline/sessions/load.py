@@ -21,16 +21,18 @@ import polars as pl
 
 from memory_pipeline.sessions.discovery import FoundFile
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, empty_messages, session_messages, to_frame
-from memory_pipeline.sessions.parse import Problem, fingerprint, parse_session
+from memory_pipeline.sessions.parse import Problem, fingerprint
 from memory_pipeline.sessions.redact import Redactor, Rule
+from memory_pipeline.sessions.sources import parse_any
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 
 FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "partition": pl.String,
     "session_id": pl.String,
     "session_file": pl.String,
+    "agent": pl.String,
     "path": pl.String,
     "project": pl.String,
     "started_at": pl.String,
@@ -77,6 +79,7 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
                 "partition": item.partition,
                 "session_id": item.session_id,
                 "session_file": item.relative_path,
+                "agent": item.agent,
                 "path": str(item.path),
                 "project": item.project,
                 "started_at": item.started_at_iso,
@@ -257,7 +260,7 @@ class _ParseJob:
 def _parse_to_cache(job: _ParseJob) -> str | None:
     """Parse one file into its cache entry (frame + notes); the error text if it is not a session."""
     try:
-        session = parse_session(job.path, display_path=job.display)
+        session = parse_any(job.path, display_path=job.display)
     except (OSError, ValueError) as exc:
         return str(exc)
     rows, redactions = session_messages(session, Redactor(job.extra_rules), job.partition, display_path=job.display)

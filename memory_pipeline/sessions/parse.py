@@ -9,10 +9,13 @@ always yields the same ids (pi's own migration draws random ones).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -64,6 +67,7 @@ class ParsedSession:
     problems: list[Problem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     active_path: list[str] = field(default_factory=list)  # root -> leaf
+    agent: str = "pi"  # the coding agent that wrote the file (memory_pipeline.sessions.sources)
 
     @property
     def session_id(self) -> str:
@@ -141,6 +145,46 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}" if where else error["msg"]
 
 
+def json_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every line of a JSONL file that holds a JSON object, with pi's tolerance: a
+    BOM, blank lines, over-long lines, NUL bytes, invalid UTF-8 and a torn last line are problems naming the
+    file and line, never the end of the file. The other agents' readers start here."""
+    with path.open("rb") as handle:
+        data = handle.read().removeprefix(BOM)
+    if not data:
+        raise ValueError(f"{name}: empty file")
+    lines = data.split(b"\n")
+    ends_with_newline = data.endswith(b"\n")
+    if ends_with_newline:
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            problems.append(Problem(name, number, "line too long", f"{len(raw):,} bytes, not parsed"))
+            continue
+        if b"\x00" in raw:
+            problems.append(Problem(name, number, "binary data", "NUL bytes in line"))
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(name, number, "invalid UTF-8", f"{exc.reason} at byte {exc.start}; replaced"))
+            text = raw.decode("utf-8", errors="replace")
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            if number == len(lines) and not ends_with_newline:
+                problems.append(Problem(name, number, "torn last line", "no final newline and not valid JSON; skipped"))
+            else:
+                problems.append(Problem(name, number, "malformed line", str(exc)))
+            continue
+        if not isinstance(value, dict):
+            problems.append(Problem(name, number, "malformed line", f"a JSON {type(value).__name__}, not an object"))
+            continue
+        yield number, value
+
+
 def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
     """Read a whole session file. Raises ValueError (naming the file) if it is not a pi session at all."""
     name = display_path or str(path)
@@ -213,9 +257,24 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
         problems.append(
             Problem(name, 1, "unknown format version", f"{header.version}; read as version {LATEST_VERSION}")
         )
-    session = ParsedSession(path=path, header=header, entries=[], problems=problems, skipped=skipped)
+    return assemble_session(path, header, raw_entries, problems, skipped, name)
+
+
+def assemble_session(
+    path: Path,
+    header: SessionHeader,
+    raw_entries: list[tuple[int, Entry]],
+    problems: list[Problem],
+    skipped: Counter[str],
+    name: str,
+    agent: str = "pi",
+    leaf: str | None = None,
+) -> ParsedSession:
+    """A session from its header and (line, entry) pairs in file order, whichever agent wrote them: ids checked
+    and repaired as pi's are, and the active path from `leaf` (default: the file's last entry) up to its root."""
+    session = ParsedSession(path=path, header=header, entries=[], problems=problems, skipped=skipped, agent=agent)
     session.entries = _with_ids(session, raw_entries, name)
-    session.active_path = _active_path(session, name)
+    session.active_path = _active_path(session, name, leaf)
     return session
 
 
@@ -306,14 +365,14 @@ def _break_cycles(entries: list[ParsedEntry], session: ParsedSession, name: str)
     return [ParsedEntry(e.line, e.id, None, e.entry) if e.id in roots else e for e in entries]
 
 
-def _active_path(session: ParsedSession, name: str) -> list[str]:
-    """From the last entry in the file up through its parents: what pi resumes with."""
+def _active_path(session: ParsedSession, name: str, leaf: str | None = None) -> list[str]:
+    """From the last entry in the file (or `leaf`) up through its parents: what pi resumes with."""
     if not session.entries:
         return []
     parent_of = {e.id: e.parent_id for e in session.entries}
     path: list[str] = []
     seen: set[str] = set()
-    node: str | None = session.entries[-1].id
+    node: str | None = safe_id(leaf) if leaf and safe_id(leaf) in parent_of else session.entries[-1].id
     while node is not None and node not in seen:
         seen.add(node)
         path.append(node)

@@ -25,6 +25,8 @@ RAW_MAPPINGS: dict[str, Any] = {
         "partition": _KEYWORD,
         "session_id": _KEYWORD,
         "session_file": _KEYWORD_TEXT,
+        # The coding agent that wrote the session (pi, claude-code, codex): every search can filter by it.
+        "agent": _KEYWORD,
         "project": _KEYWORD_TEXT,
         "session_name": _KEYWORD_TEXT,
         "session_started_at": _DATE,
@@ -108,6 +110,7 @@ SUMMARY_MAPPINGS: dict[str, Any] = {
         "session_id": _KEYWORD,
         "turn_id": _KEYWORD,
         "project": _KEYWORD_TEXT,
+        "agent": _KEYWORD,
         "partition": _KEYWORD,
         "established_at": {"type": "date"},
         "summarized_at": {"type": "date"},
@@ -147,6 +150,7 @@ OBSERVATION_MAPPINGS: dict[str, Any] = {
         "tags": _KEYWORD_TEXT,
         "priority": _KEYWORD,
         "project": _KEYWORD_TEXT,
+        "agent": _KEYWORD,
         "partition": _KEYWORD,
         "session_id": _KEYWORD,
         "turn_id": _KEYWORD,
@@ -230,6 +234,7 @@ class RawMessageDoc(TypedDict):
     partition: str
     session_id: str
     session_file: str
+    agent: str
     project: str
     session_name: str | None
     session_started_at: datetime

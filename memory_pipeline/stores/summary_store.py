@@ -42,6 +42,7 @@ class SummaryDoc(BaseModel):
     session_id: str
     turn_id: str
     project: str
+    agent: str = "pi"  # the coding agent whose session it came from
     partition: str
     established_at: str
     summarized_at: str

@@ -32,6 +32,7 @@ OUTCOME_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "session_id": pl.String,
     "turn_id": pl.String,
     "project": pl.String,
+    "agent": pl.String,
     "established_at": pl.String,
     "content_hash": pl.String,
     "prompt_version": pl.String,
@@ -154,6 +155,7 @@ def outcome_rows(
             "session_id": key[0],
             "turn_id": key[1],
             "project": turn["project"],
+            "agent": turn.get("agent") or "pi",
             "established_at": _iso(turn["started_at"] or turn["session_started_at"]),
             "content_hash": turn["content_hash"],
         }
@@ -207,6 +209,7 @@ def summary_documents(outcomes: pl.DataFrame) -> pl.DataFrame:
                     session_id=turn["session_id"],
                     turn_id=turn["turn_id"],
                     project=turn["project"],
+                    agent=turn.get("agent") or "pi",
                     partition=turn["partition"],
                     established_at=turn["established_at"],
                     summarized_at=turn["summarized_at"],

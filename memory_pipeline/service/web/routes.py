@@ -25,6 +25,7 @@ from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
 from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import FilterParams
 from memory_pipeline.service.web.glance import bar_chart
+from memory_pipeline.sessions.sources import AGENTS
 from memory_pipeline.settings import Settings
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
@@ -62,6 +63,7 @@ def search_page(
         strong=[r for r in rows if r.strong],
         filters=filters,
         projects=_projects(settings),
+        agents=AGENTS,
         forgotten=forgotten,
         degraded=search.degraded,
     )

@@ -1,0 +1,310 @@
+"""Claude Code transcripts (`~/.claude/projects/<slug>/<session>.jsonl`) read into the model pi's files give.
+
+One line per entry: `user` (the person's words, or tool results as `tool_result` blocks), `assistant` (one
+line per content block: text, thinking, `tool_use`), `system` (hook and command notes, compaction
+boundaries), `progress`, and UI state without a place in the conversation (`file-history-snapshot`,
+`queue-operation`, `summary`). `uuid`/`parentUuid` make the tree; a compaction boundary starts a new root
+and names the old leaf in `logicalParentUuid`, which is followed here so the session stays one path.
+Sub-agents write their own files (`<session>/subagents/agent-<id>.jsonl`, or `agent-<id>.jsonl` beside the
+session before 2.1) whose every entry has `isSidechain`: each is a thread of its own, a session whose
+parent is the main one, and its prompts come from the main agent, never from the person. The format is in
+docs/claude-code-session-format.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from memory_pipeline.sessions.models import (
+    CompactionEntry,
+    CustomMessageEntry,
+    Entry,
+    MessageEntry,
+    MetadataEntry,
+    SessionHeader,
+    SessionInfoEntry,
+)
+from memory_pipeline.sessions.parse import (
+    HEADER_PROBE_BYTES,
+    ParsedSession,
+    Problem,
+    assemble_session,
+    json_lines,
+)
+
+AGENT = "claude-code"
+# Entry types of Claude Code that are conversation; every other type with a uuid is a node of the tree only.
+CONVERSATION = frozenset({"user", "assistant", "system"})
+# Line types Claude Code writes (any version seen): a first line of one of them marks a Claude Code file.
+KNOWN_TYPES = frozenset(
+    {
+        *CONVERSATION,
+        "summary",
+        "progress",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "last-prompt",
+        "pr-link",
+        "attachment",
+        "agent-name",
+    }
+)
+SUBAGENT_PROMPT = "subagent-prompt"  # custom type of a sub-agent's instructions (from the main agent)
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+HEADER_PROBE_LINES = 400
+
+
+def looks_like(first: dict[str, Any]) -> bool:
+    return "sessionId" in first or first.get("type") in KNOWN_TYPES and "payload" not in first
+
+
+def read_header(path: Path) -> SessionHeader:
+    """The session's id, start and folder from its first conversation entry (summaries and snapshots come
+    first in many files); a ValueError says why the file is not a Claude Code session."""
+    with path.open("rb") as handle:
+        head = handle.read(HEADER_PROBE_BYTES * 4)
+    for number, value in _lines_of(head):
+        if _starts(value):
+            return _header(path, value)
+        if number >= HEADER_PROBE_LINES:
+            break
+    raise ValueError("no conversation entry near the top (a Claude Code file of summaries or UI state only)")
+
+
+def _starts(value: dict[str, Any]) -> bool:
+    """Whether a line is a conversation entry, the first of which gives the session's id, time and folder."""
+    return bool(value.get("sessionId") and value.get("timestamp") and value.get("type") in CONVERSATION)
+
+
+def _lines_of(head: bytes) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for number, raw in enumerate(head.split(b"\n"), start=1):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append((number, value))
+    return found
+
+
+def _header(path: Path, first: dict[str, Any]) -> SessionHeader:
+    session_id = str(first["sessionId"])
+    parent = None
+    if first.get("isSidechain"):
+        agent_id = str(first.get("agentId") or path.stem.removeprefix("agent-"))
+        parent, session_id = session_id, f"{session_id}-agent-{agent_id}"
+    elif _UUID.match(path.stem):
+        session_id = path.stem  # a resumed session's file can carry entries of the one it resumed
+    return SessionHeader(
+        type="session",
+        id=session_id,
+        timestamp=str(first["timestamp"]),
+        cwd=str(first.get("cwd") or ""),
+        version=3,
+        parentSession=parent,
+    )
+
+
+def parse(path: Path, display_path: str | None = None) -> ParsedSession:
+    """Every entry of a Claude Code transcript as pi entries; problems name the file and line."""
+    name = display_path or str(path)
+    problems: list[Problem] = []
+    skipped: Counter[str] = Counter()
+    lines = list(json_lines(path, name, problems))
+    first = next((v for _, v in lines if _starts(v)), None)
+    if first is None:
+        raise ValueError(f"{name}: no conversation entry (a Claude Code file of summaries or UI state only)")
+    header = _header(path, first)
+    thread = bool(first.get("isSidechain"))
+    parent_of = {str(v["uuid"]): v.get("parentUuid") or v.get("logicalParentUuid") for _, v in lines if v.get("uuid")}
+    conversation = {str(v["uuid"]) for _, v in lines if v.get("uuid") and v.get("type") in CONVERSATION}
+    tool_names: dict[str, str] = {}
+    entries: list[tuple[int, Entry]] = []
+    titles: list[tuple[str | None, str]] = []
+    previous: dict[bool, str | None] = {False: None, True: None}  # the last entry of the main chain, of sidechains
+    for number, value in lines:
+        kind = value.get("type")
+        uuid = value.get("uuid")
+        if kind == "summary":
+            titles.append((value.get("leafUuid"), str(value.get("summary") or "")))
+            continue
+        if kind == "custom-title" and value.get("customTitle"):
+            titles.append((None, str(value["customTitle"])))
+            continue
+        if not uuid or kind not in CONVERSATION:
+            skipped[f"claude-code {kind}"] += 1
+            if kind not in KNOWN_TYPES:
+                problems.append(Problem(name, number, "unknown entry type", str(kind)))
+            continue
+        side = bool(value.get("isSidechain")) and not thread
+        # Claude Code chains parallel tool calls and their results as siblings, and hooks' progress lines in
+        # between: in file order is how the model saw them. Only a prompt keeps its own parent, so a prompt
+        # sent again from an earlier point (a rewind) still leaves the old continuation as a branch.
+        parent = previous[side]
+        if _is_prompt(value):
+            above = _conversation_ancestor(parent_of.get(str(uuid)), parent_of, conversation)
+            parent = above if above is not None else parent
+        base = {"id": str(uuid), "parentId": parent, "timestamp": value.get("timestamp")}
+        try:
+            made = _entries(value, base, tool_names, thread or side, skipped)
+        except ValidationError as exc:
+            problems.append(Problem(name, number, "malformed entry", str(exc.errors()[0]["msg"])))
+            made = [MetadataEntry(type="custom", **base)]
+        entries.extend((number, entry) for entry in made)
+        previous[side] = str(uuid)
+    leaf = previous[False]
+    known = {str(v.get("uuid")) for _, v in lines if v.get("uuid")}
+    title = next((t for target, t in reversed(titles) if t and (target is None or target in known)), None)
+    if title:
+        entries.append((0, SessionInfoEntry(type="session_info", id="title", name=title)))
+    return assemble_session(path, header, entries, problems, skipped, name, agent=AGENT, leaf=leaf)
+
+
+def _is_prompt(value: dict[str, Any]) -> bool:
+    """A line of the person's words (not tool results, a compaction summary or Claude Code's own notes)."""
+    if value.get("type") != "user" or value.get("isMeta") or value.get("isCompactSummary"):
+        return False
+    content = (value.get("message") or {}).get("content") if isinstance(value.get("message"), dict) else None
+    return isinstance(content, str) or (
+        isinstance(content, list) and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def _conversation_ancestor(node: str | None, parent_of: dict[str, str | None], conversation: set[str]) -> str | None:
+    """The nearest conversation entry at or above `node`, through progress and other UI lines."""
+    seen: set[str] = set()
+    while node is not None and node not in conversation and node not in seen:
+        seen.add(node)
+        node = parent_of.get(node)
+    return node if node in conversation else None
+
+
+def _entries(
+    value: dict[str, Any], base: dict[str, Any], tool_names: dict[str, str], sidechain: bool, skipped: Counter[str]
+) -> list[Entry]:
+    """The pi entries of one Claude Code line: a user line of tool results and text becomes one entry per
+    result and one for the text, chained, the last keeping the line's uuid so its children still find it."""
+    kind = value.get("type")
+    message = value.get("message") if isinstance(value.get("message"), dict) else {}
+    if kind == "assistant":
+        return [
+            MessageEntry.model_validate({"type": "message", **base, "message": _assistant(message, value, tool_names)})
+        ]
+    if kind == "system":
+        text = value.get("content") if isinstance(value.get("content"), str) else str(value.get("subtype") or "")
+        return [
+            MessageEntry.model_validate({"type": "message", **base, "message": {"role": "system", "content": text}})
+        ]
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        content = []
+    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    others = [_block(b) for b in content if isinstance(b, dict) and b.get("type") != "tool_result"]
+    others = [b for b in others if b is not None]
+    made: list[dict[str, Any]] = [_tool_result(b, tool_names) for b in results]
+    if others:
+        text = "\n".join(b.get("text", "") for b in others if b["type"] == "text")
+        if value.get("isCompactSummary"):
+            made.append({"type": "compaction", "summary": text})
+        elif value.get("isMeta"):
+            made.append({"type": "message", "message": {"role": "system", "content": others}})
+        elif sidechain:
+            made.append({"type": "custom_message", "customType": SUBAGENT_PROMPT, "content": others, "display": False})
+        else:
+            made.append({"type": "message", "message": {"role": "user", "content": others}})
+    if not made:
+        return [MetadataEntry(type="custom", **base)]
+    entries: list[Entry] = []
+    parent = base["parentId"]
+    for index, fields in enumerate(made):
+        last = index == len(made) - 1
+        entry_id = base["id"] if last else f"{base['id']}#{index + 1}"
+        data = {**fields, "id": entry_id, "parentId": parent, "timestamp": base["timestamp"]}
+        kind_of = data["type"]
+        model = {"message": MessageEntry, "compaction": CompactionEntry, "custom_message": CustomMessageEntry}[kind_of]
+        entries.append(model.model_validate(data))
+        parent = entry_id
+    return entries
+
+
+def _assistant(message: dict[str, Any], value: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
+    content = message.get("content")
+    blocks: list[dict[str, Any]] = []
+    for block in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") in ("tool_use", "server_tool_use"):
+            tool_names[str(block.get("id"))] = str(block.get("name") or "")
+            blocks.append(
+                {
+                    "type": "toolCall",
+                    "id": block.get("id") or "",
+                    "name": block.get("name") or "",
+                    "arguments": block.get("input"),
+                }
+            )
+        elif (converted := _block(block)) is not None:
+            blocks.append(converted)
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
+    error = value.get("isApiErrorMessage") or value.get("error")
+    return {
+        "role": "assistant",
+        "content": blocks,
+        "provider": "anthropic",
+        "api": "anthropic-messages",
+        "model": message.get("model"),
+        "stopReason": "error" if error else message.get("stop_reason"),
+        "errorMessage": "\n".join(b.get("text", "") for b in blocks if b["type"] == "text") if error else None,
+        "usage": {
+            "input": usage.get("input_tokens") or 0,
+            "output": usage.get("output_tokens") or 0,
+            "cacheRead": usage.get("cache_read_input_tokens") or 0,
+            "cacheWrite": usage.get("cache_creation_input_tokens") or 0,
+        }
+        if usage
+        else None,
+    }
+
+
+def _block(block: dict[str, Any]) -> dict[str, Any] | None:
+    """A text, thinking or image block of Claude's API as pi's; other kinds carry nothing to read."""
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(block.get("text") or "")}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": str(block.get("thinking") or "")}
+    if kind == "redacted_thinking":
+        return {"type": "thinking", "thinking": "", "redacted": True}
+    if kind == "image":
+        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        return {"type": "image", "mimeType": source.get("media_type") or "application/octet-stream"}
+    return None
+
+
+def _tool_result(block: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
+    content = block.get("content")
+    if isinstance(content, str):
+        blocks = [{"type": "text", "text": content}]
+    else:
+        blocks = [b for b in (_block(b) for b in content or [] if isinstance(b, dict)) if b is not None]
+    call_id = str(block.get("tool_use_id") or "")
+    return {
+        "type": "message",
+        "message": {
+            "role": "toolResult",
+            "content": blocks,
+            "toolCallId": call_id,
+            "toolName": tool_names.get(call_id),
+            "isError": bool(block.get("is_error")),
+        },
+    }
