@@ -372,7 +372,12 @@ def backfill(
         # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
         try:
             with make_client(settings, request_timeout=10, max_retries=1) as es:
-                roots = agent_roots(settings.sessions_dir, settings.claude_projects_dir, settings.codex_sessions_dir)
+                roots = agent_roots(
+                    settings.sessions_dir,
+                    settings.claude_projects_dir,
+                    settings.codex_sessions_dir,
+                    settings.gemini_tmp_dir,
+                )
                 plan = plan_backfill(instance, roots, everything, start, end, es=es, with_llm=with_llm)
         except ElasticsearchConnectionError as exc:
             raise click.ClickException(
@@ -460,7 +465,7 @@ filter_options = [
     click.option("--until", help="Up to this date (YYYY-MM-DD)."),
     click.option("--priority", multiple=True, type=click.Choice(["high", "medium", "low"])),
     click.option("--kind", multiple=True, type=click.Choice(["summary", "observation", "note"])),
-    click.option("--agent", help="Only this coding agent's memories (pi, claude-code, codex)."),
+    click.option("--agent", help="Only this coding agent's memories (pi, claude-code, codex, gemini-cli)."),
 ]
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 

@@ -77,6 +77,7 @@ class SessionsResource(ConfigurableResource):
     sessions_dir: str
     claude_dir: str = Field("", description="Claude Code's transcripts (~/.claude/projects); empty = not read.")
     codex_dir: str = Field("", description="Codex CLI's rollouts (~/.codex/sessions); empty = not read.")
+    gemini_dir: str = Field("", description="Gemini CLI's chats by project (~/.gemini/tmp); empty = not read.")
     cache_dir: str = Field(description="Parsed frames of unchanged files, keyed by content fingerprint.")
     redact_patterns: list[str] = Field(
         default_factory=list, description="Extra regexes to mask, on top of the built-in secret rules."
@@ -89,8 +90,8 @@ class SessionsResource(ConfigurableResource):
 
     @property
     def roots(self) -> list[SessionRoot]:
-        """Every agent's folder: pi's, then Claude Code's and Codex's."""
-        other = [Path(d).expanduser() if d else None for d in (self.claude_dir, self.codex_dir)]
+        """Every agent's folder: pi's, then Claude Code's, Codex's and Gemini CLI's."""
+        other = [Path(d).expanduser() if d else None for d in (self.claude_dir, self.codex_dir, self.gemini_dir)]
         return agent_roots(self.root, *other)
 
     def redactor(self) -> Redactor:
@@ -247,6 +248,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             sessions_dir=str(settings.sessions_dir),
             claude_dir=str(settings.claude_projects_dir or ""),
             codex_dir=str(settings.codex_sessions_dir or ""),
+            gemini_dir=str(settings.gemini_tmp_dir or ""),
             cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
             redact_patterns=settings.redact_extra_patterns,
         ),

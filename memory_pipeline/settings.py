@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     codex_sessions_dir: Path | None = Field(
         Path("~/.codex/sessions"), description='Where Codex CLI writes rollouts, read when it exists; "" = not read.'
     )
+    gemini_tmp_dir: Path | None = Field(
+        Path("~/.gemini/tmp"),
+        description='Where Gemini CLI keeps chats per project, read when it exists; "" = not read.',
+    )
     redact_extra_patterns: list[str] = Field(
         default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].'
     )
@@ -179,7 +183,7 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().absolute()
 
-    @field_validator("claude_projects_dir", "codex_sessions_dir", mode="before")
+    @field_validator("claude_projects_dir", "codex_sessions_dir", "gemini_tmp_dir", mode="before")
     @classmethod
     def _optional_folder(cls, value: object) -> object:
         return None if value is None or str(value).strip() == "" else Path(str(value)).expanduser().absolute()
@@ -399,6 +403,7 @@ def isolated_settings(base: Settings, folder: Path, **overrides: object) -> Sett
             "sessions_dir": folder / "sessions",
             "claude_projects_dir": folder / "claude-projects",
             "codex_sessions_dir": folder / "codex-sessions",
+            "gemini_tmp_dir": folder / "gemini-tmp",
             "memory_pipeline_state_dir": folder / "state",
             "memory_workspace": folder / "memory",
             "memory_pipeline_cache_dir": base.memory_pipeline_cache_dir,

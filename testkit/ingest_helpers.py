@@ -55,6 +55,7 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         "SESSIONS_DIR": str(settings.sessions_dir),
         "CLAUDE_PROJECTS_DIR": str(settings.claude_projects_dir or ""),
         "CODEX_SESSIONS_DIR": str(settings.codex_sessions_dir or ""),
+        "GEMINI_TMP_DIR": str(settings.gemini_tmp_dir or ""),
         "MEMORY_PIPELINE_STATE_DIR": str(settings.memory_pipeline_state_dir),
         "MEMORY_WORKSPACE": str(settings.memory_workspace),
         "MEMORY_PIPELINE_CACHE_DIR": str(settings.memory_pipeline_cache_dir),

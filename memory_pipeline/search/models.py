@@ -24,7 +24,7 @@ class Filters:
     priority: tuple[str, ...] = ()
     kind: tuple[str, ...] = ()  # summary, observation
     session: str | None = None  # one session's memories (a compaction's summary reads its own session)
-    agent: str | None = None  # one coding agent's memories (pi, claude-code, codex)
+    agent: str | None = None  # one coding agent's memories (pi, claude-code, codex, gemini-cli)
 
     def clauses(self) -> list[dict[str, Any]]:
         clauses: list[dict[str, Any]] = []
@@ -62,7 +62,9 @@ class Memory(BaseModel):
     tags: list[str] = Field(default_factory=list)
     superseded_by: str | None = Field(None, description="A later decision replaced this one (reflection's mark).")
     author: str | None = Field(None, description="Who stored a note on purpose (notes only).")
-    agent: str = Field("", description="The coding agent whose session it came from (pi, claude-code, codex).")
+    agent: str = Field(
+        "", description="The coding agent whose session it came from (pi, claude-code, codex, gemini-cli)."
+    )
     bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
     similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 

@@ -39,7 +39,9 @@ INSTRUCTIONS = (
 PROJECT = Field(
     description="The project's path (your working directory). Default: the project this server was started for."
 )
-AGENT = Field(description="Only what this coding agent's sessions hold: pi, claude-code or codex. Default: all.")
+AGENT = Field(
+    description="Only what this coding agent's sessions hold: pi, claude-code, codex or gemini-cli. Default: all."
+)
 
 
 def _store(get_store: Callable[[], MemoryStore | None]) -> MemoryStore:

@@ -17,7 +17,9 @@ class FilterParams(BaseModel):
     until: str | None = Field(None, description="Up to this date (YYYY-MM-DD), inclusive.")
     priority: list[Literal["high", "medium", "low"]] = Field(default_factory=list)
     kind: list[Literal["summary", "observation", "note"]] = Field(default_factory=list)
-    agent: str | None = Field(None, description="Only this coding agent's memories: pi, claude-code or codex.")
+    agent: str | None = Field(
+        None, description="Only this coding agent's memories: pi, claude-code, codex or gemini-cli."
+    )
 
     @field_validator("project", "since", "until", "agent", mode="before")
     @classmethod

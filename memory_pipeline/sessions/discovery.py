@@ -3,7 +3,8 @@
 pi nests files per working directory (`--<cwd>--/<time>_<id>.jsonl`), Claude Code
 per project (`<slug>/<id>.jsonl`, sub-agents below), Codex per day
 (`YYYY/MM/DD/rollout-*.jsonl`), custom session dirs are flat, and imports keep
-arbitrary names: so every `*.jsonl` under each agent's folder is opened and its
+arbitrary names: so every `*.jsonl` (and Gemini CLI's older `session-*.json`)
+under each agent's folder is opened and its
 first lines decide which agent wrote it (`sessions.sources`). Only the top of a
 file is read here; stat data (size, mtime) lets callers skip fingerprinting
 files that did not change.
@@ -38,10 +39,12 @@ class SessionRoot:
 Roots = Path | Sequence[SessionRoot]
 
 
-def agent_roots(sessions_dir: Path, claude_dir: Path | None, codex_dir: Path | None) -> list[SessionRoot]:
-    """pi's folder, then Claude Code's and Codex's when they are set (each read when it exists)."""
+def agent_roots(
+    sessions_dir: Path, claude_dir: Path | None, codex_dir: Path | None, gemini_dir: Path | None = None
+) -> list[SessionRoot]:
+    """pi's folder, then Claude Code's, Codex's and Gemini CLI's when they are set (each read when it exists)."""
     roots = [SessionRoot(sessions_dir)]
-    for prefix, folder in (("claude-code/", claude_dir), ("codex/", codex_dir)):
+    for prefix, folder in (("claude-code/", claude_dir), ("codex/", codex_dir), ("gemini-cli/", gemini_dir)):
         if folder is not None and folder.resolve() != sessions_dir.resolve():
             roots.append(SessionRoot(folder, prefix, required=False))
     return roots
@@ -127,7 +130,8 @@ def session_paths(root: Path, problems: list[Problem], prefix: str = "") -> list
         seen_dirs.add((stat.st_dev, stat.st_ino))
         dirs.sort()
         for name in sorted(files):
-            if not name.endswith(".jsonl"):
+            # Gemini CLI's chats before 2026 are single JSON documents named `session-….json`.
+            if not name.endswith(".jsonl") and not (name.startswith("session-") and name.endswith(".json")):
                 continue
             path = here / name
             if path.is_file():

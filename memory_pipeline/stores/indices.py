@@ -25,7 +25,7 @@ RAW_MAPPINGS: dict[str, Any] = {
         "partition": _KEYWORD,
         "session_id": _KEYWORD,
         "session_file": _KEYWORD_TEXT,
-        # The coding agent that wrote the session (pi, claude-code, codex): every search can filter by it.
+        # The coding agent that wrote the session (pi, claude-code, codex, gemini-cli): every search can filter by it.
         "agent": _KEYWORD,
         "project": _KEYWORD_TEXT,
         "session_name": _KEYWORD_TEXT,

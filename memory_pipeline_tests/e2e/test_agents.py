@@ -1,7 +1,7 @@
-"""One day in one project worked in three agents: a pi session, a Claude Code session and a Codex rollout, each in
-its agent's own folder, go through the pipeline's LLM-free assets on the real Elasticsearch and embedding
-server; search finds each agent's turn, `agent` filters it everywhere, and the briefing names the agent of each
-line. Running the day again writes nothing."""
+"""One day in one project worked in four agents: a pi session, a Claude Code session, a Codex rollout and a Gemini
+CLI chat, each in its agent's own folder, go through the pipeline's LLM-free assets on the real Elasticsearch
+and embedding server; search finds each agent's turn, `agent` filters it everywhere, and the briefing names the
+agent of each line. Running the day again writes nothing."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from testkit.paths import ROOT
 from testkit.servers import free_port
 
 DAY = "2025-07-14"
+AGENTS = ("pi", "claude-code", "codex", "gemini-cli")
 NOTE = "The overseer repo deploys from the release branch only."
 PROJECT = "/home/dev/overseer"
 FIXTURES = ROOT / "memory_pipeline_tests" / "fixtures"
@@ -49,7 +50,7 @@ def _moved(line: str) -> str:
 
 
 def _field(key: str, value: object) -> object:
-    if key == "timestamp" and isinstance(value, str):
+    if key in ("timestamp", "startTime") and isinstance(value, str):
         return DAY + value[10:]
     if key == "cwd" and isinstance(value, str):
         return PROJECT
@@ -66,7 +67,7 @@ def _place(source: Path, target: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def three_agents(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def every_agent(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     root = tmp_path_factory.mktemp("agents")
     settings = isolated_settings(local_runtime, root)
     pi = copy_fixture("handwritten-kuato.v3.jsonl", settings.sessions_dir / "--overseer--" / "s.jsonl",
@@ -78,6 +79,9 @@ def three_agents(local_runtime: Settings, tmp_path_factory: pytest.TempPathFacto
     _place(claude, settings.claude_projects_dir / "-home-dev-overseer" / claude.name)
     codex = next((FIXTURES / "codex" / "synthetic").glob("rollout-2025-*.jsonl"))
     _place(codex, settings.codex_sessions_dir / "2025" / "07" / "14" / codex.name)
+    gemini = next((FIXTURES / "gemini-cli" / "synthetic").rglob("session-2026-*.jsonl"))
+    _place(gemini, settings.gemini_tmp_dir / "overseer" / "chats" / gemini.name)
+    (settings.gemini_tmp_dir / "overseer" / ".project_root").write_text(PROJECT + "\n")
     days = recall_history(settings)
     noted = subprocess.run(
         [sys.executable, "-m", "memory_pipeline", "remember", NOTE, "--project", PROJECT],
@@ -95,8 +99,8 @@ def three_agents(local_runtime: Settings, tmp_path_factory: pytest.TempPathFacto
     reset_days(settings, days)
 
 
-def test_each_agents_session_is_indexed_under_its_agent(three_agents) -> None:  # noqa: ANN001
-    settings, _, es, days = three_agents
+def test_each_agents_session_is_indexed_under_its_agent(every_agent) -> None:  # noqa: ANN001
+    settings, _, es, days = every_agent
     assert days == [DAY]
     found = es.search(
         index=RAW_INDEX,
@@ -105,7 +109,7 @@ def test_each_agents_session_is_indexed_under_its_agent(three_agents) -> None:  
         size=0,
     )
     agents = {b["key"]: b["doc_count"] for b in found["aggregations"]["agents"]["buckets"]}
-    assert set(agents) == {"pi", "claude-code", "codex"}
+    assert set(agents) == set(AGENTS)
     # Every conversation message of each file (counted in the unit tests; metadata rows are not documents).
     assert agents["codex"] == 5 and agents["claude-code"] == 17
 
@@ -116,31 +120,34 @@ def test_each_agents_session_is_indexed_under_its_agent(three_agents) -> None:  
         ("overseer monitoring system for API endpoints", "pi"),
         ("why does checkout fail with prices as strings", "claude-code"),
         ("why is the build slow, type check", "codex"),
+        ("health checks time out, TIMEOUT_MS per endpoint", "gemini-cli"),
     ],
 )
-def test_search_finds_each_agents_turn_and_filters_by_agent(three_agents, question: str, agent: str) -> None:  # noqa: ANN001
-    _, search, _, _ = three_agents
+def test_search_finds_each_agents_turn_and_filters_by_agent(every_agent, question: str, agent: str) -> None:  # noqa: ANN001
+    _, search, _, _ = every_agent
     rows = search.index(question, k=5, filters=Filters(project=PROJECT))
     assert rows and rows[0].agent == agent, [(r.agent, r.summary[:60]) for r in rows]
     only = search.index(question, k=5, filters=FilterParams(project=PROJECT, agent=agent).filters())
     assert only and {r.agent for r in only} == {agent}
-    others = [a for a in ("pi", "claude-code", "codex") if a != agent]
+    others = [a for a in AGENTS if a != agent]
     elsewhere = search.index(question, k=5, filters=Filters(project=PROJECT, agent=others[0]))
     assert all(r.agent == others[0] for r in elsewhere)
 
 
-def test_the_briefing_names_each_lines_agent(three_agents) -> None:  # noqa: ANN001
-    settings, search, _, _ = three_agents
+def test_the_briefing_names_each_lines_agent(every_agent) -> None:  # noqa: ANN001
+    settings, search, _, _ = every_agent
     briefing = build_briefing(search, "Do we use pnpm or npm in this repo?", project=PROJECT, token_budget=800)
     lines = [line for line in briefing.markdown.splitlines() if line.startswith("- ")]
-    named = {agent for line in lines for agent in ("pi", "claude-code", "codex") if f", {agent}, id `" in line}
-    assert named == {"pi", "claude-code", "codex"}, briefing.markdown
+    named = {agent for line in lines for agent in AGENTS if f", {agent}, id `" in line}
+    assert named == set(AGENTS), briefing.markdown
     # Every line says where it came from: a session's agent, or (a note) who stored it.
-    assert all(re.search(r", (pi|claude-code|codex|person), id `", line) for line in lines), briefing.markdown
+    assert all(re.search(r", (pi|claude-code|codex|gemini-cli|person), id `", line) for line in lines), (
+        briefing.markdown
+    )
 
 
-def test_running_the_day_again_writes_nothing(three_agents) -> None:  # noqa: ANN001
-    settings, _, _, days = three_agents
+def test_running_the_day_again_writes_nothing(every_agent) -> None:  # noqa: ANN001
+    settings, _, _, days = every_agent
     result = materialize(
         RECALL_ASSETS,
         resources=build_resources(settings),
@@ -149,18 +156,18 @@ def test_running_the_day_again_writes_nothing(three_agents) -> None:  # noqa: AN
     )
     assert result.success
     files = result.asset_materializations_for_node("session_files")[0].metadata
-    assert files["files_by_agent"].data == {"claude-code": 1, "codex": 1, "pi": 1}
+    assert files["files_by_agent"].data == {"claude-code": 1, "codex": 1, "gemini-cli": 1, "pi": 1}
     assert files["changed_files"].value == 0
     raw = result.asset_materializations_for_node("memory_raw_index")[0].metadata
     assert (raw["written"].value, raw["deleted"].value, raw["manifest_writes"].value) == (0, 0, 0)
-    assert raw["unchanged_sessions"].value == 3
+    assert raw["unchanged_sessions"].value == 4
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
-def test_the_claude_code_hook_prints_the_projects_briefing(three_agents, tmp_path: Path, event: str) -> None:  # noqa: ANN001
+def test_the_claude_code_hook_prints_the_projects_briefing(every_agent, tmp_path: Path, event: str) -> None:  # noqa: ANN001
     """The README's hook line (`memory-pipeline hook claude-code`), run from another folder with the payload
     Claude Code sends: the briefing of the payload's project, as Claude Code takes context from a hook."""
-    settings, _, _, _ = three_agents
+    settings, _, _, _ = every_agent
     payload = {
         "session_id": "5d0c3e1a-0000-4000-8000-000000000002",
         "transcript_path": str(settings.claude_projects_dir / "-home-dev-overseer" / "next.jsonl"),
@@ -190,25 +197,25 @@ def test_the_claude_code_hook_prints_the_projects_briefing(three_agents, tmp_pat
         assert ", codex, id `" in context and ", claude-code, id `" in context
 
 
-def test_mcp_from_another_folder_filters_by_agent(three_agents, tmp_path: Path) -> None:  # noqa: ANN001
+def test_mcp_from_another_folder_filters_by_agent(every_agent, tmp_path: Path) -> None:  # noqa: ANN001
     """The MCP set-up line of Claude Code and Codex (the same stdio server), started in another folder for the
     project: `agent` keeps one agent's memories."""
     import anyio
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters
 
-    settings, _, _, _ = three_agents
+    settings, _, _, _ = every_agent
     argv = ["-m", "memory_pipeline", "mcp", "--project", PROJECT]
     params = StdioServerParameters(command=sys.executable, args=argv, env=cli_env(settings), cwd=str(tmp_path))
     found: dict[str, set[str]] = {}
 
     async def session() -> None:
         async with Client(params) as client:
-            for agent in ("", "codex", "claude-code"):
+            for agent in ("", "codex", "claude-code", "gemini-cli"):
                 answer = await client.call_tool("memory_search", {"query": "pnpm, never npm", "agent": agent})
                 assert not answer.is_error, answer.content
                 found[agent] = {m["agent"] for m in answer.structured_content["data"]}
 
     anyio.run(session)
-    assert found[""] >= {"pi", "claude-code", "codex"}
-    assert found["codex"] == {"codex"} and found["claude-code"] == {"claude-code"}
+    assert found[""] >= set(AGENTS)
+    assert all(found[agent] == {agent} for agent in ("codex", "claude-code", "gemini-cli"))

@@ -25,6 +25,8 @@ CLAUDE = FIXTURES / "claude-code"
 CODEX = FIXTURES / "codex"
 CLAUDE_FILES = sorted(CLAUDE.rglob("*.jsonl"))
 CODEX_FILES = sorted(CODEX.rglob("*.jsonl"))
+GEMINI = FIXTURES / "gemini-cli"
+GEMINI_FILES = sorted(p for p in GEMINI.rglob("*.json*") if p.suffix in (".json", ".jsonl"))
 INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>", "<permis")
 
 
@@ -92,6 +94,26 @@ def codex_reference(path: Path) -> Counter[str]:
             count["tool_calls"] += 1
         elif item in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             count["tool_results"] += 1
+    return count
+
+
+def gemini_reference(path: Path) -> Counter[str]:
+    """What a Gemini CLI chat holds, from its JSON: each message id once (its last copy), a reply's tool calls
+    and the results they came back with; rewound messages included (they are kept as a branch)."""
+    if path.suffix == ".json":
+        records = json.loads(path.read_text())["messages"]
+    else:
+        records = [r for r in _lines(path)[1:] if r.get("id") and r.get("type")]
+    last = {r["id"]: r for r in records}
+    count: Counter[str] = Counter()
+    for record in last.values():
+        calls = record.get("toolCalls") or []
+        results = sum(1 for c in calls if c.get("result") is not None or c.get("resultDisplay") is not None)
+        count["messages"] += 1 + results
+        count["tool_calls"] += len(calls)
+        count["tool_results"] += results
+        count["prompts"] += record["type"] == "user"
+        count["system"] += record["type"] in ("info", "warning", "error")
     return count
 
 
@@ -221,3 +243,52 @@ def test_agents_are_told_apart_by_content_wherever_their_files_are(tmp_path: Pat
     # Another agent's folder that does not exist is no problem; pi's is.
     _, missing = scan_sessions([SessionRoot(tmp_path / "nope"), SessionRoot(tmp_path / "none", "x/", required=False)])
     assert [p.kind for p in missing] == ["missing directory"]
+
+
+@pytest.mark.parametrize("path", GEMINI_FILES, ids=lambda p: p.name)
+def test_gemini_cli_fixture_parses_exactly(path: Path) -> None:
+    expected = gemini_reference(path)
+    frame = _frame(path)
+    thread = parse_any(path).header.parentSession is not None
+    assert frame.height == expected["messages"]
+    assert frame["tool_calls"].list.len().sum() == expected["tool_calls"]
+    assert frame.filter(pl.col("role") == "toolResult").height == expected["tool_results"]
+    assert frame.filter(pl.col("role") == ("custom" if thread else "user")).height == expected["prompts"]
+    assert frame.filter(pl.col("role") == "system").height == expected["system"]
+    assert (frame["agent"] == "gemini-cli").all() and set(frame["project"]) == {"/home/dev/overseer"}
+
+
+def test_gemini_cli_rewinds_updates_and_bad_lines() -> None:
+    path = next(GEMINI.rglob("session-2026-*.jsonl"))
+    session = parse_any(path, "chat.jsonl")
+    rows = {r["entry_id"]: r for r in _frame(path).iter_rows(named=True)}
+    # Written twice, read once: the last copy (with its tool calls) in the first one's place.
+    assert [c["name"] for c in rows["g1"]["tool_calls"]] == ["read_file", "run_shell_command"]
+    assert rows["g1#r2"]["is_error"] and rows["g1#r1"]["content"].startswith("const TIMEOUT_MS")
+    assert rows["g2"]["parent_id"] == "g1#r2"  # the next reply follows the tool results
+    # The person rewound to before "50 ms": that exchange is a branch, the new prompt follows the root cause.
+    assert not rows["u2"]["on_active_path"] and not rows["g3"]["on_active_path"]
+    assert rows["u3"]["parent_id"] == "g2" and rows["u3"]["on_active_path"] and rows["u3"]["has_image"]
+    assert rows["g5"]["on_active_path"] and rows["i1"]["is_metadata"]
+    assert rows["g1"]["thinking"] == "Checking the poller: Read src/poll.ts for the timeout."
+    assert rows["g1"]["cache_read_tokens"] == 300 and rows["g1"]["total_tokens"] == 1620
+    assert [(p.line, p.kind) for p in session.problems] == [(12, "malformed line"), (14, "unknown record")]
+    sub = next(GEMINI.rglob("sub-*.jsonl"))
+    header = parse_any(sub).header
+    assert header.parentSession == session.header.id == sub.parent.name  # nested under its parent's id
+    assert _frame(sub).filter(pl.col("role") == "user").height == 0
+
+
+def test_gemini_cli_chats_are_found_by_their_project_folder(tmp_path: Path) -> None:
+    shutil.copytree(GEMINI / "synthetic", tmp_path / "tmp")
+    found, problems = scan_sessions(agent_roots(tmp_path / "pi", None, None, tmp_path / "tmp"))
+    assert {(f.agent, f.project) for f in found} == {("gemini-cli", "/home/dev/overseer")}
+    assert len(found) == 3 and all(f.relative_path.startswith("gemini-cli/overseer/chats/") for f in found)
+    assert [p.kind for p in problems] == ["missing directory"]  # pi's folder, which must exist
+    # Without its project folder's marker a chat is still read, under its project hash.
+    (tmp_path / "tmp" / "overseer" / ".project_root").unlink()
+    found, _ = scan_sessions(agent_roots(tmp_path / "pi", None, None, tmp_path / "tmp"))
+    assert {f.project for f in found} == {
+        "gemini-project:414e7f6f",
+        "gemini-project:414e7f6f8996be8df658a05abdee1847e1072eb2b72d2e421a0e101a8a06b752",
+    }

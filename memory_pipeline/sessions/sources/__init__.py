@@ -16,7 +16,7 @@ from pathlib import Path
 from memory_pipeline.sessions import parse as pi
 from memory_pipeline.sessions.models import SessionHeader
 from memory_pipeline.sessions.parse import BOM, HEADER_PROBE_BYTES, ParsedSession
-from memory_pipeline.sessions.sources import claude_code, codex
+from memory_pipeline.sessions.sources import claude_code, codex, gemini
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ SOURCES: dict[str, Source] = {
         PI,
         Source(claude_code.AGENT, claude_code.read_header, claude_code.parse),
         Source(codex.AGENT, codex.read_header, codex.parse),
+        Source(gemini.AGENT, gemini.read_header, gemini.parse),
     )
 }
 AGENTS = tuple(SOURCES)
@@ -41,6 +42,8 @@ AGENTS = tuple(SOURCES)
 def source_of(path: Path) -> Source:
     """The agent that wrote `path`, from its first line; pi when nothing else matches, so a file that is no
     session at all gets pi's error, which names what is wrong with its first line."""
+    if path.suffix == ".json":  # only Gemini CLI's chats before 2026 are single JSON documents here
+        return SOURCES[gemini.AGENT]
     try:
         with path.open("rb") as handle:
             first = json.loads(handle.readline(HEADER_PROBE_BYTES).removeprefix(BOM))
@@ -50,6 +53,8 @@ def source_of(path: Path) -> Source:
         return PI
     if codex.looks_like(first):
         return SOURCES[codex.AGENT]
+    if gemini.looks_like(first):
+        return SOURCES[gemini.AGENT]
     if claude_code.looks_like(first):
         return SOURCES[claude_code.AGENT]
     return PI
