@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
 service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server).
+fixture_memories, slow_server, sources).
 
 All of them when none is named; each rewrites its section of bench/results.md.
 """
@@ -27,6 +27,7 @@ from bench import (
     secrets,
     service,
     slow_server,
+    sources,
     summarize,
 )
 
@@ -48,6 +49,7 @@ BENCHMARKS = {
     "fresh": fresh.main,
     "compaction": compaction.main,
     "slow_server": slow_server.main,
+    "sources": sources.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

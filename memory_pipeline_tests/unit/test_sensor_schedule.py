@@ -198,3 +198,38 @@ def test_weeks_follow_the_days_however_old_and_the_friction_schedule_runs_a_week
     )
     result = session_files_sensor(context)
     assert {k for r in result.dynamic_partitions_requests for k in r.partition_keys} == {"2019-05-02", "2019-04-29"}
+
+
+def test_other_agents_folders_request_their_days_and_a_broken_one_stops_nothing(tmp_path: Path) -> None:
+    """A Claude Code transcript and a Codex rollout in their own folders request their days in the same tick as
+    pi's files; a file of one agent that is no session is logged, never the end of the tick."""
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    pi, claude, codex = tmp_path / "pi", tmp_path / "claude", tmp_path / "codex"
+    _session(pi / "a.jsonl", "a", "2026-01-05")
+    claude_file = next((fixtures / "claude-code" / "codemie-2.0.64").glob("4c2ddfdc*.jsonl"))
+    codex_file = next((fixtures / "codex" / "synthetic").glob("rollout-2026-*.jsonl"))
+    (claude / "-tmp-private").mkdir(parents=True)
+    (codex / "2026" / "03" / "02").mkdir(parents=True)
+    copies = [
+        claude / "-tmp-private" / claude_file.name,
+        codex / "2026" / "03" / "02" / codex_file.name,
+        claude / "-tmp-private" / "broken.jsonl",
+    ]
+    copies[0].write_bytes(claude_file.read_bytes())
+    copies[1].write_bytes(codex_file.read_bytes())
+    copies[2].write_text("{not json\n")
+    old = time.time() - 600
+    for copy in copies:
+        os.utime(copy, (old, old))
+    resource = SessionsResource(
+        sessions_dir=str(pi), claude_dir=str(claude), codex_dir=str(codex), cache_dir=str(tmp_path / ".cache")
+    )
+    context = build_sensor_context(
+        cursor=None, resources={"sessions": resource, "llm": _llm()}, instance=DagsterInstance.ephemeral()
+    )
+    result = session_files_sensor(context)
+    assert isinstance(result, SensorResult)
+    assert sorted(r.partition_key for r in result.run_requests) == ["2025-12-10", "2026-01-05", "2026-03-02"]
+    cursor = json.loads(context.cursor)
+    assert {key.split("/")[0] for key in cursor} >= {"a.jsonl", "claude-code", "codex"}
+    assert cursor["claude-code/-tmp-private/broken.jsonl"][2] is None  # seen, not a session: not asked again
