@@ -560,6 +560,15 @@ def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
         raise click.ClickException(missing)
 
 
+tokens_option = click.option(
+    "--tokens",
+    default=800,
+    show_default=True,
+    type=click.IntRange(MIN_TOKENS, MAX_TOKENS),
+    help="Token budget of the briefing.",
+)
+
+
 def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[str]]:
     """The briefing's markdown and ids, from the service when it runs (0.3 s), else searched in-process; a
     server that is down is said on stderr (with what starts it), never an error."""
@@ -586,13 +595,7 @@ def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[st
 
 @main.command(name="hook")
 @click.argument("agent", type=click.Choice(["claude-code"]))
-@click.option(
-    "--tokens",
-    default=800,
-    show_default=True,
-    type=click.IntRange(MIN_TOKENS, MAX_TOKENS),
-    help="Token budget of the briefing.",
-)
+@tokens_option
 def hook_command(agent: str, tokens: int) -> None:
     """A coding agent's hook: reads its hook payload (JSON) on stdin and prints the project's briefing the way
     the agent takes context from a hook. For Claude Code, `SessionStart` (the rules and important memories)
@@ -621,13 +624,7 @@ def hook_command(agent: str, tokens: int) -> None:
 
 @main.command(name="briefing")
 @click.argument("prompt")
-@click.option(
-    "--tokens",
-    default=800,
-    show_default=True,
-    type=click.IntRange(MIN_TOKENS, MAX_TOKENS),
-    help="Token budget of the briefing.",
-)
+@tokens_option
 @click.option("--project", help="Only memories of this project; default: the current directory.")
 @click.option("--all-projects", is_flag=True, help="Memories of every project.")
 @json_option

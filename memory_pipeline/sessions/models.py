@@ -120,6 +120,11 @@ class SessionHeader(_Tolerant):
     parentSession: str | None = None
     branchedFrom: str | None = None  # v1 name of parentSession
 
+    @classmethod
+    def of(cls, session_id: str, timestamp: str, cwd: str, parent: str | None = None) -> SessionHeader:
+        """The header of another agent's file, read as pi's newest format (its readers give pi's entries)."""
+        return cls(type="session", id=session_id, timestamp=timestamp, cwd=cwd, version=3, parentSession=parent)
+
 
 class _EntryBase(_Tolerant):
     # v1 entries have neither; the parser gives them deterministic ones.

@@ -145,10 +145,19 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}" if where else error["msg"]
 
 
-def json_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every line of a JSONL file that holds a JSON object, with pi's tolerance: a
-    BOM, blank lines, over-long lines, NUL bytes, invalid UTF-8 and a torn last line are problems naming the
-    file and line, never the end of the file. The other agents' readers start here."""
+@dataclass(frozen=True)
+class Line:
+    """One line of a JSONL file as text; `text` is None for a line of binary data (a problem already)."""
+
+    number: int
+    text: str | None
+    torn: bool  # the last line, without its newline: a writer may still be at it
+
+
+def text_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[Line]:
+    """Every non-blank line of a JSONL file, with pi's tolerance: a BOM (editors on Windows write one; pi never
+    does), over-long lines, NUL bytes and invalid UTF-8 are problems naming the file and line, never the end of
+    the file. Raises ValueError for an empty file."""
     with path.open("rb") as handle:
         data = handle.read().removeprefix(BOM)
     if not data:
@@ -163,26 +172,45 @@ def json_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[tuple
         if len(raw) > MAX_LINE_BYTES:
             problems.append(Problem(name, number, "line too long", f"{len(raw):,} bytes, not parsed"))
             continue
+        torn = number == len(lines) and not ends_with_newline
         if b"\x00" in raw:
             problems.append(Problem(name, number, "binary data", "NUL bytes in line"))
+            yield Line(number, None, torn)
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, number, "invalid UTF-8", f"{exc.reason} at byte {exc.start}; replaced"))
             text = raw.decode("utf-8", errors="replace")
+        yield Line(number, text, torn)
+
+
+def not_json(name: str, line: Line, detail: str) -> Problem:
+    """A line that is not what it should be: torn when it is the last one without its newline (its agent may
+    still be writing it: it is read once complete), else malformed."""
+    if line.torn:
+        return Problem(
+            name, line.number, "torn last line", "no final newline and not valid JSON; skipped until complete"
+        )
+    return Problem(name, line.number, "malformed line", detail)
+
+
+def json_lines(path: Path, name: str, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every line of a JSONL file that holds a JSON object; the rest are problems
+    naming the file and line (`text_lines`). The other agents' readers start here."""
+    for line in text_lines(path, name, problems):
+        if line.text is None:
+            continue
         try:
-            value = json.loads(text)
+            value = json.loads(line.text)
         except ValueError as exc:
-            if number == len(lines) and not ends_with_newline:
-                problems.append(Problem(name, number, "torn last line", "no final newline and not valid JSON; skipped"))
-            else:
-                problems.append(Problem(name, number, "malformed line", str(exc)))
+            problems.append(not_json(name, line, str(exc)))
             continue
         if not isinstance(value, dict):
-            problems.append(Problem(name, number, "malformed line", f"a JSON {type(value).__name__}, not an object"))
+            kind = f"a JSON {type(value).__name__}, not an object"
+            problems.append(Problem(name, line.number, "malformed line", kind))
             continue
-        yield number, value
+        yield line.number, value
 
 
 def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
@@ -192,45 +220,16 @@ def parse_session(path: Path, display_path: str | None = None) -> ParsedSession:
     skipped: Counter[str] = Counter()
     raw_entries: list[tuple[int, Entry]] = []
     header: SessionHeader | None = None
-    with path.open("rb") as handle:
-        data = handle.read().removeprefix(BOM)  # editors on Windows write one; pi never does
-    if not data:
-        raise ValueError(f"{name}: empty file")
-    lines = data.split(b"\n")
-    ends_with_newline = data.endswith(b"\n")
-    if ends_with_newline:
-        lines.pop()
-    for number, raw in enumerate(lines, start=1):
-        last = number == len(lines)
-        if not raw.strip():
-            continue
-        if len(raw) > MAX_LINE_BYTES:
-            problems.append(Problem(name, number, "line too long", f"{len(raw):,} bytes, not parsed"))
-            continue
-        if b"\x00" in raw:
-            problems.append(Problem(name, number, "binary data", "NUL bytes in line"))
+    for line in text_lines(path, name, problems):
+        number = line.number
+        if line.text is None:
             if header is None:
                 raise ValueError(f"{name}:{number}: binary content (NUL bytes), not a session file")
             continue
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(name, number, "invalid UTF-8", f"{exc.reason} at byte {exc.start}; replaced"))
-            text = raw.decode("utf-8", errors="replace")
-        try:
-            entry = ENTRY.validate_json(text)
+            entry = ENTRY.validate_json(line.text)
         except ValidationError as exc:
-            if last and not ends_with_newline:
-                problems.append(
-                    Problem(
-                        name,
-                        number,
-                        "torn last line",
-                        "no final newline and not valid JSON (pi may still be writing); skipped until complete",
-                    )
-                )
-            else:
-                problems.append(Problem(name, number, "malformed line", _first_error(exc)))
+            problems.append(not_json(name, line, _first_error(exc)))
             if header is None:
                 raise ValueError(f"{name}:{number}: first line is not a session header") from None
             continue

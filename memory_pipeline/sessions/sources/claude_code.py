@@ -103,14 +103,7 @@ def _header(path: Path, first: dict[str, Any]) -> SessionHeader:
         parent, session_id = session_id, f"{session_id}-agent-{agent_id}"
     elif _UUID.match(path.stem):
         session_id = path.stem  # a resumed session's file can carry entries of the one it resumed
-    return SessionHeader(
-        type="session",
-        id=session_id,
-        timestamp=str(first["timestamp"]),
-        cwd=str(first.get("cwd") or ""),
-        version=3,
-        parentSession=parent,
-    )
+    return SessionHeader.of(session_id, str(first["timestamp"]), str(first.get("cwd") or ""), parent)
 
 
 def parse(path: Path, display_path: str | None = None) -> ParsedSession:

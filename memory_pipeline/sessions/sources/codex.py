@@ -80,14 +80,8 @@ def _header(first: dict[str, Any], following: list[dict[str, Any]] = ()) -> Sess
     cwd = meta.get("cwd") or next(
         (m.group(1).strip() for v in following[:LEGACY_CWD_LINES] if (m := _CWD.search(json.dumps(v)))), ""
     )
-    return SessionHeader(
-        type="session",
-        id=str(meta["id"]),
-        timestamp=str(meta.get("timestamp") or first.get("timestamp") or ""),
-        cwd=str(cwd),
-        version=3,
-        parentSession=str(parent) if parent else None,
-    )
+    timestamp = str(meta.get("timestamp") or first.get("timestamp") or "")
+    return SessionHeader.of(str(meta["id"]), timestamp, str(cwd), str(parent) if parent else None)
 
 
 def _is_subagent(first: dict[str, Any]) -> bool:

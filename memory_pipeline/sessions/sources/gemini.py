@@ -71,14 +71,8 @@ def project_root(path: Path) -> str | None:
 
 def _header(path: Path, meta: dict[str, Any]) -> SessionHeader:
     parent = path.parent.name if meta.get("kind") == "subagent" else None
-    return SessionHeader(
-        type="session",
-        id=str(meta["sessionId"]),
-        timestamp=str(meta.get("startTime") or ""),
-        cwd=project_root(path) or f"gemini-project:{meta.get('projectHash')}",
-        version=3,
-        parentSession=parent,
-    )
+    cwd = project_root(path) or f"gemini-project:{meta.get('projectHash')}"
+    return SessionHeader.of(str(meta["sessionId"]), str(meta.get("startTime") or ""), cwd, parent)
 
 
 def parse(path: Path, display_path: str | None = None) -> ParsedSession:
