@@ -515,3 +515,38 @@ def test_the_persons_own_words_decide_the_kind_of_what_they_state() -> None:
     outcome = summarise_turn(chat_client([completion(json.dumps([typed_as_decision]))], []), job, 4096, 256)
     [idea] = outcome.ideas
     assert (idea.kind, idea.priority, idea.tags[0]) == ("rule", "high", "rule")
+
+
+def test_a_memory_carries_the_agent_of_the_session_it_came_from() -> None:
+    """The LLM's memories of a Codex turn are Codex's: the agent goes from the turn to its outcome and to every
+    memory-summary document, so search can filter by it."""
+    from memory_pipeline.summarize.frames import outcome_rows, summary_documents
+    from memory_pipeline.summarize.ideas import PROMPT_VERSION
+    from memory_pipeline.summarize.journal import JournalEntry
+
+    turns = pl.DataFrame(
+        {
+            "partition": ["2024-06-01"] * 2,
+            "session_id": ["s", "c"],
+            "turn_id": ["t", "t"],
+            "project": ["/p"] * 2,
+            "agent": ["pi", "codex"],
+            "started_at": [None] * 2,
+            "session_started_at": [None] * 2,
+            "content_hash": ["h1", "h2"],
+        },
+        schema_overrides={"started_at": pl.Datetime("ms", "UTC"), "session_started_at": pl.Datetime("ms", "UTC")},
+    )
+    jobs = [_turn_job("Always run pytest -x before claiming a fix.", session=s) for s in ("s", "c")]
+    done = summarise_turns(
+        chat_client([completion(GOOD_ANSWER), completion(GOOD_ANSWER)], []),
+        jobs,
+        context_tokens=4096,
+        max_output_tokens=256,
+    )
+    entries = {(o.session_id, o.turn_id): JournalEntry.of(o, "2024-06-01", "h", PROMPT_VERSION, "m") for o in done}
+    rows = outcome_rows(turns, entries, {}, [], "m")
+    assert rows["agent"].to_list() == ["pi", "codex"] and rows["status"].to_list() == ["summarised"] * 2
+    documents = summary_documents(rows)
+    assert documents.height >= 2
+    assert {(d["session_id"], d["agent"]) for d in documents.iter_rows(named=True)} == {("s", "pi"), ("c", "codex")}
