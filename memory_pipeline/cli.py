@@ -569,6 +569,24 @@ tokens_option = click.option(
 )
 
 
+def _notify(session_file: str) -> None:
+    """Tell the running service that a session file changed (its fast path ingests the day at once); without
+    a service the day's runs read it later, and stderr says so."""
+    from memory_pipeline.service.client import ServiceRefused, tell
+
+    settings = _settings()
+    base = _service(settings)
+    if not base:
+        click.echo("memory hook: no memory service running; the day's runs will read the session", err=True)
+        return
+    try:
+        state = tell(base, "/api/v1/ingest", {"session_file": session_file}, settings.service_token())
+    except (ServiceRefused, OSError) as exc:
+        click.echo(f"memory hook: {exc}", err=True)
+        return
+    click.echo(f"memory hook: {session_file}: day {state.get('day')} {state.get('state', 'queued')}", err=True)
+
+
 def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[str]]:
     """The briefing's markdown and ids, from the service when it runs (0.3 s), else searched in-process; a
     server that is down is said on stderr (with what starts it), never an error."""
@@ -597,17 +615,21 @@ def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[st
 @click.argument("agent", type=click.Choice(["claude-code"]))
 @tokens_option
 def hook_command(agent: str, tokens: int) -> None:
-    """A coding agent's hook: reads its hook payload (JSON) on stdin and prints the project's briefing the way
-    the agent takes context from a hook. For Claude Code, `SessionStart` (the rules and important memories)
-    and `UserPromptSubmit` (what matches the prompt): `{"hookSpecificOutput": {"hookEventName": …,
-    "additionalContext": …}}`, the project being the payload's `cwd`. Exits 0 whatever happens, so the
-    session starts anyway; what went wrong is on stderr."""
+    """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` (the rules
+    and important memories) and `UserPromptSubmit` (what matches the prompt) print the project's briefing as
+    Claude Code takes context from a hook, `{"hookSpecificOutput": {"hookEventName": …, "additionalContext":
+    …}}`, the project being the payload's `cwd`; `Stop` and `SessionEnd` tell the memory service (when it runs)
+    that the session's transcript changed, so its turns are searchable seconds later. Exits 0 whatever
+    happens, so the session goes on; what went wrong is on stderr."""
     try:
         payload = json.loads(click.get_text_stream("stdin").read() or "{}")
     except ValueError as exc:
         click.echo(f"memory hook: the hook payload is not JSON ({exc}); no briefing", err=True)
         return
     event = str(payload.get("hook_event_name") or "SessionStart")
+    if event in ("Stop", "SessionEnd") and payload.get("transcript_path"):
+        _notify(str(payload["transcript_path"]))
+        return
     if event not in ("SessionStart", "UserPromptSubmit"):
         click.echo(f"memory hook: {agent} event {event!r} takes no briefing", err=True)
         return

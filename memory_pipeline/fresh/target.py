@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory_pipeline.sessions.parse import parse_timestamp, read_header
+from memory_pipeline.sessions.parse import parse_timestamp
+from memory_pipeline.sessions.sources import read_header
 
 
 class NotASession(ValueError):
     """A notified path the service will not ingest, and why."""
 
 
-def session_day(path: Path, root: Path) -> str:
-    """The day (partition) of the session file at `path`, which must be a `.jsonl` file under `root` (the
-    sessions folder the pipeline reads): a local client cannot make the service read anything else."""
+def session_day(path: Path, root: Path | list[Path]) -> str:
+    """The day (partition) of the session file at `path`, which must be a `.jsonl` file (or a Gemini CLI
+    `session-*.json`) under `root`, the folders the pipeline reads (pi's, and the other agents'): a local client
+    cannot make the service read anything else."""
+    roots = [root] if isinstance(root, Path) else root
     try:
-        resolved, base = path.resolve(strict=True), root.resolve(strict=True)
+        resolved = path.resolve(strict=True)
     except OSError as exc:
         raise NotASession(f"{path}: {exc.strerror or exc}") from None
-    if not resolved.is_relative_to(base) or resolved.suffix != ".jsonl" or not resolved.is_file():
-        raise NotASession(f"{path}: not a session file under SESSIONS_DIR={root}")
+    bases = [r.resolve() for r in roots if r.exists()]
+    readable = resolved.suffix == ".jsonl" or (resolved.suffix == ".json" and resolved.name.startswith("session-"))
+    if not any(resolved.is_relative_to(b) for b in bases) or not readable or not resolved.is_file():
+        raise NotASession(f"{path}: not a session file under {', '.join(map(str, roots))}")
     try:
-        return parse_timestamp(read_header(resolved).timestamp).date().isoformat()
+        return parse_timestamp(read_header(resolved)[1].timestamp).date().isoformat()
     except (OSError, ValueError) as exc:
         raise NotASession(f"{path}:1: not a session file: {exc}") from None

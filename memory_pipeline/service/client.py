@@ -43,6 +43,21 @@ def running_service(memory_id: str) -> str | None:
     return base if same else None
 
 
+def tell(base: str, path: str, body: dict[str, object], token: str) -> dict[str, object]:
+    """A write to the service (JSON, with its token); its JSON answer. Raises `ServiceRefused` with its reason."""
+    request = urllib.request.Request(  # noqa: S310 - a local http URL
+        f"{base}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "X-Memory-Token": token},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - a local http URL
+            return json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        raise ServiceRefused(f"memory service: {exc.read().decode(errors='replace')}") from None
+
+
 def ask(base: str, path: str, params: dict[str, object]) -> Answer:
     """The service's answer to a read. Raises `ServiceRefused` with its reason."""
     sent = [

@@ -9,8 +9,10 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from dagster import materialize
 
@@ -24,9 +26,10 @@ from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_matching, make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import NOTES_INDEX, RAW_INDEX
+from memory_pipeline_tests.e2e.test_fresh_ingest import _ingested
 from testkit.ingest_helpers import RECALL_ASSETS, cli_env, copy_fixture, recall_history, reset_days
 from testkit.paths import ROOT
-from testkit.servers import free_port
+from testkit.servers import free_port, memory_service
 
 DAY = "2025-07-14"
 AGENTS = ("pi", "claude-code", "codex", "gemini-cli")
@@ -219,3 +222,43 @@ def test_mcp_from_another_folder_filters_by_agent(every_agent, tmp_path: Path) -
     anyio.run(session)
     assert found[""] >= set(AGENTS)
     assert all(found[agent] == {agent} for agent in ("codex", "claude-code", "gemini-cli"))
+
+
+def test_a_claude_code_turn_is_searchable_seconds_after_it_ends(every_agent, tmp_path: Path) -> None:  # noqa: ANN001
+    """The hook's `Stop` event (after each Claude Code turn) tells the running service: it runs the
+    transcript's day through the LLM-free assets at once, and search finds the turn, under its agent."""
+    settings, _, _, _ = every_agent
+    day = "2025-07-15"
+    source = next((FIXTURES / "claude-code" / "synthetic").glob("*.jsonl"))
+    transcript = settings.claude_projects_dir / "-home-dev-overseer" / "7e57a11e-0000-4000-8000-00000000f457.jsonl"
+    transcript.write_text(
+        "".join(
+            _moved(line).replace(DAY, day).replace(source.stem, transcript.stem) + "\n"
+            for line in source.read_text().splitlines()
+            if line.strip().startswith("{") and line.strip().endswith("}")
+        )
+    )
+    payload = {"session_id": transcript.stem, "transcript_path": str(transcript), "cwd": PROJECT,
+               "hook_event_name": "Stop", "stop_hook_active": False}  # fmt: skip
+    try:
+        with memory_service(settings) as base:
+            before = time.time()
+            done = subprocess.run(
+                [sys.executable, "-m", "memory_pipeline", "hook", "claude-code"],
+                input=json.dumps(payload),
+                env=cli_env(settings, MEMORY_SERVICE_URL=base),
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0 and not done.stdout, done.stderr[-2000:]
+            ingested = _ingested(base, day, after=before)
+            assert ingested["state"] == "done" and str(transcript) in ingested["files"], ingested
+            found = httpx.get(
+                f"{base}/api/v1/search",
+                params={"q": "prices arrive as strings", "project": PROJECT, "agent": "claude-code", "since": day},
+            ).json()["data"]
+            assert found and found[0]["session_id"] == transcript.stem and found[0]["agent"] == "claude-code"
+    finally:
+        reset_days(settings, [day])
