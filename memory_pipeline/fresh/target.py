@@ -24,7 +24,8 @@ def session_day(path: Path, root: Path | list[Path]) -> str:
     bases = [r.resolve() for r in roots if r.exists()]
     readable = resolved.suffix == ".jsonl" or (resolved.suffix == ".json" and resolved.name.startswith("session-"))
     if not any(resolved.is_relative_to(b) for b in bases) or not readable or not resolved.is_file():
-        raise NotASession(f"{path}: not a session file under {', '.join(map(str, roots))}")
+        folders = ", ".join(map(str, roots))
+        raise NotASession(f"{path}: not a session file under SESSIONS_DIR or another agent's folder ({folders})")
     try:
         return parse_timestamp(read_header(resolved)[1].timestamp).date().isoformat()
     except (OSError, ValueError) as exc:

@@ -101,8 +101,8 @@ def test_only_session_files_under_the_sessions_folder_are_read(tmp_path: Path) -
     bad = root / "--w--" / "notes.jsonl"
     bad.write_text("hello\n")
     for path, reason in [
-        (outside, f"not a session file under {root}"),
-        (root / "--w--" / "link.jsonl", f"not a session file under {root}"),
+        (outside, "not a session file under SESSIONS_DIR"),
+        (root / "--w--" / "link.jsonl", "not a session file under SESSIONS_DIR"),
         (root / "--w--" / "gone.jsonl", "No such file"),
         (bad, ":1: not a session file"),
     ]:
