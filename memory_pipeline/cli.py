@@ -587,13 +587,13 @@ def _notify(session_file: str) -> None:
     click.echo(f"memory hook: {session_file}: day {state.get('day')} {state.get('state', 'queued')}", err=True)
 
 
-def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[str]]:
+def _briefing(prompt: str, tokens: int, scope: str | None, agent: str | None = None) -> tuple[str, list[str]]:
     """The briefing's markdown and ids, from the service when it runs (0.3 s), else searched in-process; a
     server that is down is said on stderr (with what starts it), never an error."""
     settings = _settings()
     base = _service(settings)
     if base:
-        params = {"prompt": prompt, "tokens": tokens, "project": scope}
+        params = {"prompt": prompt, "tokens": tokens, "project": scope, "agent": agent}
         answer = _ask(base, "/api/v1/briefing", params).json()
         markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
     else:
@@ -602,7 +602,7 @@ def _briefing(prompt: str, tokens: int, scope: str | None) -> tuple[str, list[st
 
         with _search() as engine:
             workspace = settings.memory_workspace
-            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace)
+            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace, agent=agent)
             markdown, ids, degraded, note = made.markdown, made.ids, briefing_note(made, settings), engine.degraded
     if degraded:
         click.echo(f"memory briefing: {degraded}", err=True)  # the server that is down, and what starts it
@@ -649,15 +649,18 @@ def hook_command(agent: str, tokens: int) -> None:
 @tokens_option
 @click.option("--project", help="Only memories of this project; default: the current directory.")
 @click.option("--all-projects", is_flag=True, help="Memories of every project.")
+@click.option("--agent", help="Only this coding agent's memories (MEMORY.md's rules are every agent's).")
 @json_option
-def briefing_command(prompt: str, tokens: int, project: str | None, all_projects: bool, as_json: bool) -> None:
+def briefing_command(
+    prompt: str, tokens: int, project: str | None, all_projects: bool, agent: str | None, as_json: bool
+) -> None:
     """Markdown of what a new session should know first: the project's rules (MEMORY.md), its important
     memories, then what matches its first PROMPT, within a token budget, each line with its id.
 
     Fit for hooks: when a server is down it prints what it still has (MEMORY.md's rules), says why on stderr,
     and exits 0, so the session it would brief starts anyway."""
     scope = None if all_projects else project or str(Path.cwd())
-    markdown, ids = _briefing(prompt, tokens, scope)
+    markdown, ids = _briefing(prompt, tokens, scope, agent)
     if as_json:
         click.echo(json.dumps({"markdown": markdown, "project": scope, "ids": ids}, indent=2, ensure_ascii=False))
     elif markdown:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from elastic_transport import ConnectionError as TransportConnectionError
@@ -177,12 +177,14 @@ def build_briefing(
     candidates: int = 30,
     workspace: Path | None = None,
     policy: BriefingPolicy = DEFAULT_POLICY,
+    agent: str | None = None,
 ) -> Briefing:
-    """The briefing for a session of `project` whose first prompt is `prompt`, within `token_budget` tokens."""
+    """The briefing for a session of `project` whose first prompt is `prompt`, within `token_budget` tokens
+    (with `agent`, only what that coding agent's sessions hold; MEMORY.md's rules are every agent's)."""
     rules = memory_rules(workspace, project)
     down: Exception | None = None
     try:
-        high, related = _searched(search, prompt, project, candidates, policy)
+        high, related = _searched(search, prompt, Filters(project=project, agent=agent), candidates, policy)
     except (TransportConnectionError, ConnectionTimeout) as exc:
         # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
         high, related, down = [], [], exc
@@ -218,11 +220,10 @@ def build_briefing(
 
 
 def _searched(
-    search: MemorySearch, prompt: str, project: str | None, candidates: int, policy: BriefingPolicy
+    search: MemorySearch, prompt: str, scope: Filters, candidates: int, policy: BriefingPolicy
 ) -> tuple[list[Row], list[Row]]:
-    """The important memories and the prompt's matches that earn a line (see `BriefingPolicy`)."""
-    scope = Filters(project=project)
-    high_scope = Filters(project=project, priority=("high",))
+    """The important memories and the prompt's matches of `scope` that earn a line (see `BriefingPolicy`)."""
+    high_scope = replace(scope, priority=("high",))
     if policy.important_floor is None:
         newest = search.recent(high_scope, k=policy.important)
     else:

@@ -139,12 +139,16 @@ def build_mcp(
         tokens: Annotated[
             int, Field(description=f"Budget of the briefing in tokens ({MIN_TOKENS}-{MAX_TOKENS}).")
         ] = 800,
+        agent: Annotated[str | None, AGENT] = None,
     ) -> Briefing:
         """What a session of `project` starting with `prompt` should know first: rules, then important
         memories, then matches, within `tokens`."""
         where = project or default_project
         budget = max(MIN_TOKENS, min(tokens, MAX_TOKENS))
-        made = build_briefing(get_search(), prompt, token_budget=budget, project=where, workspace=workspace)
+        search = get_search()
+        made = build_briefing(
+            search, prompt, token_budget=budget, project=where, workspace=workspace, agent=agent or None
+        )
         degraded = briefing_note(made, settings) if settings else made.degraded or None
         return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=degraded)
 

@@ -147,6 +147,10 @@ def test_the_briefing_names_each_lines_agent(every_agent) -> None:  # noqa: ANN0
     assert all(re.search(r", (pi|claude-code|codex|gemini-cli|person), id `", line) for line in lines), (
         briefing.markdown
     )
+    # One agent's briefing: its memories only (no agent named: there is one).
+    codex = build_briefing(search, "Do we use pnpm or npm in this repo?", project=PROJECT, agent="codex")
+    codex_lines = [line for line in codex.markdown.splitlines() if line.startswith("- ")]
+    assert codex_lines and all("obs_0a1b2c3d" in line for line in codex_lines), codex.markdown
 
 
 def test_running_the_day_again_writes_nothing(every_agent) -> None:  # noqa: ANN001

@@ -114,8 +114,11 @@ def session_briefing(
     prompt: Annotated[str, Query(min_length=1, description="The session's first prompt.")],
     tokens: Annotated[int, Query(ge=MIN_TOKENS, le=MAX_TOKENS)] = 800,
     project: str | None = None,
+    agent: Annotated[str | None, Query(description="Only this coding agent's memories (rules: all).")] = None,
 ) -> Briefing:
-    made = build_briefing(search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace)
+    made = build_briefing(
+        search, prompt, token_budget=tokens, project=project, workspace=settings.memory_workspace, agent=agent or None
+    )
     return Briefing(markdown=made.markdown, project=project, ids=made.ids, degraded=briefing_note(made, settings))
 
 
