@@ -42,16 +42,40 @@ def _lines(path: Path) -> list[dict]:
     return out
 
 
+# Claude Code's own lines in the person's place (the reference's own list, from the real files): a local
+# command's output, an interruption, a slash command without arguments.
+NOT_SAID = ("<local-command-", "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user")
+
+
+def _person_text(blocks: list[dict]) -> str:
+    return "".join(b.get("text", "") for b in blocks if b.get("type") == "text").lstrip()
+
+
+def _said(text: str) -> bool:
+    if text.startswith(NOT_SAID):
+        return False
+    if text.startswith("<command-"):
+        args = text.split("<command-args>", 1)[1].split("</command-args>", 1)[0] if "<command-args>" in text else ""
+        return bool(args.strip())
+    return True
+
+
 def claude_reference(path: Path) -> Counter[str]:
     """What a Claude Code file holds, counted straight from its JSON: conversation lines, the tool calls and
-    results in them, and the person's prompts (each starts a turn; a sub-agent's prompts come from its agent)."""
+    results in them, and the person's prompts (each starts a turn; a sub-agent's prompts come from its agent;
+    Claude Code's own threads, warm-up and compaction, hold none: one metadata row a line)."""
     count: Counter[str] = Counter()
-    for line in _lines(path):
+    lines = [v for v in _lines(path) if v.get("type") in ("user", "assistant", "system") and v.get("uuid")]
+    first = next((v for v in lines if v["type"] == "user"), {})
+    content = (first.get("message") or {}).get("content")
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+    warmup = first.get("isSidechain") and (_person_text(blocks) == "Warmup" or "acompact" in path.name)
+    for line in lines:
         kind, content = line.get("type"), (line.get("message") or {}).get("content")
-        if kind not in ("user", "assistant", "system") or not line.get("uuid"):
-            continue
-        blocks = content if isinstance(content, list) else [{"type": "text"}]
-        if kind == "assistant":
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        if warmup:
+            count["messages"] += 1
+        elif kind == "assistant":
             count["messages"] += 1
             count["tool_calls"] += sum(1 for b in blocks if b.get("type") in ("tool_use", "server_tool_use"))
         elif kind == "system":
@@ -61,7 +85,8 @@ def claude_reference(path: Path) -> Counter[str]:
             said = any(b.get("type") in ("text", "image") for b in blocks)
             count["messages"] += results + int(said)
             count["tool_results"] += results
-            if said and not results and not line.get("isMeta") and not line.get("isCompactSummary"):
+            person = not line.get("isMeta") and not line.get("isCompactSummary") and _said(_person_text(blocks))
+            if said and not results and person:
                 count["prompts"] += 1
     return count
 
@@ -292,3 +317,28 @@ def test_gemini_cli_chats_are_found_by_their_project_folder(tmp_path: Path) -> N
         "gemini-project:414e7f6f",
         "gemini-project:414e7f6f8996be8df658a05abdee1847e1072eb2b72d2e421a0e101a8a06b752",
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("mix phx.server doesnt seem to start", "mix phx.server doesnt seem to start"),
+        ("<local-command-stdout>Reconnected to tidewave.</local-command-stdout>", None),
+        ("[Request interrupted by user for tool use]", None),
+        (
+            "<command-name>/mcp</command-name>\n<command-message>mcp</command-message>\n<command-args></command-args>",
+            None,
+        ),
+        (
+            "<command-name>/compact</command-name>\n<command-message>compact</command-message>\n"
+            "<command-args>and continue with the remaining tasks</command-args>",
+            "/compact and continue with the remaining tasks",
+        ),
+        ("<bash-input>git status</bash-input>", "$ git status"),
+        ("<bash-stdout>On branch main</bash-stdout><bash-stderr></bash-stderr>", None),
+    ],
+)
+def test_what_the_person_said_in_claude_codes_user_lines(text: str, said: str | None) -> None:
+    from memory_pipeline.sessions.sources.claude_code import said_by_person
+
+    assert said_by_person(text) == said

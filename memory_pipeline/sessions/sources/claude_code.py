@@ -117,6 +117,10 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
         raise ValueError(f"{name}: no conversation entry (a Claude Code file of summaries or UI state only)")
     header = _header(path, first)
     thread = bool(first.get("isSidechain"))
+    # Threads of Claude Code's own: sub-agents that only warm a cache ("Warmup", 2.0) and the compaction worker
+    # (`agent-acompact-*`, whose summary the session holds already). Nothing in them was asked or learned.
+    agent_id = str(first.get("agentId") or path.stem.removeprefix("agent-"))
+    own = thread and (_first_text(first) == "Warmup" or agent_id.startswith("acompact"))
     parent_of = {str(v["uuid"]): v.get("parentUuid") or v.get("logicalParentUuid") for _, v in lines if v.get("uuid")}
     conversation = {str(v["uuid"]) for _, v in lines if v.get("uuid") and v.get("type") in CONVERSATION}
     tool_names: dict[str, str] = {}
@@ -147,7 +151,9 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
             parent = above if above is not None else parent
         base = {"id": str(uuid), "parentId": parent, "timestamp": value.get("timestamp")}
         try:
-            made = _entries(value, base, tool_names, thread or side, skipped)
+            made = (
+                _own_thread(value, base, skipped) if own else _entries(value, base, tool_names, thread or side, skipped)
+            )
         except ValidationError as exc:
             problems.append(Problem(name, number, "malformed entry", str(exc.errors()[0]["msg"])))
             made = [MetadataEntry(type="custom", **base)]
@@ -159,6 +165,20 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
     if title:
         entries.append((0, SessionInfoEntry(type="session_info", id="title", name=title)))
     return assemble_session(path, header, entries, problems, skipped, name, agent=AGENT, leaf=leaf)
+
+
+def _first_text(value: dict[str, Any]) -> str:
+    content = (value.get("message") or {}).get("content") if isinstance(value.get("message"), dict) else None
+    if isinstance(content, list):
+        content = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return content.strip() if isinstance(content, str) else ""
+
+
+def _own_thread(value: dict[str, Any], base: dict[str, Any], skipped: Counter[str]) -> list[Entry]:
+    """A line of one of Claude Code's own threads, kept as metadata: a record, never a turn."""
+    skipped["claude-code own thread line"] += 1
+    text = _first_text(value) or str(value.get("type"))
+    return [MessageEntry.model_validate({"type": "message", **base, "message": {"role": "system", "content": text}})]
 
 
 def _is_prompt(value: dict[str, Any]) -> bool:
@@ -207,13 +227,17 @@ def _entries(
     made: list[dict[str, Any]] = [_tool_result(b, tool_names) for b in results]
     if others:
         text = "\n".join(b.get("text", "") for b in others if b["type"] == "text")
+        said = said_by_person(text)
         if value.get("isCompactSummary"):
             made.append({"type": "compaction", "summary": text})
-        elif value.get("isMeta"):
+        elif value.get("isMeta") or said is None:
             made.append({"type": "message", "message": {"role": "system", "content": others}})
+            skipped["claude-code own note"] += not value.get("isMeta")
         elif sidechain:
             made.append({"type": "custom_message", "customType": SUBAGENT_PROMPT, "content": others, "display": False})
         else:
+            if said != text:  # a slash command: its name and arguments, without Claude Code's tags
+                others = [{"type": "text", "text": said}, *(b for b in others if b["type"] != "text")]
             made.append({"type": "message", "message": {"role": "user", "content": others}})
     if not made:
         return [MetadataEntry(type="custom", **base)]
@@ -228,6 +252,38 @@ def _entries(
         entries.append(model.model_validate(data))
         parent = entry_id
     return entries
+
+
+# What Claude Code writes as the person's message but no person said: a local command's output, an
+# interruption's marker, the output of a `!` shell command. Metadata: never a turn of its own.
+OWN_NOTES = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
+)
+_COMMAND = re.compile(r"<command-name>\s*(?P<name>[^<]*?)\s*</command-name>")
+_ARGS = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
+_BASH = re.compile(r"<bash-input>(?P<command>.*?)</bash-input>", re.DOTALL)
+
+
+def said_by_person(text: str) -> str | None:
+    """What the person said in a user line's text: the text; for a slash command with arguments, the command
+    and its arguments (`/compact keep the API notes`); for a `!` shell command, `$ command`; None when it is
+    Claude Code's own note (a command without arguments, its output, an interruption)."""
+    stripped = text.lstrip()
+    if stripped.startswith(OWN_NOTES):
+        return None
+    if bash := _BASH.search(stripped):
+        return f"$ {bash.group('command').strip()}" if stripped.startswith("<bash-input>") else text
+    command = _COMMAND.search(stripped)
+    if command is None or not (stripped.startswith("<command-") or stripped.startswith("<command-name>")):
+        return text
+    arguments = _ARGS.search(stripped)
+    said = arguments.group("args").strip() if arguments else ""
+    return f"{command.group('name')} {said}" if said else None
 
 
 def _assistant(message: dict[str, Any], value: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
