@@ -342,3 +342,11 @@ def test_what_the_person_said_in_claude_codes_user_lines(text: str, said: str | 
     from memory_pipeline.sessions.sources.claude_code import said_by_person
 
     assert said_by_person(text) == said
+
+
+def test_claude_codes_reminders_to_its_model_are_not_the_sessions_words() -> None:
+    path = CLAUDE / "spotter-2.1.38" / "subagent.jsonl"
+    assert "<system-reminder>" in path.read_text()  # Claude Code appends them to what a Read returned
+    frame = _frame(path)
+    assert not frame.filter(pl.col("content").str.contains("<system-reminder>")).height
+    assert frame.filter(pl.col("content").str.contains("elixirc_paths")).height  # the file's text stays

@@ -264,6 +264,8 @@ OWN_NOTES = (
     "<bash-stderr>",
     "[Request interrupted by user",
 )
+# Claude Code's reminders to its model, appended to tool results and prompts: its boilerplate, not the session's.
+_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>", re.DOTALL)
 _COMMAND = re.compile(r"<command-name>\s*(?P<name>[^<]*?)\s*</command-name>")
 _ARGS = re.compile(r"<command-args>(?P<args>.*?)</command-args>", re.DOTALL)
 _BASH = re.compile(r"<bash-input>(?P<command>.*?)</bash-input>", re.DOTALL)
@@ -329,7 +331,7 @@ def _block(block: dict[str, Any]) -> dict[str, Any] | None:
     """A text, thinking or image block of Claude's API as pi's; other kinds carry nothing to read."""
     kind = block.get("type")
     if kind == "text":
-        return {"type": "text", "text": str(block.get("text") or "")}
+        return {"type": "text", "text": _REMINDER.sub("", str(block.get("text") or ""))}
     if kind == "thinking":
         return {"type": "thinking", "thinking": str(block.get("thinking") or "")}
     if kind == "redacted_thinking":
@@ -343,7 +345,7 @@ def _block(block: dict[str, Any]) -> dict[str, Any] | None:
 def _tool_result(block: dict[str, Any], tool_names: dict[str, str]) -> dict[str, Any]:
     content = block.get("content")
     if isinstance(content, str):
-        blocks = [{"type": "text", "text": content}]
+        blocks = [{"type": "text", "text": _REMINDER.sub("", content)}]
     else:
         blocks = [b for b in (_block(b) for b in content or [] if isinstance(b, dict)) if b is not None]
     call_id = str(block.get("tool_use_id") or "")
