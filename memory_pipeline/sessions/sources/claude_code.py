@@ -67,14 +67,20 @@ def looks_like(first: dict[str, Any]) -> bool:
 
 def read_header(path: Path) -> SessionHeader:
     """The session's id, start and folder from its first conversation entry (summaries and snapshots come
-    first in many files); a ValueError says why the file is not a Claude Code session."""
+    first in many files); a ValueError says why the file is not a Claude Code session. Read line by line, so
+    a scan costs the top of each file, not megabytes of it."""
+    budget = HEADER_PROBE_BYTES * 4
     with path.open("rb") as handle:
-        head = handle.read(HEADER_PROBE_BYTES * 4)
-    for number, value in _lines_of(head):
-        if _starts(value):
-            return _header(path, value)
-        if number >= HEADER_PROBE_LINES:
-            break
+        for _ in range(HEADER_PROBE_LINES):
+            raw = handle.readline(min(HEADER_PROBE_BYTES, budget))
+            if not raw:
+                break
+            value = _loads(raw)
+            if isinstance(value, dict) and _starts(value):
+                return _header(path, value)
+            budget -= len(raw)
+            if budget <= 0:
+                break
     raise ValueError("no conversation entry near the top (a Claude Code file of summaries or UI state only)")
 
 
@@ -83,16 +89,11 @@ def _starts(value: dict[str, Any]) -> bool:
     return bool(value.get("sessionId") and value.get("timestamp") and value.get("type") in CONVERSATION)
 
 
-def _lines_of(head: bytes) -> list[tuple[int, dict[str, Any]]]:
-    found = []
-    for number, raw in enumerate(head.split(b"\n"), start=1):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append((number, value))
-    return found
+def _loads(raw: bytes) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def _header(path: Path, first: dict[str, Any]) -> SessionHeader:
