@@ -372,13 +372,9 @@ def backfill(
         # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
         try:
             with make_client(settings, request_timeout=10, max_retries=1) as es:
-                roots = agent_roots(
-                    settings.sessions_dir,
-                    settings.claude_projects_dir,
-                    settings.codex_sessions_dir,
-                    settings.gemini_tmp_dir,
+                plan = plan_backfill(
+                    instance, agent_roots(*settings.agent_folders), everything, start, end, es=es, with_llm=with_llm
                 )
-                plan = plan_backfill(instance, roots, everything, start, end, es=es, with_llm=with_llm)
         except ElasticsearchConnectionError as exc:
             raise click.ClickException(
                 f"Elasticsearch at {', '.join(settings.elasticsearch_hosts)} does not answer ({exc.message}): "

@@ -236,6 +236,12 @@ class Settings(BaseSettings):
             raise ValueError(f"LOCAL_*_PORT values must differ, got {ports}")
         return self
 
+    @property
+    def agent_folders(self) -> tuple[Path, Path | None, Path | None, Path | None]:
+        """pi's sessions folder, then Claude Code's, Codex's and Gemini CLI's (None: not read), in the order
+        `sessions.discovery.agent_roots` takes them: the one list every reader of sessions starts from."""
+        return self.sessions_dir, self.claude_projects_dir, self.codex_sessions_dir, self.gemini_tmp_dir
+
     @cached_property
     def elasticsearch_url(self) -> str:
         return _strip(self.es_url) or f"http://127.0.0.1:{self.local_es_port}"

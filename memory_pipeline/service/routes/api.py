@@ -153,8 +153,7 @@ def ingest(fresh: FreshDep, settings: SettingsDep, notice: IngestNotice) -> DayI
     so search and the next briefing see its new turns; the day's normal runs add the LLM's memories. Notices
     for a day already queued join it. 422 for a path that is not a session file under the sessions folder."""
     try:
-        folders = [settings.claude_projects_dir, settings.codex_sessions_dir, settings.gemini_tmp_dir]
-        day = session_day(Path(notice.session_file), [settings.sessions_dir, *(f for f in folders if f)])
+        day = session_day(Path(notice.session_file), [f for f in settings.agent_folders if f])
     except NotASession as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
     return DayIngestState.model_validate(fresh.notify(day, notice.session_file))
