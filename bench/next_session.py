@@ -18,7 +18,10 @@ pi extension would get (`build_briefing` with its first prompt, its project, 800
 
 Variants: `llm-free` (ingest, observations, embeddings: no chat model), `local-model` (the whole daily job:
 memories from the chat server, reflections with their supersession marks, ages counted from each day), and
-`baseline` (the project's most recent user messages, newest first, whole, within the same 800 tokens).
+`baseline` (the project's most recent user messages, newest first, whole, within the same 800 tokens), and
+`ceiling` (each labelled piece of knowledge written out by hand as a perfect memory, `statements.json`, known
+from the day a session before held it, picked for the prompt by the embedding model and the task's tools: how
+far the selection alone goes when extraction makes no mistake).
 Each pipeline variant is briefed under every policy of `POLICIES` at the same moment (what earns a line:
 the newest high memories, of which kinds, guesses below the relevance floor, observations); `default` is
 the one the extension gets, chosen on the tune split.
@@ -27,6 +30,7 @@ the one the extension gets, chosen on the tune split.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tempfile
 import time
@@ -47,6 +51,7 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
+from memory_pipeline.summarize.knowledge import task_topics, topics_of
 from testkit.corpora.make_next_session_corpus import OUT as CORPUS
 from testkit.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
 
@@ -124,8 +129,8 @@ def baseline_briefing(user_messages: list[str]) -> str:
     return text
 
 
-def _user_messages_by_session(folder: Path) -> dict[str, tuple[str, str, list[str]]]:
-    """session id -> (project, day, its user messages), from the files."""
+def _user_messages_by_session(folder: Path, answers: bool = False) -> dict[str, tuple[str, str, list[str]]]:
+    """session id -> (project, day, its user messages (with `answers`, the assistant's too)), from the files."""
     found = {}
     for path in sorted(folder.rglob("*.jsonl")):
         lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -133,7 +138,8 @@ def _user_messages_by_session(folder: Path) -> dict[str, tuple[str, str, list[st
         said = [
             block["text"]
             for entry in lines[1:]
-            if entry.get("type") == "message" and entry["message"]["role"] == "user"
+            if entry.get("type") == "message"
+            and entry["message"]["role"] in (("user", "assistant") if answers else ("user",))
             for block in entry["message"]["content"]
             if block.get("type") == "text"
         ]
@@ -156,6 +162,58 @@ def run_baseline(truth: dict) -> Variant:
     return variant
 
 
+def _cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (
+        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)) or 1.0
+    )
+
+
+# How the ceiling picks among perfect memories: the whole project, or what the briefing's own rules would keep.
+CEILING = {
+    "every piece known by then": lambda cos, on_topic, rank: True,
+    "close (0.3)": lambda cos, on_topic, rank: cos >= 0.3,
+    "close (0.3) or on the task's tools": lambda cos, on_topic, rank: cos >= 0.3 or on_topic,
+    "close (0.2) or on the task's tools": lambda cos, on_topic, rank: cos >= 0.2 or on_topic,
+    "the 2 closest": lambda cos, on_topic, rank: rank < 2,
+    "the closest, or on the task's tools": lambda cos, on_topic, rank: rank < 1 or on_topic,
+}
+
+
+def run_ceiling(settings: Settings, truth: dict) -> list[Variant]:
+    """Perfect memories (`statements.json`: each labelled piece written out by hand), as each later session
+    could know them (planted before it, a replaced decision gone), picked for its prompt by the embedding model
+    and the task's tools: how far selection alone goes when extraction makes no mistake."""
+    from memory_pipeline.stores.embeddings import embeddings_client
+
+    written = {k: v for k, v in json.loads((CORPUS / "statements.json").read_text()).items() if not k.startswith("_")}
+    planted = _planted_days(truth)
+    history = [
+        (project, day, " ".join(said).lower())
+        for project, day, said in _user_messages_by_session(CORPUS / "sessions", True).values()
+    ]
+    variants = {name: Variant(f"ceiling (perfect memories), {name}") for name in CEILING}
+    with embeddings_client(settings) as client:
+        vectors = dict(zip(written, client.embed(list(written.values())), strict=True))
+        for session in truth["sessions"]:
+            knowledge = truth["projects"][session["project"]]
+            before = [text for project, day, text in history if project == session["project"] and day < session["day"]]
+            known = [k for k in knowledge if any(_names(text, knowledge[k]["match"]) for text in before)]
+            replaced = {knowledge[k]["replaces"] for k in known if knowledge[k]["replaces"]}
+            known = [k for k in known if k not in replaced]
+            [query] = client.embed([session["prompt"]], purpose="query")
+            wanted = set(task_topics(session["prompt"]))
+            ranked = sorted(known, key=lambda k: -_cosine(query, vectors[k]))
+            for name, keep in CEILING.items():
+                lines = [
+                    f"- {written[k]}"
+                    for rank, k in enumerate(ranked)
+                    if keep(_cosine(query, vectors[k]), bool(wanted & set(topics_of(written[k]))), rank)
+                ]
+                stale = _replaced_before(session, knowledge, planted)
+                variants[name].scored.append(score(session, "\n".join(lines), knowledge, stale, False))
+    return list(variants.values())
+
+
 # The briefing policies measured at every step (DEFAULT is what the pi extension gets).
 POLICIES = {
     "default": DEFAULT_POLICY,
@@ -169,6 +227,14 @@ POLICIES = {
     "important when close (0.3), related at 0.45": BriefingPolicy(important_floor=0.3, related_floor=0.45),
     "important when close (0.3), 2 low lines": BriefingPolicy(important_floor=0.3, filler=2),
     "important when close (0.3), 2 low lines, no top-3": BriefingPolicy(important_floor=0.3, filler=2, top_memories=0),
+    "important when close (0.3) or on the task's tools": BriefingPolicy(important_floor=0.3, topics=True),
+    "important when close (0.4) or on the task's tools": BriefingPolicy(important_floor=0.4, topics=True),
+    "important when close (0.3) or on the task's tools, 2 low lines": BriefingPolicy(
+        important_floor=0.3, topics=True, filler=2
+    ),
+    "important when close (0.3) or on the task's tools, related at 0.45": BriefingPolicy(
+        important_floor=0.3, topics=True, related_floor=0.45
+    ),
 }
 
 
@@ -254,7 +320,7 @@ def by_kind(variant: Variant, truth: dict, split: str | None) -> dict[str, str]:
 def main(argv: list[str]) -> None:
     truth = labels()
     base = load_settings()
-    variants = [run_baseline(truth)]
+    variants = [run_baseline(truth), *run_ceiling(base, truth)]
     with tempfile.TemporaryDirectory(prefix="next-session-") as tmp:
         plans = [("llm-free (observations only)", LLM_FREE)]
         if "--no-llm" not in argv:
@@ -276,7 +342,7 @@ def main(argv: list[str]) -> None:
             kinds.append([variant.name, split or "all", *by_kind(variant, truth, split).values()])
     n_held = sum(s["split"] == "held_out" for s in truth["sessions"])
     listing = []
-    for variant in variants[1:]:
+    for variant in variants:
         if not variant.name.endswith(", default"):
             continue
         for s in variant.scored:
@@ -293,7 +359,9 @@ def main(argv: list[str]) -> None:
             table(["variant", "split", "rule", "decision", "gotcha", "fact"], kinds),
             "Held-out sessions, the needs their briefing missed and its lines that served none:",
             table(["variant", "first prompt", "needs missed", "noise lines"], listing),
-            "Seconds for the whole history: " + ", ".join(f"{v.name} {v.seconds:.0f}" for v in variants[1:]) + ".",
+            "Seconds for the whole history: "
+            + ", ".join(f"{v.name} {v.seconds:.0f}" for v in variants if v.name.endswith(", default"))
+            + ".",
         ]
     )
     dump = next((a.split("=", 1)[1] for a in argv if a.startswith("--dump=")), None)

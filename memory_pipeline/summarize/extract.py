@@ -41,7 +41,7 @@ from memory_pipeline.summarize.ideas import (
     InvalidIdeas,
     parse_memories,
 )
-from memory_pipeline.summarize.knowledge import is_quote
+from memory_pipeline.summarize.knowledge import about_itself, is_quote
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
@@ -163,6 +163,7 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
     if (
         better is None
         or is_quote(better.summary, idea.evidence)
+        or about_itself(better.summary)
         or claims_user(statement)
         or grounding(better.summary, turn.everything) < GROUNDED_AT
     ):

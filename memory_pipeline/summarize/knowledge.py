@@ -14,6 +14,9 @@ memory as its evidence. This module holds what a small local model does badly an
   own sentences, for turns whose knowledge is in the answer rather than the question.
 - `topics_of`: the categories a statement's tools belong to ("pnpm" -> package manager), so a question that
   names the category ("which package manager do we use?") finds the memory that names the tool.
+- `task_topics`: the categories a task touches, from the tools it names and the work it describes ("install a
+  library for the map" -> package manager), so a briefing can show the rule about the tool a task will use
+  although the task never names it.
 """
 
 from __future__ import annotations
@@ -87,6 +90,43 @@ _DECIDED = re.compile(
 )
 
 
+# A clause that only vents ("so the user sees shit is about to get fucked") goes whole: without its swear words
+# it no longer makes sense. The clause starts at its connective; what comes before it must be left to say.
+_VENTING = re.compile(r"(?:,\s*|\s+)(?:so|because|cause|cuz|otherwise|or else|and then|since)\s+[^.!?;]*$", re.I)
+
+
+def _without_swearing(text: str) -> str:
+    kept = []
+    for sentence in sentences(text) or [text]:
+        found = _SWEAR.search(sentence)
+        clause = _VENTING.search(sentence[: found.start()]) if found else None
+        if found and clause and clause.start() >= 12:
+            end = sentence[found.end() :]
+            tail = re.search(r"[.!?;]", end)  # the vented clause ends where its sentence does
+            sentence = sentence[: clause.start()] + (end[tail.start() :] if tail else "")
+        kept.append(_SWEAR.sub("", sentence))
+    return " ".join(kept)
+
+
+# A quote character only when it is not an apostrophe inside a word ("let's", "it's").
+_QUOTE_CHAR = re.compile(r"[\"“”«»`]|(?<!\w)'|'(?!\w)")
+
+
+def _paired_inside(inner: str, opening: str, closing: str) -> bool:
+    """Whether the quotes inside a quoted text ('warning' and 'error') open and close in turn, so the outer
+    ones are a pair; in `"a" and "b"` the first one inside closes, so the outer ones are not."""
+    expect_open = True
+    for found in _QUOTE_CHAR.finditer(inner):
+        if found[0] not in (opening, closing):
+            continue
+        at = found.start()
+        opens = at == 0 or inner[at - 1].isspace() or inner[at - 1] in "([{"
+        if opens != expect_open:
+            return False
+        expect_open = not expect_open
+    return expect_open
+
+
 def _strip_quotes(text: str) -> str:
     stripped = text.strip()
     if len(stripped) > 2 and stripped[-1] in ".!" and stripped[-2] in "\"'”»`" and stripped[0] in "\"'“«`":
@@ -94,7 +134,7 @@ def _strip_quotes(text: str) -> str:
     pairs = {'"': '"', "“": "”", "'": "'", "`": "`", "«": "»"}
     while len(stripped) >= 2 and stripped[0] in pairs and stripped.endswith(pairs[stripped[0]]):
         inner = stripped[1:-1].strip()
-        if any(q in inner for q in (stripped[0], pairs[stripped[0]])):
+        if not _paired_inside(inner, stripped[0], pairs[stripped[0]]):
             break
         stripped = inner
     return stripped
@@ -146,7 +186,7 @@ def clean_statement(text: str) -> str:
         text = _LABEL.sub("", text)
         if text == before:
             break
-    text = _SWEAR.sub("", text)
+    text = _without_swearing(text)
     keep = _WE_KEEP.match(text)
     text = f"{keep[1]} {text[keep.end() :]}" if keep else _WE.sub("", text)
     decided = _DECIDED.match(text)
@@ -201,6 +241,15 @@ def is_quote(statement: str, evidence: str) -> bool:
         return " ".join(re.findall(r"[\w#%./-]+", clean_statement(text).lower()))
 
     return bool(evidence) and norm(statement) == norm(evidence)
+
+
+# A restatement about the prompt's own words ("The context is about …", "This remark says …"): the small model
+# describing its input instead of stating the knowledge.
+_ABOUT_ITSELF = re.compile(r"(?i)^(?:the|this|that) (?:context|remark|note|statement|message|text|input)\b")
+
+
+def about_itself(statement: str) -> bool:
+    return bool(_ABOUT_ITSELF.match(statement.strip()))
 
 
 def kind_of(text: str) -> Kind | None:
@@ -363,6 +412,52 @@ def topics_of(text: str) -> list[str]:
         if topic and topic not in seen:
             seen.append(topic)
     return seen
+
+
+# The work that touches each category: a task saying it will use that category's tool whether it names the tool
+# or not ("add a dependency" runs the package manager). Words, not stems; plural forms listed.
+_TASK_WORDS: dict[str, tuple[str, ...]] = {
+    "package-manager": (
+        "install",
+        "installing",
+        "dependency",
+        "dependencies",
+        "library",
+        "libraries",
+        "package",
+        "packages",
+        "upgrade",
+        "lockfile",
+        "setup",
+    ),
+    "test-runner": ("test", "tests", "testing", "spec", "specs", "coverage", "e2e"),
+    "linter": ("lint", "linter", "linting", "lints"),
+    "formatter": ("formatting", "reformat"),
+    "bundler": ("bundle", "bundling", "build", "builds"),
+    "database": ("migration", "migrations", "migrate", "column", "columns", "schema", "table", "database", "db"),
+    "orm": ("migration", "migrations", "column", "columns", "model", "models"),
+    "container": ("deploy", "deployment", "deployments", "rollback", "cluster", "pod", "pods", "ingress", "image"),
+    "ci": ("ci", "workflow", "workflows", "pipeline"),
+    "task-queue": ("job", "jobs", "background", "worker", "workers", "queue", "nightly", "scheduled"),
+    "charts": ("chart", "charts", "graph", "graphs", "plot", "plots"),
+    "logging": ("log", "logs", "logging"),
+    "cli-framework": ("command", "commands", "subcommand", "subcommands", "flag", "flags", "cli"),
+    "date-library": ("date", "dates", "datetime", "timestamp", "timestamps", "timezone", "time", "times"),
+}
+_TASK_TOPIC: dict[str, list[str]] = {}
+for _topic, _words in _TASK_WORDS.items():
+    for _word in _words:
+        _TASK_TOPIC.setdefault(_word, []).append(_topic)
+
+
+def task_topics(text: str) -> list[str]:
+    """The categories a task touches: those of the tools it names, then those of the work it describes."""
+    found = topics_of(text)
+    for word in re.findall(r"[a-z0-9]+", text.lower().replace("set up", "setup").replace("roll back", "rollback")):
+        for topic in _TASK_TOPIC.get(word, ()):
+            if topic not in found:
+                found.append(topic)
+    return found
 
 
 _EXTENSIONS = (

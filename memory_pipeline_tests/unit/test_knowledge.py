@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 
 from memory_pipeline.summarize.compose import make_idea, tags_for, typed_by_the_person
-from memory_pipeline.summarize.knowledge import Kind, clean_statement, files_of, findings_of, pieces_of, topics_of
+from memory_pipeline.summarize.knowledge import (
+    Kind,
+    about_itself,
+    clean_statement,
+    files_of,
+    findings_of,
+    pieces_of,
+    task_topics,
+    topics_of,
+)
 from memory_pipeline.summarize.trust import TurnText
 
 
@@ -21,6 +30,13 @@ from memory_pipeline.summarize.trust import TurnText
          "Use Vitest instead of Jest, because Jest broke on ESM."),
         ("[User sent a photo] show only the market cap!", "Show only the market cap."),
         ("omfg use fucking rgb values", "Use rgb values."),
+        # A clause that only vents goes whole; apostrophes are no quotes; inner quotes that pair up keep the
+        # outer pair a pair, and quotes that do not (`"a" and "b"`) are left as written.
+        ("the footer should turn 'warning' above 70% so the user sees shit is about to get fucked",
+         "The footer should turn 'warning' above 70%."),
+        ("'Now let's fix the footer colours'.", "Fix the footer colours."),
+        ("'the badge should say 'beta' in grey'", "The badge should say 'beta' in grey."),
+        ('"pnpm" and "vitest"', '"pnpm" and "vitest".'),
         ("dimGray should be that, no need for linkGray", "dimGray should be that, no need for linkGray."),
         ("From now on, never push to main", "Never push to main."),
         ("", ""),
@@ -29,6 +45,12 @@ from memory_pipeline.summarize.trust import TurnText
 )  # fmt: skip
 def test_a_statement_is_cleaned_never_cut(raw: str, clean: str) -> None:
     assert clean_statement(raw) == clean
+
+
+def test_a_restatement_describing_its_input_is_no_memory() -> None:
+    assert about_itself("The context is about a situation where the colours are too intense.")
+    assert about_itself("This remark says to use pnpm.")
+    assert not about_itself("The footer shows a warning above 70% context usage.")
 
 
 def test_a_long_statement_is_kept_whole() -> None:
@@ -71,6 +93,10 @@ def test_categories_and_files_let_a_question_find_the_tool() -> None:
         "src/theme.ts",
         "vite.config.ts",
     ]
+    assert task_topics("Install a library for drawing the route on the map") == ["package-manager"]
+    assert task_topics("Write vitest tests for the chart") == ["test-runner", "charts"]  # named, then described
+    assert task_topics("Roll back the staging deployment") == ["container"]
+    assert task_topics("Rename the helper in utils") == []
     tags = tags_for(Kind.RULE, "pnpm", "Always use pnpm, never npm.", [])
     assert tags[0] == "rule" and "package-manager" in tags and 3 <= len(tags) <= 8
 

@@ -180,6 +180,31 @@ def test_briefing_lines_earn_their_place() -> None:
     ).ids == ["o0"]  # type: ignore[arg-type]
 
 
+def test_the_important_section_holds_what_the_task_is_about_or_will_use() -> None:
+    from memory_pipeline.search.briefing import BriefingPolicy, build_briefing
+
+    pnpm = _row("p1", "high", "Use pnpm, never npm.", tags=["rule", "package-manager"])
+    charts = _row("c1", "high", "Draw charts with ECharts.", similarity=0.1)  # tagless: its text names the tool
+    utc = _row("u1", "high", "Store every timestamp in UTC.", similarity=0.35)  # close to the prompt by cosine
+    far = _row("f1", "high", "Name component files in PascalCase.", similarity=0.1)
+
+    class _Ranked(_Search):
+        def index(self, query, k=10, filters=None):  # noqa: ANN001, ANN201
+            return [r for r in self.high if filters and filters.priority == ("high",)][:k]
+
+    search = _Ranked([far, pnpm, charts, utc], [])
+    ids = build_briefing(search, "Install a library for the map", project="/work/shop", policy=BriefingPolicy())  # type: ignore[arg-type]
+    assert ids.ids == ["f1", "p1", "c1", "u1"]  # the default: the newest high memories, whatever the prompt
+    by_topic = BriefingPolicy(important_floor=0.3, topics=True)
+    made = build_briefing(search, "Install a library for the map", project="/work/shop", policy=by_topic)  # type: ignore[arg-type]
+    assert made.ids == ["p1", "u1"]  # the package manager's rule (the task installs), and the close one
+    made = build_briefing(search, "Add a chart of fuel usage", project="/work/shop", policy=by_topic)  # type: ignore[arg-type]
+    assert made.ids == ["c1", "u1"]
+    cosine_only = BriefingPolicy(important_floor=0.3)
+    made = build_briefing(search, "Install a library for the map", project="/work/shop", policy=cosine_only)  # type: ignore[arg-type]
+    assert made.ids == ["u1"]
+
+
 def test_a_note_has_a_stable_id_and_is_redacted() -> None:
     from memory_pipeline.search.remember import Note, note_document, note_id
 

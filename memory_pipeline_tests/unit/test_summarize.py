@@ -496,6 +496,7 @@ def test_a_memory_that_only_repeats_its_evidence_is_restated_to_stand_alone() ->
         {"statement": "Set MY_FLAG to 1 in the kubernetes manifest for every pod."},  # not in the turn
         {"statement": "The user said it needs to be set to 1."},  # a claim about the user again
         {"statement": "needs to be set to 1 for true colors"},  # the same quote
+        {"statement": "The context is about a setting that needs to be set to 1 for true colors."},  # its input
     ],
 )
 def test_a_restatement_the_turn_does_not_back_keeps_the_original(answer: dict) -> None:
