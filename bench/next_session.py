@@ -30,7 +30,6 @@ the one the extension gets, chosen on the tune split.
 from __future__ import annotations
 
 import json
-import math
 import re
 import tempfile
 import time
@@ -162,12 +161,6 @@ def run_baseline(truth: dict) -> Variant:
     return variant
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True)) / (
-        math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)) or 1.0
-    )
-
-
 # How the ceiling picks among perfect memories: the whole project, or what the briefing's own rules would keep.
 CEILING = {
     "every piece known by then": lambda cos, on_topic, rank: True,
@@ -202,14 +195,13 @@ def run_ceiling(settings: Settings, truth: dict) -> list[Variant]:
             known = [k for k in known if k not in replaced]
             [query] = client.embed([session["prompt"]], purpose="query")
             wanted = set(task_topics(session["prompt"]))
-            ranked = sorted(known, key=lambda k: -_cosine(query, vectors[k]))
+            # The client's vectors are unit vectors: the cosine is the dot product (as in reflect.similarity).
+            close = {k: sum(x * y for x, y in zip(query, vectors[k], strict=True)) for k in known}
+            on_topic = {k: bool(wanted & set(topics_of(written[k]))) for k in known}
+            ranked = sorted(known, key=lambda k: -close[k])
+            stale = _replaced_before(session, knowledge, planted)
             for name, keep in CEILING.items():
-                lines = [
-                    f"- {written[k]}"
-                    for rank, k in enumerate(ranked)
-                    if keep(_cosine(query, vectors[k]), bool(wanted & set(topics_of(written[k]))), rank)
-                ]
-                stale = _replaced_before(session, knowledge, planted)
+                lines = [f"- {written[k]}" for rank, k in enumerate(ranked) if keep(close[k], on_topic[k], rank)]
                 variants[name].scored.append(score(session, "\n".join(lines), knowledge, stale, False))
     return list(variants.values())
 
