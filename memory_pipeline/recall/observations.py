@@ -19,6 +19,7 @@ from datetime import datetime
 
 import polars as pl
 
+from memory_pipeline.recall.disclosures import DISCLOSURE_TAG, discloses
 from memory_pipeline.sessions.envelope import automation_of, automation_task, strip_envelope
 
 OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -145,12 +146,15 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
             parts.append(f"Failed: {failure}")
         parts.append(f"Outcome: {outcome}")
         started = turn["started_at"] or turn["session_started_at"]
+        tags = ["turn", *turn["tool_names"]]
+        if opener == "Asked" and discloses(asked):
+            tags.append(DISCLOSURE_TAG)  # the person said something of themselves that lasts (disclosures.py)
         rows.append(
             {
                 "doc_id": observation_id(turn["session_id"], turn["turn_id"]),
                 "kind": "observation",
                 "summary": " ".join(parts),
-                "tags": list(dict.fromkeys(["turn", *turn["tool_names"]])),
+                "tags": list(dict.fromkeys(tags)),
                 "priority": "low",
                 "project": turn["project"],
                 "agent": turn.get("agent") or "pi",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
 
+from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
 from memory_pipeline.search import files as file_rules
 from memory_pipeline.search.models import Filters, Row, row_of
 from memory_pipeline.search.query import QueryPlan, history_today, plan_query
@@ -109,14 +110,18 @@ class MemorySearch:
         # Several messages of one turn may match: ask for more, keep each turn's best.
         return {"query": query, "size": 3 * depth, "_source": ["session_id", "turn_id", "message_timestamp"]}
 
-    def _knn(self, vector: list[float], depth: int, filters: Filters) -> tuple[list[str], dict[str, Any]] | None:
+    def _knn(
+        self, vector: list[float], depth: int, filters: Filters, only: list[dict[str, Any]] | None = None
+    ) -> tuple[list[str], dict[str, Any]] | None:
+        """The kNN channel's search (`only`: clauses that narrow it further), or None while no index in scope
+        holds vectors of this size."""
         field = vector_field(len(vector))
         indices = self._with_vectors(field, filters.indices())
         if not indices:
             return None
         knn: dict[str, Any] = {"field": field, "query_vector": vector, "k": depth, "num_candidates": max(50, 4 * depth)}
-        if filters.clauses():
-            knn["filter"] = filters.clauses()
+        if filters.clauses() or only:
+            knn["filter"] = [*filters.clauses(), *(only or [])]
         return indices, {"knn": knn, "size": depth, "_source": _SOURCE}
 
     def _with_vectors(self, field: str, wanted: list[str]) -> list[str]:
@@ -168,6 +173,11 @@ class MemorySearch:
                 knn = self._knn(vector, depth, filters)
                 if knn:
                     channels.append(("knn", *knn))
+                if mode == "hybrid" and knn and plan.judgement and ranking.disclosed:
+                    # What the person said of themselves that lasts, for a question asking a judgement.
+                    mine = self._knn(vector, depth, filters, [{"term": {"tags": DISCLOSURE_TAG}}])
+                    if mine:
+                        channels.append(("disclosed", *mine))
             except ServerError:
                 if mode == "knn":
                     raise

@@ -52,6 +52,7 @@ class QueryPlan:
     since: date | None = None  # the time the question names, inclusive
     until: date | None = None
     many: bool = False  # asks for several things ("which cities…", "all the…"): answers may span sessions
+    judgement: bool = False  # asks whether something suits or is allowed ("should I…?"): see `asks_judgement`
 
     @property
     def timed(self) -> bool:
@@ -161,6 +162,24 @@ def asks_for_many(question: str) -> bool:
     return bool(found) and found[1] not in _NOT_PLURAL and not found[1].endswith(("ss", "us", "is"))
 
 
+# A yes/no question: it opens with an auxiliary or a modal ("Should I…", "Would a sailing holiday…", "Is it fine
+# to…", "Can I…"), after an optional greeting or "so".
+_JUDGEMENT = re.compile(
+    r"^\W*(?:(?:hey|hi|ok|okay|so|and|but|quick question)\W+)*"
+    r"(?:should|would|could|can|may|might|will|shall|is|are|am|do|does|did|was|were|has|have)\b"
+    r"(?!\s+(?:you|we)\s+(?:tell|remind|show|list|find|remember|recall|look)\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_judgement(question: str) -> bool:
+    """Whether `question` asks for a judgement (a yes/no question: "should I book the steakhouse?", "is it fine
+    to debug with print?"): what the person said of themselves answers it more often than its own words do, so
+    the search also looks among those statements (`recall/disclosures.py`). A request for a listing or a
+    reminder phrased as a question ("can you remind me…") is not one."""
+    return bool(_JUDGEMENT.match(question))
+
+
 def plan_query(question: str, today: date) -> QueryPlan:
     """The informative words of `question`, the time it names (relative to `today`), and whether it asks for
     several things."""
@@ -171,6 +190,7 @@ def plan_query(question: str, today: date) -> QueryPlan:
         since=named[0] if named else None,
         until=named[1] if named else None,
         many=asks_for_many(question),
+        judgement=asks_judgement(question),
     )
 
 

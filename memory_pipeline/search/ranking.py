@@ -49,6 +49,12 @@ class Ranking:
     # one place put the newer decision first for 75% of the knowledge updates and cost no recall.
     supersede: float | None = 0.5
     reach: int = 1
+    # Weight of a fourth channel for a question asking for a judgement (`QueryPlan.judgement`): kNN among the
+    # turns where the person said something of themselves that lasts (`recall/disclosures.py`; 0: off). Chosen
+    # on both tuning splits (their mean; bench/results.md, `hard`): 1 lifts the conversational inference
+    # questions from 0.29 to 0.84 and costs the coding split one question of 260 (0.846 to 0.841); 0.3 costs
+    # nothing there and reaches 0.71.
+    disclosed: float = 1.0
     diverse: float = 0.0  # share of its score a row loses for each row of its session ranked above it (MMR-like)
     diverse_many: float = 0.0  # the same, for a question that asks for several things (`QueryPlan.many`) only
     # Cosine at which a kNN hit is an answer: rows below it are guesses, hidden behind a count, and with no row
@@ -72,6 +78,7 @@ V0 = Ranking(
     supersede=None,
     agree=None,
     strong_similarity=0.5,
+    disclosed=0.0,
 )
 DEFAULT = Ranking()
 
@@ -87,6 +94,10 @@ class Fusion:
     similarity: dict[str, float] = field(default_factory=dict)
     worded: set[str] = field(default_factory=set)  # matched most of the informative words
     turn_messages: dict[str, list[str]] = field(default_factory=dict)  # raw messages worth showing, by memory
+
+
+# The channels that rank by meaning (their scores are cosines, and they match no words).
+VECTOR_CHANNELS = ("knn", "disclosed")
 
 
 def fuse(channels: list[tuple[str, list[dict[str, Any]]]], plan: QueryPlan, ranking: Ranking, depth: int) -> Fusion:
@@ -111,14 +122,14 @@ def fuse(channels: list[tuple[str, list[dict[str, Any]]]], plan: QueryPlan, rank
             if doc_id in ranked:
                 continue
             ranked.append(doc_id)
-            if name == "knn":
+            if name in VECTOR_CHANNELS:
                 out.similarity[doc_id] = 2 * hit["_score"] - 1  # Elasticsearch reports cosine as (1 + cos) / 2
             else:
                 out.bm25.setdefault(doc_id, hit["_score"])
                 if not ranking.strong_terms or "most" in hit.get("matched_queries", []):
                     out.worded.add(doc_id)
         rankings[name] = ranked[:depth]
-        if name != "knn" and ranking.strong_terms and ranking.weak != 1.0:
+        if name not in VECTOR_CHANNELS and ranking.strong_terms and ranking.weak != 1.0:
             # A hit on one common word is weak evidence: it counts for less than one on most of the words.
             partial[name] = {d for d in ranked if d not in out.worded}
     bonus = time_bonus(plan, ranking, out.when)
@@ -126,7 +137,8 @@ def fuse(channels: list[tuple[str, list[dict[str, Any]]]], plan: QueryPlan, rank
     weights = [getattr(ranking, name) for name in names]
     if ranking.agree is not None and not plan.timed:
         far = {d for d, cosine in out.similarity.items() if cosine < ranking.agree}
-        partial = {name: partial.get(name, set()) | (set(rankings[name]) & far) for name in names if name != "knn"}
+        worded_channels = [name for name in names if name not in VECTOR_CHANNELS]
+        partial = {name: partial.get(name, set()) | (set(rankings[name]) & far) for name in worded_channels}
     if ranking.agreed is not None:
         close = {d for d, cosine in out.similarity.items() if cosine >= ranking.agreed}
         partial = {name: weak - close for name, weak in partial.items()}

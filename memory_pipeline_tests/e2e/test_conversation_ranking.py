@@ -1,7 +1,8 @@
 """The ranking on three people's histories of the conversational benchmark's corpus (60 sessions of chit-chat in
 2022, asked about years later), through the pipeline's own assets: news told over two turns is found by the turn
-that holds the answer (its neighbour's words count), and a month named without a year is read in the history's
-own time, not the clock's."""
+that holds the answer (its neighbour's words count), a month named without a year is read in the history's
+own time, not the clock's, and a question asking a judgement ("should I book the steakhouse?") finds what the
+person said of themselves that answers it ("I've been vegetarian since college")."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters
+from memory_pipeline.search.query import plan_query
 from memory_pipeline.search.ranking import DEFAULT, Ranking
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
@@ -79,3 +81,16 @@ def test_a_month_without_a_year_is_read_in_the_historys_own_time(ranked) -> None
     assert date(2022, 1, 1) <= search.as_of <= date.fromisoformat(days[-1])  # the newest memory's day
     clock = _found(search, corpus, by_month, DEFAULT, today=date(2026, 12, 1))  # "in April" = April 2026
     assert own_time > clock, (own_time, clock)
+
+
+def test_a_judgement_question_finds_what_the_person_said_of_themselves(ranked) -> None:  # noqa: ANN001
+    search, corpus, questions, _ = ranked
+    judgements = [q for q in questions if q["category"] == "inference"]
+    assert len(judgements) == 4 * len(PEOPLE)
+    assert all(plan_query(q["question"], date.today()).judgement for q in judgements)
+    among_disclosures = _found(search, corpus, judgements, DEFAULT)
+    words_and_meaning = _found(search, corpus, judgements, replace(DEFAULT, disclosed=0.0))
+    # "Should I book the steakhouse?" shares no word with "I've been vegetarian since college", and MiniLM puts
+    # a year of small talk nearer; among what the person said of themselves that lasts, it is the closest.
+    assert among_disclosures > words_and_meaning, (among_disclosures, words_and_meaning)
+    assert among_disclosures >= len(judgements) // 2

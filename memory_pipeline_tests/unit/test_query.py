@@ -6,7 +6,14 @@ from datetime import date
 
 import pytest
 
-from memory_pipeline.search.query import asks_for_many, history_today, informative_words, plan_query, time_range
+from memory_pipeline.search.query import (
+    asks_for_many,
+    asks_judgement,
+    history_today,
+    informative_words,
+    plan_query,
+    time_range,
+)
 
 TODAY = date(2025, 10, 15)  # a Wednesday
 
@@ -79,3 +86,23 @@ def test_an_old_history_is_read_in_its_own_time() -> None:
 def test_a_question_asking_for_several_things_is_known(question: str, many: bool) -> None:
     assert asks_for_many(question) is many
     assert plan_query(question, date(2026, 1, 1)).many is many
+
+
+@pytest.mark.parametrize(
+    ("question", "judgement"),
+    [
+        ("Should I book the steakhouse for my birthday dinner?", True),
+        ("Would a sailing holiday be a good idea for me?", True),
+        ("Is it fine to debug with print statements here?", True),
+        ("so, can I run the migrations myself?", True),
+        ("Do new functions need annotations?", True),
+        ("Can you remind me what we chose for the queue?", False),  # a reminder, phrased as a question
+        ("Could we list the flags we turned on?", False),
+        ("What did Jonas give me for my birthday?", False),
+        ("Which package manager do we use?", False),
+        ("how do I start the dev server", False),
+    ],
+)
+def test_a_question_asking_for_a_judgement_is_known(question: str, judgement: bool) -> None:
+    assert asks_judgement(question) is judgement
+    assert plan_query(question, date(2026, 1, 1)).judgement is judgement

@@ -112,3 +112,23 @@ def test_a_few_word_hit_counts_fully_when_knn_agrees() -> None:
     assert [d for d, _ in together][0] == "few"  # found by both channels, first
     far = fuse([("bm25", [few, most]), ("knn", knn)], PLAN, replace(DEFAULT, agreed=0.6), depth=50).fused
     assert dict(far)["few"] == dict(apart)["few"]  # kNN not close enough: still weak
+
+
+def test_what_the_person_said_of_themselves_counts_by_meaning_for_a_judgement() -> None:
+    # "Would a sailing holiday suit me?": BM25 finds two turns on holidays, kNN those and two more; among the
+    # turns where the person said something lasting, the seasick one is the closest.
+    holiday, trip, film = _memory("holiday", "2022-05-01"), _memory("trip", "2022-06-01"), _memory("film", "2022-07-01")
+    seasick = _memory("seasick", "2022-03-01", most=False, tags=["turn", "disclosure"])
+    knn = [{**holiday, "_score": 0.8}, {**trip, "_score": 0.79}, {**film, "_score": 0.7}, {**seasick, "_score": 0.62}]
+    channels = [("bm25", [holiday, trip]), ("knn", knn)]
+    plan = QueryPlan(text="sailing holiday good idea", judgement=True)
+    said = ("disclosed", [{**seasick, "_score": 0.62}])
+    without = [d for d, _ in fuse(channels, plan, DEFAULT, depth=50).fused]
+    with_said = fuse([*channels, said], plan, DEFAULT, depth=50)
+    assert without == ["holiday", "trip", "film", "seasick"]
+    assert [d for d, _ in with_said.fused] == ["holiday", "trip", "seasick", "film"]
+    # A cosine, as kNN's: no BM25 score, no word matched, the same similarity.
+    assert "seasick" not in with_said.bm25 and "seasick" not in with_said.worded
+    assert round(with_said.similarity["seasick"], 6) == 0.24
+    off = fuse([*channels, said], plan, replace(DEFAULT, disclosed=0.0), depth=50)
+    assert [d for d, _ in off.fused] == without
