@@ -9,11 +9,13 @@ the person (`search.query.asks_judgement`) is also searched among those turns al
 
 The markers are the grammar of lasting statements, not any topic: a negated ability ("can't stand", "can't
 even look down"), being of a kind ("I'm vegetarian", "hopeless with crowds"), getting a condition ("I get
-seasick"), liking and avoiding, always and never, a duration ("ever since", "for a few months"), what a doctor
-said, money put aside, a habit changed ("switched to", "gave up"). In coding sessions the same markers find
-the person's rules ("never run terraform apply", "always use pnpm"). Written after reading the conversational
-benchmark's inference sentences (bench/results.md, `hard`, says so): its held-out figure for them is an
-optimistic one. Pure functions, no I/O.
+seasick"), liking and avoiding, always and never, what someone is into or passionate about, a duration ("ever
+since", "for a few months"), what a doctor said, money put aside, a habit changed ("switched to", "gave up").
+In coding sessions the same markers find the person's rules ("never run terraform apply", "always use pnpm").
+Written after reading the conversational benchmark's inference sentences (bench/results.md, `hard`, says so):
+its held-out figure for them is an optimistic one; the markers of taste and passion ("I'm into", "my
+favourite", "passionate about") were added from what people commonly say of themselves, and tag nothing more
+in either benchmark's corpus. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -36,10 +38,15 @@ _MARKERS = re.compile(
     | \b{_SUBJECT}\s+(?:always\s+|still\s+)?(?:get|gets)\s+(?:\w+\s+)?
         (?:seasick|carsick|airsick|sick|migraines?|anxious|nervous|panicky|dizzy|vertigo|hay\s?fever|cold|bored)\b
     | \b(?:seasick|vegetarian|vegan|allergic|allergy|intolerance|phobia|vertigo|panic\s+attacks?|claustrophobic)\b
-    # liking, avoiding, always and never
+    # liking, avoiding, always and never; what someone is into, dreams of, has always wanted
     | \b{_SUBJECT}\s+(?:\w+\s+)?(?:hate|hates|loathe|loathes|detest|detests|love|loves|adore|adores|
-           prefer|prefers|avoid|avoids|never|always)\b
-    | \bnot\s+a\s+(?:big\s+|huge\s+)?fan\s+of\b
+           prefer|prefers|avoid|avoids|never|always|enjoy|enjoys|dislike|dislikes)\b
+    | \b(?:i|he|she|we|they)\s+(?:really\s+)?(?:like|likes)\s+(?!to\s+(?:think|say|ask|know))
+    | \b(?:not\s+a\s+|a\s+|a\s+big\s+|a\s+huge\s+|not\s+a\s+big\s+)fan\s+of\b
+    | \b(?:passionate|crazy|mad|obsessed)\s+about\b
+    | \b(?:i'm|i\s+am|he's|she's|we're|they're)\s+(?:really\s+|so\s+|big\s+)?into\b
+    | \b(?:my|his|her|our|their)\s+(?:favourite|favorite|dream|passion)\b
+    | \b(?:dream\s+of|dreamed\s+of|dreamt\s+of|always\s+wanted)\b
     | \bno\s+\w+(?:\s+\w+)?\s+at\s+all\b
     # a duration: "ever since", "since college", "for a few months"
     | \bever\s+since\b

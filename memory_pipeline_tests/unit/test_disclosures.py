@@ -28,6 +28,9 @@ from testkit.paths import CORPUS
         "I quit sugar in January.",
         "Never run terraform apply yourself; only plan.",
         "Always use pnpm here, npm rewrote the lockfile last time.",
+        "I'm really into pottery these days.",
+        "My favourite band has always been Khruangbin.",
+        "Caroline is passionate about counselling.",
     ],
 )
 def test_a_lasting_trait_or_rule_is_a_disclosure(said: str) -> None:
@@ -43,6 +46,7 @@ def test_a_lasting_trait_or_rule_is_a_disclosure(said: str) -> None:
         "What did we decide about the queue?",
         "I called my sister for an hour about the anniversary plans.",
         "Add pagination to the recipes endpoint.",
+        "I like to think the talk went well.",
     ],
 )
 def test_what_happened_that_day_is_not(said: str) -> None:
