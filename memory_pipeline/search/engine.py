@@ -39,6 +39,7 @@ from memory_pipeline.stores.indices import (
     vector_field,
 )
 from memory_pipeline.stores.openai_compat import ServerError
+from memory_pipeline.summarize.knowledge import Kind
 
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [
@@ -46,6 +47,14 @@ _SOURCE = [
     "superseded_by", "author", "kind", "subject", "evidence", "evidence_role", "agent",
 ]  # fmt: skip
 MEMORY_FIELDS = ["summary", "subject", "evidence^0.5", "tags.text^0.5", "project.text^0.3"]
+# What a person said of themselves that lasts: a turn where they disclosed a trait, preference or rule
+# (recall/disclosures.py), or a rule or decision the LLM drew from what they said.
+LASTING = {
+    "bool": {
+        "should": [{"term": {"tags": DISCLOSURE_TAG}}, {"terms": {"kind": [Kind.RULE.value, Kind.DECISION.value]}}],
+        "minimum_should_match": 1,
+    }
+}
 
 
 _RAW_SOURCE = [
@@ -175,7 +184,7 @@ class MemorySearch:
                     channels.append(("knn", *knn))
                 if mode == "hybrid" and knn and plan.judgement and ranking.disclosed:
                     # What the person said of themselves that lasts, for a question asking a judgement.
-                    mine = self._knn(vector, depth, filters, [{"term": {"tags": DISCLOSURE_TAG}}])
+                    mine = self._knn(vector, depth, filters, [LASTING])
                     if mine:
                         channels.append(("disclosed", *mine))
             except ServerError:

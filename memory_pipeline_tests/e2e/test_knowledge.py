@@ -1,6 +1,7 @@
 """Knowledge, not quotes, end to end: one message with a rule and a decision through the real chat and
 embedding servers and Elasticsearch becomes two memories readable alone, a natural question finds the rule
-first, and the rule, promoted, is whole in MEMORY.md and in the next briefing."""
+first (and a judgement question, "should I add it with npm?", too), and the rule, promoted, is whole in MEMORY.md
+and in the next briefing."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ from dagster import materialize
 
 from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import build_briefing
+from memory_pipeline.search.engine import LASTING
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
+from memory_pipeline.stores.indices import OBSERVATION_INDEX, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.memory_store import open_store
 from memory_pipeline.stores.summary_store import read_summaries
 from testkit.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
@@ -85,6 +89,17 @@ def test_a_rule_and_a_decision_become_two_memories_found_by_a_natural_question_a
         rows = search.index("which package manager do we use?", k=5, filters=Filters(project=project))
         assert rows and rows[0].id == rule.doc_id, [(r.kind, r.summary) for r in rows]
         assert rows[0].knowledge == "rule" and rows[0].strong
+        # A judgement question is also searched among what the person said that lasts: the turn that said it
+        # (tagged a disclosure) and the rule and the decision drawn from it; the rule answers first.
+        [vector] = search.embedder.embed(["Should I add the map library with npm?"], purpose="query")
+        lasting = [*Filters(project=project).clauses(), LASTING]
+        field = vector_field(len(vector))
+        knn = {"field": field, "query_vector": vector, "k": 10, "num_candidates": 50, "filter": lasting}
+        with make_client(settings) as client:
+            hits = client.search(index=[SUMMARY_INDEX, OBSERVATION_INDEX], knn=knn, size=10)["hits"]["hits"]
+        assert {rule.doc_id, decision.doc_id, observation_id(session_id, rule.turn_id)} <= {h["_id"] for h in hits}
+        judged = search.index("Should I add the map library with npm?", k=5, filters=Filters(project=project))
+        assert judged and judged[0].id == rule.doc_id, [(r.kind, r.summary) for r in judged]
 
     # Reflected, proposed, promoted by a person: the rule is whole in MEMORY.md and in the next briefing.
     run = materialize(
