@@ -25,6 +25,7 @@ from dagster import materialize
 
 from bench.results_file import table, write_section
 from memory_pipeline.partitions import instance_with_days
+from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.settings import isolated_settings, load_settings
@@ -57,6 +58,9 @@ NOTES = """Tried for the hybrid search's latency, measured on the same 100,000 r
 def _percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[int(0.95 * (len(ordered) - 1))] * 1000
+
+
+JUDGEMENT = "index, a yes/no question (the same, with a 4th channel: kNN among what the person said that lasts)"
 
 
 def main(argv: list[str]) -> None:
@@ -133,8 +137,10 @@ def main(argv: list[str]) -> None:
             es.indices.forcemerge(index=OBSERVATION_INDEX, max_num_segments=1, wait_for_completion=True)
             total = es.count(index=OBSERVATION_INDEX)["count"]
             queries = [q["query"] for q in load_queries()] * 2
+            tagged = es.count(index=OBSERVATION_INDEX, query={"term": {"tags": DISCLOSURE_TAG}})["count"]
             latencies: dict[str, list[float]] = {
                 "index (hybrid: embed + one _msearch of 3 channels + one follow-up _msearch)": [],
+                JUDGEMENT: [],
                 "timeline": [],
                 "detail": [],
                 "baseline: raw `/v1/embeddings` + raw kNN `_search` + raw `match` `_search`": [],
@@ -147,6 +153,9 @@ def main(argv: list[str]) -> None:
                 latencies["index (hybrid: embed + one _msearch of 3 channels + one follow-up _msearch)"].append(
                     time.perf_counter() - begin
                 )
+                begin = time.perf_counter()
+                search.index(f"Should we {query}?", k=10)
+                latencies[JUDGEMENT].append(time.perf_counter() - begin)
                 begin = time.perf_counter()
                 [vector] = embedder.embed([query], purpose="query")
                 knn = {"field": field, "query_vector": vector, "k": 50, "num_candidates": 200}
@@ -174,7 +183,8 @@ def main(argv: list[str]) -> None:
                 [[mode, f"{r[5]:.3f}", f"{r[10]:.3f}"] for mode, r in recalls.items()],
             ),
             f"Latency over 100 queries (after 10 to warm up) with {total:,} observation records indexed "
-            f"({index_seconds:.0f} s to index the synthetic ones) and merged, milliseconds:",
+            f"({index_seconds:.0f} s to index the synthetic ones; {tagged:,} of them tagged a disclosure) and "
+            'merged, milliseconds; the yes/no question is each query asked as one ("Should we …?"):',
             table(["layer", "p50 ms", "p95 ms"], lat_rows),
             table(
                 ["embedding throughput (same texts, batches of 32)", "texts/s"],
