@@ -186,3 +186,19 @@ def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
         if idea and content_words(idea.summary):
             added.append(idea)
     return added
+
+
+def distinct(ideas: Sequence[Idea]) -> list[Idea]:
+    """`ideas` without repeats: several drafts typed as one piece of the person's message, or restated alike,
+    become the same memory, which is kept once (the first; bar case, spacing and end marks)."""
+
+    def key(idea: Idea) -> str:
+        return " ".join(idea.summary.lower().rstrip(" .!").split())
+
+    seen: set[str] = set()
+    kept = []
+    for idea in ideas:
+        if key(idea) not in seen:
+            seen.add(key(idea))
+            kept.append(idea)
+    return kept

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
-from memory_pipeline.summarize.compose import from_draft, make_idea, missed_pieces, typed_by_the_person
+from memory_pipeline.summarize.compose import distinct, from_draft, make_idea, missed_pieces, typed_by_the_person
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
     MEMORIES_SCHEMA,
@@ -129,9 +129,9 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         outcome.dropped += checked.dropped
         outcome.demoted = checked.demoted
         added = missed_pieces(text, checked.kept)
-        kept = [*typed_by_the_person(text, checked.kept), *added][:MAX_IDEAS_PER_TURN]
-        outcome.added = len(kept) - len(checked.kept)
-        kept = [_restated(client, idea, text, outcome) for idea in kept]
+        kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
+        outcome.added = max(0, len(kept) - len(checked.kept))
+        kept = distinct([_restated(client, idea, text, outcome) for idea in kept])
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break

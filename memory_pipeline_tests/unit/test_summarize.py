@@ -551,3 +551,17 @@ def test_a_memory_carries_the_agent_of_the_session_it_came_from() -> None:
     documents = summary_documents(rows)
     assert documents.height >= 2
     assert {(d["session_id"], d["agent"]) for d in documents.iter_rows(named=True)} == {("s", "pi"), ("c", "codex")}
+
+
+def test_one_memory_said_alike_several_times_in_a_turn_is_kept_once() -> None:
+    # Seen on the labelled set (L000531, 2026-12-04): "Bullet in markdown should be same as in line code in
+    # markdown." stored three times for one turn, beside the link-text rule.
+    from memory_pipeline.summarize.compose import distinct, make_idea
+    from memory_pipeline.summarize.knowledge import Kind
+
+    said = "Bullet in markdown should be same as in line code in markdown"
+    bullet = make_idea(Kind.RULE, said, said, "user")
+    again = make_idea(Kind.RULE, said.upper() + "!", said, "user")
+    link = make_idea(Kind.RULE, "Link text should be same as accent.", "Link text should be same as accent", "user")
+    assert bullet and again and link and bullet.summary != again.summary
+    assert [i.summary for i in distinct([bullet, link, again, bullet])] == [bullet.summary, link.summary]
