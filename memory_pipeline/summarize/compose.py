@@ -190,12 +190,13 @@ def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
 
 def distinct(ideas: Sequence[Idea]) -> list[Idea]:
     """`ideas` without repeats: several drafts typed as one piece of the person's message, or restated alike,
-    become the same memory, which is kept once (the first; bar case, spacing and end marks)."""
+    become the same memory, which is kept once (the first; bar case, spacing and end marks). The same words of
+    two kinds are two memories: a kind is never lost."""
 
-    def key(idea: Idea) -> str:
-        return " ".join(idea.summary.lower().rstrip(" .!").split())
+    def key(idea: Idea) -> tuple[str, str]:
+        return idea.kind, " ".join(idea.summary.lower().rstrip(" .!").split())
 
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     kept = []
     for idea in ideas:
         if key(idea) not in seen:

@@ -565,3 +565,5 @@ def test_one_memory_said_alike_several_times_in_a_turn_is_kept_once() -> None:
     link = make_idea(Kind.RULE, "Link text should be same as accent.", "Link text should be same as accent", "user")
     assert bullet and again and link and bullet.summary != again.summary
     assert [i.summary for i in distinct([bullet, link, again, bullet])] == [bullet.summary, link.summary]
+    as_decision = make_idea(Kind.DECISION, said, said, "user")
+    assert as_decision and [i.kind for i in distinct([bullet, as_decision])] == ["rule", "decision"]
