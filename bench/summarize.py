@@ -41,9 +41,9 @@ from memory_pipeline.sessions.turns import group_turns
 from memory_pipeline.settings import Settings, load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
+from memory_pipeline.summarize.compose import quotes_its_evidence
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import turn_jobs
-from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, grounding, is_acknowledgement
 
@@ -136,7 +136,7 @@ def quality(
         if is_acknowledgement(t.user)
     )
     n_mem, n_other = sum(memorable), len(labels) - sum(memorable)
-    quotes = sum(_bare_quote(idea) for _, idea in ideas)
+    quotes = sum(quotes_its_evidence(idea, texts[turn]) for turn, idea in ideas)
     envelopes = sum(bool(_ENVELOPE_TEXT.search(idea.summary)) for _, idea in ideas)
     rows = [
         ["memorable turns with a correct idea", f"{sum(correct)} / {n_mem} ({sum(correct) / n_mem:.0%})"],
@@ -150,7 +150,7 @@ def quality(
         ],
         ["ideas kept that their turn does not support", str(ungrounded)],
         ["acknowledgement turns with a high idea", str(acks_high)],
-        ["memories whose text is the evidence verbatim (a bare quote)", str(quotes)],
+        [BARE_QUOTES, str(quotes)],
         ["memories holding chat-envelope text", str(envelopes)],
         ["memories by kind", ", ".join(f"{k}: {n}" for k, n in Counter(i.kind.value for _, i in ideas).most_common())],
     ]
@@ -168,24 +168,24 @@ def quality(
         [
             label["turn_id"],
             label["why"][:70],
-            " / ".join(f"{i.kind.value}, {i.priority.value}: {i.summary}" for i in o.ideas) or "(none)",
+            " / ".join(
+                f"{i.kind.value}, {i.priority.value}: {i.summary}"
+                + (" _(a bare quote)_" if quotes_its_evidence(i, text) else "")
+                for i in o.ideas
+            )
+            or "(none)",
         ]
-        for label, o in zip(labels, outcomes, strict=True)
+        for label, o, text in zip(labels, outcomes, texts, strict=True)
         if label["memorable"]
     ]
     return rows, listing
 
 
+# A memory that only repeats its evidence, by the product's own check (`compose.quotes_its_evidence`: case,
+# fillers, swearing and typos the turn corrects aside); runs before 2026-12-04 counted verbatim copies only.
+BARE_QUOTES = "memories whose text only repeats their evidence (a bare quote; typos and fillers aside)"
+VERBATIM = "memories whose text is the evidence verbatim (a bare quote)"
 _ENVELOPE_TEXT = re.compile(r"(?i)\[(?:user sent|image|photo|media|message_id)|untrusted metadata|^system: \[")
-
-
-def _bare_quote(idea: Idea) -> bool:
-    """The person's words stored as the memory: its text equal to its evidence, bar case and end marks."""
-
-    def norm(text: str) -> str:
-        return " ".join(text.lower().strip(" .!?\"'").split())
-
-    return bool(idea.evidence) and norm(idea.summary) == norm(idea.evidence)
 
 
 def _share(n: int, total: int) -> str:
@@ -307,11 +307,17 @@ def models_table(models: dict) -> str:
         "memorable turns with a correct idea",
         "other turns with an idea (lower is better)",
         "ideas kept that their turn does not support",
-        "memories whose text is the evidence verbatim (a bare quote)",
+        BARE_QUOTES,
         "memories holding chat-envelope text",
     ]
+
+    def cell(quality: dict, key: str) -> str:
+        if key == BARE_QUOTES and key not in quality and VERBATIM in quality:
+            return f"{quality[VERBATIM]} (verbatim only)"  # measured before the stricter count
+        return quality.get(key, "-")
+
     rows = [
-        [f"`{name}`", entry["server"], *(entry["quality"].get(k, "-") for k in keys), entry["turns_per_second"]]
+        [f"`{name}`", entry["server"], *(cell(entry["quality"], k) for k in keys), entry["turns_per_second"]]
         for name, entry in sorted(models.items())
     ]
     headers = ["model", "server", "memorable correct", "others with any", "ungrounded", "bare quotes", "envelopes"]

@@ -520,7 +520,7 @@ def search(
         click.echo(answer.text)
         return
     with _search() as engine:
-        rows = engine.index(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
+        rows = engine.find(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
         _print_rows(rows, as_json, query=query, degraded=engine.degraded, everything=everything)
 
 

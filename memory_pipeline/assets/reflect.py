@@ -280,7 +280,9 @@ def rule_maturity(
                     entry.evidence_ids,
                 )  # fmt: skip
                 support = rule_support(evidence.memories, entry.sessions, proposal_day(pid), evidence.against)
-                levels[pid] = maturity(support, as_of, policy, evidence.contradicted_by)
+                levels[pid] = maturity(
+                    support, as_of, policy, evidence.contradicted_by, evidence.current, evidence.replaced_on
+                )
                 levels_by_name[levels[pid].level] += 1
             updated = write_levels(text, levels)
             if updated != text:

@@ -3,8 +3,9 @@
 A rule's score is the sum, over the distinct sessions that support it, of 0.5^(age / half-life) for that
 session's newest supporting memory (cass-memory's decayed feedback, counted per session so one chatty session
 is one piece of evidence). A rule whose evidence was superseded by a later decision is demoted one level and
-flagged. The level is written visibly on the rule's line in MEMORY.md, `_(established, 4 sessions)_`, before
-its id comment; the rule's own words, and anything else a human wrote, are left as they are.
+flagged with the day it was replaced and what holds now. The level is written visibly on the rule's line in
+MEMORY.md, `_(established, 4 sessions)_`, before its id comment; the rule's own words, and anything else a human
+wrote, are left as they are.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_pipeline.reflect.models import as_datetime
+from memory_pipeline.sentences import by_sentence
 
 LEVELS = ("candidate", "established", "proven")
-MATURITY_MARKER = re.compile(r"\s*_\((?:candidate|established|proven)[^)]*\)_")
+# The marker may quote the decision that replaced a rule's evidence, brackets and all: it ends at the first ")_".
+MATURITY_MARKER = re.compile(r"\s*_\((?:candidate|established|proven)(?:[^)]|\)(?!_))*\)_")
+CURRENT_CHARS = 160  # the replacing decision's text in the marker: whole sentences within this
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,17 @@ class Maturity:
     score: float
     sessions: int
     contradicted_by: str | None = None
+    current: str | None = None  # what holds now: the text of the decision that replaced the evidence
+    replaced_on: str | None = None
 
     @property
     def marker(self) -> str:
         plural = "s" if self.sessions != 1 else ""
         flag = f", demoted: contradicted by {self.contradicted_by}" if self.contradicted_by else ""
+        if self.contradicted_by and self.replaced_on:
+            flag += f" on {self.replaced_on}"
+        if self.contradicted_by and self.current:
+            flag += f"; now: {by_sentence(self.current, CURRENT_CHARS)}"
         return f"_({self.level}, {self.sessions} session{plural}{flag})_"
 
 
@@ -57,14 +67,19 @@ def score(support: Sequence[Support], as_of: datetime, policy: MaturityPolicy) -
 
 
 def maturity(
-    support: Sequence[Support], as_of: datetime, policy: MaturityPolicy, contradicted_by: str | None = None
+    support: Sequence[Support],
+    as_of: datetime,
+    policy: MaturityPolicy,
+    contradicted_by: str | None = None,
+    current: str | None = None,
+    replaced_on: str | None = None,
 ) -> Maturity:
     value = score(support, as_of, policy)
     rank = 2 if value >= policy.proven_at else 1 if value >= policy.established_at else 0
     if contradicted_by:
         rank = max(rank - 1, 0)
     sessions = len({s.session_id for s in support if s.established_at <= as_of})
-    return Maturity(LEVELS[rank], round(value, 3), sessions, contradicted_by)
+    return Maturity(LEVELS[rank], round(value, 3), sessions, contradicted_by, current, replaced_on)
 
 
 def proposal_day(proposal_id: str) -> datetime:

@@ -22,6 +22,7 @@ from memory_pipeline.recall.observations import estimate_tokens
 from memory_pipeline.reflect.maturity import MATURITY_MARKER
 from memory_pipeline.reflect.review import pending
 from memory_pipeline.reflect.workspace import project_dir
+from memory_pipeline.search.consolidate import folded
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.summarize.knowledge import TOPICS, task_topics, topics_of
@@ -62,38 +63,14 @@ def tokens(text: str) -> int:
     return math.ceil(estimate_tokens(text))
 
 
-def _line(row: Row, sessions: int = 1, agents: bool = False) -> str:
+def _line(row: Row, agents: bool = False) -> str:
     """A memory's briefing line; with `agents` (the project's memories come from several coding agents), the
     agent whose session it came from (a note: who stored it), so what was said where can be told apart."""
     day = row.time[:10] if row.time else "undated"
     what = row.knowledge or row.kind
-    said = f", said in {sessions} sessions" if sessions > 1 else ""
+    said = f", said in {row.said_in} sessions" if row.said_in > 1 else ""
     where = f", {row.agent or row.author}" if agents and (row.agent or row.author) else ""
     return f"- **{row.priority or 'low'}** {row.one_line} _({day}, {what}{said}{where}, id `{row.id}`)_\n"
-
-
-# Two lines whose content words overlap this much say the same thing: one line, with the sessions counted.
-SAME_AT = 0.7
-
-
-def _same(a: set[str], b: set[str]) -> bool:
-    return bool(a and b) and len(a & b) / len(a | b) >= SAME_AT
-
-
-def consolidate(rows: list[Row], known: list[set[str]]) -> list[tuple[Row, int]]:
-    """`rows` with restatements folded into their first line (the sessions that said it counted), and rows
-    that repeat a line already shown (`known`: their content words) left out."""
-    kept: list[tuple[Row, set[str], set[str]]] = []
-    for row in rows:
-        words = content_words(row.summary)
-        if any(_same(words, k) for k in known):
-            continue
-        twin = next((entry for entry in kept if _same(words, entry[1])), None)
-        if twin:
-            twin[2].add(row.session_id)
-        else:
-            kept.append((row, words, {row.session_id}))
-    return [(row, len(sessions)) for row, _, sessions in kept]
 
 
 def rule_line(rule: Rule) -> str:
@@ -198,13 +175,13 @@ def build_briefing(
         high, related, down = [], [], exc
     notice = review_notice(workspace, project)
     shown = [content_words(r.text) for r in rules]
-    important_rows = consolidate(high, shown)
-    shown += [content_words(r.summary) for r, _ in important_rows]
+    important_rows = folded(high, shown)
+    shown += [content_words(r.summary) for r in important_rows]
     agents = len({r.agent for r in [*high, *related] if r.agent}) > 1
     parts: list[tuple[str, list[tuple[str, str | None]]]] = [
         ("rules", [(rule_line(r), r.id) for r in rules]),
-        ("important", [(_line(r, n, agents), r.id) for r, n in important_rows]),
-        ("related", [(_line(r, n, agents), r.id) for r, n in consolidate(related, shown)]),
+        ("important", [(_line(r, agents), r.id) for r in important_rows]),
+        ("related", [(_line(r, agents), r.id) for r in folded(related, shown)]),
     ]
     text, ids, seen = HEADER, [], set()
     if tokens(text + notice) > token_budget:

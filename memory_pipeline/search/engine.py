@@ -4,8 +4,11 @@
    messages of their turns, kNN over the memories) fused by weighted RRF from a candidate pool of fixed depth,
    with the time the question names favoured and a relevance floor marking what is an answer (`Ranking`);
 2. timeline: the chronological neighbours of a hit, in the same project;
-3. detail: the full records of chosen ids, with the messages of their source turns.
-Every row's `id` is the document id: a stable citation.
+3. detail: the full records of chosen ids, with the messages of their source turns, the same knowledge said in
+   other sessions, and what replaced a replaced decision.
+`find` is layer 1 as people and agents are shown it: restatements folded into one row that counts its sessions,
+and a replaced decision with what holds now (`consolidate`). Every row's `id` is the document id: a stable
+citation.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from elasticsearch import Elasticsearch
 
 from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
 from memory_pipeline.search import files as file_rules
-from memory_pipeline.search.models import Filters, Row, row_of
+from memory_pipeline.search.consolidate import RESTATED_COSINE, folded, replaced, restates
+from memory_pipeline.search.models import Filters, Restatement, Row, row_of
 from memory_pipeline.search.query import QueryPlan, history_today, plan_query
 from memory_pipeline.search.ranking import (
     DEFAULT,
@@ -34,6 +38,7 @@ from memory_pipeline.stores.indices import (
     NOTES_INDEX,
     OBSERVATION_INDEX,
     RAW_INDEX,
+    REFLECTION_INDEX,
     SEARCH_INDICES,
     SUMMARY_INDEX,
     vector_field,
@@ -57,6 +62,7 @@ LASTING = {
 }
 
 
+_RESTATED = set(Restatement.model_fields)  # what the detail layer shows of each restatement
 _RAW_SOURCE = [
     "doc_id", "entry_id", "role", "content", "tool_name", "tool_calls", "is_error", "exit_code", "entry_type",
     "message_timestamp", "message_index",
@@ -68,6 +74,7 @@ class MemorySearch:
         self._es = es
         self.embedder = embedder
         self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
+        self.vector_field: str | None = None  # where the last search's query vector's size is stored
         self.as_of: date = date.today()  # the day the last search read "last week", "in May" from
         # Indices known to hold vectors of a size: a field once mapped stays, so this is asked again only
         # while some index lacks it (a round trip a query saved).
@@ -158,6 +165,7 @@ class MemorySearch:
         longer than `MAX_QUERY_WORDS` words is cut to them, and `degraded` says so."""
         query, cut = cut_query(query)
         self.as_of = today or date.today()
+        self.vector_field = None
         plan = plan_query(query, self.as_of) if ranking.plan else QueryPlan(text=query)
         if plan.timed and today is None:
             # An old history is read in its own time (the newest memory in scope), not the clock's.
@@ -179,6 +187,7 @@ class MemorySearch:
         if mode in ("hybrid", "knn"):
             try:
                 [vector] = self.embedder.embed([query], purpose="query")
+                self.vector_field = vector_field(len(vector))
                 knn = self._knn(vector, depth, filters)
                 if knn:
                     channels.append(("knn", *knn))
@@ -223,6 +232,60 @@ class MemorySearch:
         if compare:
             order = newer_first(order, hits, vectors, ranking, k)
         return rows_of(fusion, order, ranking, k)
+
+    def find(self, query: str, k: int = 10, filters: Filters = Filters(), mode: Mode = "hybrid") -> list[Row]:
+        """Layer 1 as a person or an agent reads it: `index`'s rows with restatements folded into the first (the
+        sessions that said it counted) and each replaced decision carrying what holds now."""
+        rows = self.index(query, k=k, filters=filters, mode=mode)
+        field = self.vector_field if mode != "bm25" else None
+        _, vectors = self._follow_up([], [r.id for r in rows], field, filters) if field and rows else ({}, {})
+        return self.with_replacements(folded(rows, vectors=vectors))
+
+    def with_replacements(self, rows: list[Row]) -> list[Row]:
+        """`rows`, a replaced decision's with the text and day of the decision that replaced it (one look-up)."""
+        wanted = sorted({r.superseded_by for r in rows if r.superseded_by})
+        if not wanted or not self._es.indices.exists(index=REFLECTION_INDEX):
+            return rows
+        response = self._es.search(
+            index=REFLECTION_INDEX,
+            size=len(wanted),
+            source=["summary", "established_at"],
+            query={"ids": {"values": wanted}},
+        )
+        return replaced(rows, {h["_id"]: h["_source"] for h in response["hits"]["hits"]})
+
+    def restatements(self, row: Row, k: int = 20) -> list[Row]:
+        """The other memories of `row`'s project that say the same knowledge (`consolidate.restates`: most of its
+        words, or its meaning in a memory of its kind), oldest first: the sessions it was said in, each with its
+        own evidence."""
+        if row.kind == "observation" or not row.summary.strip():
+            return []
+        filters = Filters(project=row.project or None)
+        scope = replace(filters, kind=("summary", "note"))
+        query = {"bool": {"must": [{"match": {"summary": row.summary}}], "filter": filters.clauses()}}
+        found = {h["_id"]: row_of(h) for h in self._hits(scope, k, query=query)}
+        vectors: dict[str, list[float]] = {}
+        stored = self._es.search(
+            index=scope.indices(),
+            size=1,
+            source=False,
+            fields=["vector_*"],
+            query={"ids": {"values": [row.id]}},
+            ignore_unavailable=True,
+            allow_no_indices=True,
+        )["hits"]["hits"]
+        # One field: vectors of two sizes (two embedding models) are not comparable.
+        for field, vector in list((stored[0].get("fields", {}) if stored else {}).items())[:1]:
+            indices = self._with_vectors(field, scope.indices())
+            knn = {"field": field, "query_vector": vector, "k": k, "num_candidates": 4 * k,
+                   "similarity": RESTATED_COSINE, "filter": filters.clauses()}  # fmt: skip
+            near = self._es.search(index=indices, knn=knn, size=k, source=_SOURCE, fields=[field])["hits"]["hits"]
+            for hit in near:
+                found.setdefault(hit["_id"], row_of(hit))
+                vectors[hit["_id"]] = hit["fields"][field]
+            vectors[row.id] = vector
+        same = [r for r in found.values() if r.id != row.id and restates(row, r, vectors)]
+        return sorted(same, key=lambda r: r.time)
 
     def _newest(self, filters: Filters) -> date | None:
         """The day of the newest memory in scope (None when there is none)."""
@@ -347,11 +410,14 @@ class MemorySearch:
     def detail(self, ids: list[str]) -> list[dict[str, Any]]:
         """Layer 3: the full records of `ids`, each with every message of its source turn from memory-raw."""
         records = []
-        for row in self.get(ids):
+        for row in self.with_replacements(self.get(ids)):
             messages = []
             if row.session_id and row.turn_id and self._es.indices.exists(index=RAW_INDEX):
                 messages = self.turn_messages(row.session_id, row.turn_id)
-            records.append(row.to_dict() | {"source_turn": messages})
+            again = self.restatements(row)
+            said_in = len({row.session_id, *(r.session_id for r in again)} - {""}) or 1
+            restated = [r.model_dump(include=_RESTATED) for r in again]
+            records.append(row.to_dict() | {"source_turn": messages, "said_in": said_in, "said_again": restated})
         return records
 
     def turn_messages(self, session_id: str, turn_id: str, page: int = 500) -> list[dict[str, Any]]:

@@ -65,6 +65,12 @@ class Memory(BaseModel):
     agent: str = Field(
         "", description="The coding agent whose session it came from (pi, claude-code, codex, gemini-cli)."
     )
+    said_in: int = Field(1, description="How many sessions said this same knowledge (restatements folded in).")
+    restatements: list[str] = Field(
+        default_factory=list, description="Ids of the memories folded into this one: the same knowledge said again."
+    )
+    current: str | None = Field(None, description="What holds now, when a later decision replaced this one.")
+    held_until: str | None = Field(None, description="The day a later decision replaced this one.")
     bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
     similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 
@@ -84,6 +90,7 @@ class Row(Memory):
     worded: bool = False  # matched most of the question's informative words (itself or a message of its turn)
     strong: bool = False  # above the relevance floor: an answer rather than a guess (set by `index`)
     messages: list[str] = Field(default_factory=list)  # raw messages of its turn that matched, best first
+    restated_in: list[str] = Field(default_factory=list)  # the other sessions that said it (`consolidate.folded`)
 
     @property
     def one_line(self) -> str:
@@ -111,10 +118,25 @@ class TurnMessage(BaseModel):
     message_timestamp: str | None = None
 
 
+class Restatement(BaseModel):
+    """The same knowledge said in another session: where and when, and in whose words."""
+
+    id: str
+    time: str = ""
+    session_id: str = ""
+    turn_id: str = ""
+    agent: str = ""
+    summary: str = ""
+    evidence: str = ""
+    evidence_role: str = ""
+
+
 class MemoryDetail(Memory):
-    """A memory with the messages of the turn it came from (the detail layer)."""
+    """A memory with the messages of the turn it came from (the detail layer), and the other sessions that said
+    the same knowledge (`said_again`, oldest first; `said_in` counts every session, its own included)."""
 
     source_turn: list[TurnMessage] = Field(default_factory=list)
+    said_again: list[Restatement] = Field(default_factory=list)
 
     @classmethod
     def of_record(cls, record: dict[str, Any]) -> MemoryDetail:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory_pipeline.search.consolidate import interval
 from memory_pipeline.search.models import Row
 
 MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
@@ -20,12 +21,24 @@ def _score(row: Row) -> str:
     return f"bm25 {bm25}  sim {similarity}"
 
 
+def replaced_note(row: Row) -> str:
+    """How a replaced decision reads on one line: when it held and what holds now (or only the replacing id)."""
+    if not row.superseded_by:
+        return ""
+    if row.current:
+        return f"replaced on {row.held_until or 'a later day'} (held {interval(row)}); now: {row.current}"
+    return f"superseded by {row.superseded_by}"
+
+
 def row_line(row: Row, scores: bool = True) -> str:
     day = row.time[:10] if row.time else "undated"
-    mark = f"  (superseded by {row.superseded_by})" if row.superseded_by else ""
+    said = f"  (said in {row.said_in} sessions)" if row.said_in > 1 else ""
+    mark = f"  ({replaced_note(row)})" if row.superseded_by else ""
     score = f"  {_score(row)}" if scores else ""
     agent = f" · {row.agent}" if row.agent and row.agent != "pi" else ""  # pi is the default: named when not
-    return f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}{agent}]{mark}"
+    return (
+        f"{row.id}  {day}  {row.kind:11}  {row.priority:6}{score}  {row.one_line}  [{row.project}{agent}]{said}{mark}"
+    )
 
 
 def rows_text(rows: list[Row], scores: bool = True, query: str | None = None, everything: bool = False) -> str:
@@ -96,10 +109,17 @@ def detail_text(record: dict[str, Any], full: bool = False) -> str:
         f"from: session {record.get('session_id') or '-'}, turn {record.get('turn_id') or '-'}",
     ]
     if record.get("superseded_by"):
-        lines.append(f"superseded by: {record['superseded_by']}")
+        lines.append(f"{replaced_note(Row.model_validate(record))} (id {record['superseded_by']})")
     lines += ["", record.get("summary", "")]
     if record.get("evidence"):
         lines.append(f'evidence, in the words of the {record.get("evidence_role") or "turn"}: "{record["evidence"]}"')
+    again = record.get("said_again") or []
+    if again:
+        lines += ["", f"said in {record.get('said_in') or len(again) + 1} sessions; the others:"]
+        for other in again:
+            words = f'"{other["evidence"]}" ({other.get("evidence_role") or "turn"})' if other.get("evidence") else ""
+            day = (other.get("time") or "")[:10] or "undated"
+            lines.append(f"- {other['id']}  {day}  session {other.get('session_id') or '-'}  {words}".rstrip())
     lines += ["", f"source turn: {len(turn)} message(s)"]
     for message in turn:
         lines += ["", *_message(message, limit)]

@@ -80,7 +80,7 @@ def build_mcp(
             raise ToolError("query is empty")
         search = get_search()
         scope = Filters(project=project or default_project, agent=agent or None)
-        rows = search.index(query, k=max(1, min(k, MAX_K)), filters=scope)
+        rows = search.find(query, k=max(1, min(k, MAX_K)), filters=scope)
         return Memories.of(rows, degraded=search.degraded)
 
     @mcp.tool()

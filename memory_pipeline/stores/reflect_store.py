@@ -232,6 +232,8 @@ class RuleEvidence:
     memories: list[dict[str, Any]]
     contradicted_by: str | None
     against: set[str]
+    current: str | None = None  # the replacing decision's text: what holds now
+    replaced_on: str | None = None  # its day
 
 
 def rule_evidence(
@@ -247,8 +249,18 @@ def rule_evidence(
     hits = supporting_memories(client, project, vector, dims, min_cosine, before)
     own = read_summary_sources(client, {"ids": {"values": evidence_ids}})
     contradicted = next((h["superseded_by"] for h in [*own, *hits] if h.get("superseded_by")), None)
-    against = set(reflection_sources(client, [contradicted]).get(contradicted, [])) if contradicted else set()
-    return RuleEvidence([*hits, *own], contradicted, against)
+    if not contradicted:
+        return RuleEvidence([*hits, *own], None, set())
+    fields = ["source_ids", "summary", "established_at"]
+    found = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": [contradicted]}}, fields=fields)
+    replacement = found.get(contradicted, {})
+    return RuleEvidence(
+        [*hits, *own],
+        contradicted,
+        set(replacement.get("source_ids", [])),
+        replacement.get("summary") or None,
+        str(replacement.get("established_at") or "")[:10] or None,
+    )
 
 
 def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:

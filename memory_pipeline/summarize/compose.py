@@ -5,11 +5,16 @@ Three sources, in this order of trust for the wording:
    statement are found in the turn;
 2. the pieces of knowledge the person's own message states (`knowledge.pieces_of`), for what the model
    missed: a rule and a decision in one message are two memories, whatever the model did;
-3. the causes the assistant found (`knowledge.findings_of`), for turns whose knowledge is in the answer.
+3. the causes the assistant found (`knowledge.findings_of`), for turns whose knowledge is in the answer,
+   and the values a person's message sets as a list (`knowledge.values_of`).
 
 Every statement goes through `clean_statement` (never a quote, never an envelope, never cut), gets its
 priority from its kind, and its tags from its kind, the categories of the tools it names, its subject and
-its files, so search and review can find it by any of them.
+its files, so search and review can find it by any of them. A statement that only repeats the person's words
+is reworded from the turn itself where it can be (`reworded`): typos the rest of the turn spells right are
+mended, and the assistant's own restatement of the remark ("You're right - invalid themes should never crash
+the app") becomes the memory's text, the person's words its evidence; a rule said as what something should do is
+put in the imperative ("Make the theme selector push the update to the next tick").
 """
 
 from __future__ import annotations
@@ -19,16 +24,26 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from memory_pipeline.sentences import sentences
 from memory_pipeline.summarize.ideas import Drafted, Idea
 from memory_pipeline.summarize.knowledge import (
     KIND_PRIORITY,
     Kind,
     Piece,
+    announces_plan,
     clean_statement,
+    edited_files,
     files_of,
     findings_of,
+    imperative,
+    is_quote,
+    mend_typos,
     pieces_of,
+    said_sentences,
+    stated_cause,
     topics_of,
+    values_of,
+    with_subject,
 )
 from memory_pipeline.summarize.trust import (
     GROUNDED_AT,
@@ -120,12 +135,29 @@ def role_of(evidence: str, turn: TurnText) -> str:
     return "other"
 
 
+def exact_words(evidence: str, said: str) -> str:
+    """`evidence` as `said` (one side of the turn) has it: itself when it stands there as written (case and
+    spacing aside), else the sentence of `said` that holds most of its words (at least `GROUNDED_AT`), else
+    itself. A small model often writes its "evidence" in its own words ("The user manually removed …" for "i
+    manually removed …"): a memory's evidence is the speaker's exact words, never the model's."""
+    if " ".join(evidence.lower().split()) in " ".join(said.lower().split()):
+        return evidence
+    best, best_share = evidence, 0.0
+    for sentence in said_sentences(said):
+        share = support(evidence, sentence)
+        if share > best_share:
+            best, best_share = sentence, share
+    return best if best_share >= GROUNDED_AT else evidence
+
+
 def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     """A draft as a memory, or None and the reason it cannot be one."""
     evidence = draft.evidence.strip() or draft.statement
     if grounding(evidence, turn.everything) < GROUNDED_AT:
         return None, "evidence not in the turn"
     role = role_of(evidence, turn)
+    if role in ("user", "assistant"):
+        evidence = exact_words(evidence, turn.user if role == "user" else turn.assistant)
     if claims_user(draft.statement) and role != "user":
         # "The user requires …" found only in tool output or the assistant's words.
         return None, "not the user's words"
@@ -159,15 +191,22 @@ def names_the_choice(piece: Piece, summary: str) -> bool:
     return support(head, summary) >= NAMES_AT
 
 
+def _copies_more_than(idea: Idea, piece: Piece) -> bool:
+    """A memory whose text is its evidence, and whose evidence holds words the piece does not."""
+    return is_quote(idea.summary, idea.evidence) and bool(content_words(idea.evidence) - content_words(piece.evidence))
+
+
 def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     """`ideas`, each that holds a piece of the person's own message typed as that piece is: "always use pnpm,
     never npm" is a rule because the person said "always" and "never", whatever kind a small model gave it.
-    A memory of a piece that does not name its choice takes the piece's own statement."""
+    A memory of a piece that does not name its choice takes the piece's own statement, and so does one that only
+    repeats more of the person's message than the piece ("The thinking level colors are too intense, adjust. and
+    also, the context usage in the footer should be …": a request and a rule copied as one)."""
     pieces = pieces_of(turn.user)
     typed = []
     for idea in ideas:
         piece = next((p for p in pieces if covered(p, [idea])), None)
-        if piece and not names_the_choice(piece, idea.summary):
+        if piece and (not names_the_choice(piece, idea.summary) or _copies_more_than(idea, piece)):
             idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role, idea.subject) or idea
         elif piece and piece.kind is not idea.kind:
             idea = make_idea(piece.kind, idea.summary, idea.evidence, idea.evidence_role, idea.subject) or idea
@@ -179,7 +218,8 @@ def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     """Memories for the person's stated rules, decisions and gotchas, and for the causes the assistant found,
     that `ideas` do not hold yet."""
     added: list[Idea] = []
-    for piece in [*pieces_of(turn.user), *findings_of(turn.assistant)]:
+    values = values_of(turn.user, edited_files(turn.other))
+    for piece in [*pieces_of(turn.user), *findings_of(turn.assistant), *([values] if values else [])]:
         if covered(piece, [*ideas, *added]):
             continue
         idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role)
@@ -203,3 +243,63 @@ def distinct(ideas: Sequence[Idea]) -> list[Idea]:
             seen.add(key(idea))
             kept.append(idea)
     return kept
+
+
+# --- a person's remark, reworded from the turn's own words ---
+
+_NEGATION = re.compile(r"(?i)\b(?:no|not|never|don'?t|do not|doesn'?t|won'?t|without|avoid|nothing|none)\b|n't\b")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# The share of a remark's content words the assistant's sentence must say again to be its echo.
+ECHO_AT = 0.6
+
+
+def echo_of(remark: str, reply: str) -> str:
+    """The assistant's sentence that says again what a person's remark says, in its own words, and adds to it
+    (a subject, a reason, a consequence): "Invalid themes must NEVER explode." is echoed by "You're absolutely
+    right - invalid themes should never crash the app, especially on startup!"; "" when the reply has none.
+    It must hold most of the remark's content words, and a remark that forbids is echoed only by a sentence that
+    forbids (never "added console logs" for "no console logs"). Plans and questions are no echo."""
+    wanted = content_words(remark)
+    if len(wanted) < 2:
+        return ""
+    forbids = bool(_NEGATION.search(remark))
+    best, best_share = "", 0.0
+    for line in reply.splitlines():
+        line = _BULLET.sub("", line).replace("**", "").replace("__", "")
+        for sentence in sentences(line):
+            if sentence.endswith("?") or announces_plan(sentence) or len(sentence) > 300:
+                continue
+            statement = clean_statement(sentence)
+            if not statement or bool(_NEGATION.search(statement)) != forbids:
+                continue
+            share = support(remark, statement)
+            if share >= ECHO_AT and share > best_share and content_words(statement) - wanted:
+                best, best_share = statement, share
+    return best
+
+
+def quotes_its_evidence(idea: Idea, turn: TurnText) -> bool:
+    """Whether `idea`'s text only repeats the words it rests on, typos the turn corrects aside."""
+    vocabulary = f"{turn.assistant}\n{turn.other}"
+    return is_quote(mend_typos(idea.summary, vocabulary), mend_typos(idea.evidence, vocabulary))
+
+
+def reworded(idea: Idea, turn: TurnText) -> Idea:
+    """`idea` in the better words its own turn gives, without the LLM: its typos mended where the rest of the turn
+    spells the word right, and, when it only repeats what the person said, the assistant's echo of the remark as
+    its text (`echo_of`), else a rule in the imperative (`knowledge.imperative`; its subject taken from what the
+    reply opens on when the person left it out, `knowledge.with_subject`), a cause said as one. The evidence
+    stays the person's exact words; the priority stays as earned."""
+    text = mend_typos(idea.summary, f"{turn.assistant}\n{turn.other}")
+    if idea.evidence_role == "user" and quotes_its_evidence(idea, turn):
+        echo = echo_of(text, turn.assistant)
+        if not echo and idea.kind is Kind.RULE:
+            text = with_subject(text, turn.assistant) or text
+        said_again = (idea.kind is Kind.RULE and imperative(text)) or (idea.kind is Kind.GOTCHA and stated_cause(text))
+        text = echo or said_again or text
+    if text == idea.summary:
+        return idea
+    better = make_idea(idea.kind, text, idea.evidence, idea.evidence_role, idea.subject)
+    if better is None or grounding(better.summary, turn.everything) < GROUNDED_AT:
+        return idea
+    return better.model_copy(update={"priority": idea.priority})

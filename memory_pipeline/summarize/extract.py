@@ -14,7 +14,8 @@
   then were handed to `on_done` (the journal) and are not read again.
 - Every prompt is measured with the server's tokenizer (`count_tokens`).
 - Every answer is composed into memories (`compose`): a draft whose evidence is not in the turn is
-  dropped, every statement is cleaned (never a quote, never cut) and typed; then reviewed against the turn
+  dropped, every statement is cleaned (never a quote, never cut), typed and reworded from the turn's own words
+  where it only repeats the person's (`compose.reworded`); then reviewed against the turn
   (`trust.review`): ungrounded memories and claims about the user that the user did not make are dropped,
   priorities are earned. The rules, decisions and gotchas the person stated, and the causes the assistant
   found, that the model missed are added from their own sentences.
@@ -32,7 +33,15 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
-from memory_pipeline.summarize.compose import distinct, from_draft, make_idea, missed_pieces, typed_by_the_person
+from memory_pipeline.summarize.compose import (
+    distinct,
+    from_draft,
+    make_idea,
+    missed_pieces,
+    quotes_its_evidence,
+    reworded,
+    typed_by_the_person,
+)
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
     MEMORIES_SCHEMA,
@@ -41,7 +50,7 @@ from memory_pipeline.summarize.ideas import (
     InvalidIdeas,
     parse_memories,
 )
-from memory_pipeline.summarize.knowledge import about_itself, is_quote
+from memory_pipeline.summarize.knowledge import about_itself
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
@@ -131,7 +140,7 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         added = missed_pieces(text, checked.kept)
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
-        kept = distinct([_restated(client, idea, text, outcome) for idea in kept])
+        kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
@@ -141,9 +150,10 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
 
 
 def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutcome) -> Idea:
-    """A memory whose text only repeats its evidence, restated by a short focused pass so it stands alone
-    (subject named, typos fixed); kept as it was when the answer is not usable or not grounded."""
-    if not is_quote(idea.summary, idea.evidence):
+    """A memory whose text only repeats its evidence (and that the turn's own words could not reword), restated by
+    a short focused pass so it stands alone (subject named, typos fixed); kept as it was when the answer is not
+    usable or not grounded."""
+    if not quotes_its_evidence(idea, turn):
         return idea
     context = turn.assistant if idea.evidence_role == "user" else turn.user
     try:
@@ -162,7 +172,7 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
     better = make_idea(idea.kind, statement, idea.evidence, idea.evidence_role, idea.subject)
     if (
         better is None
-        or is_quote(better.summary, idea.evidence)
+        or quotes_its_evidence(better, turn)
         or about_itself(better.summary)
         or claims_user(statement)
         or grounding(better.summary, turn.everything) < GROUNDED_AT

@@ -63,7 +63,8 @@ _FILLER = re.compile(
     r"^(?:(?:ok(?:ay)?|o+k|hm+|hmm+|uh+|um+|so|well|yeah|yes|yep|yup|right|alright|oh|ah|wait|also|and|but|btw"
     r"|omfg|omg|wtf|lol|ugh|dude|my dude|man|bro|hey|please|pls|plz|now|then|great|nice|cool|perfect"
     r"|from now on|going forward|in future|in the future|understood|got it|noted|agreed|done|found it"
-    r"|no(?=[,!.]))[\s,.!:;-]+)+",
+    r"|(?:you'?re|you are) (?:absolutely |totally |completely |quite )?right|good (?:catch|point|call)|exactly"
+    r"|no(?=[,!.]))[\s,.!:;\u2013\u2014-]+)+",
     re.I,
 )
 _HEDGE = re.compile(
@@ -72,7 +73,9 @@ _HEDGE = re.compile(
 _LABEL = re.compile(
     r"^(?:a |the )?(?:rule|note|reminder|fyi|important|decision|heads up)(?: for [\w ]{1,30})?\s*:\s*", re.I
 )
-_SWEAR = re.compile(r"\b(?:fu+c?k\w*|shit\w*|damn\w*|goddamn\w*|crap(?:py)?|bloody|effing|frigging)\b\s*", re.I)
+_SWEAR = re.compile(
+    r"\b(?:fu+c?k\w*(?:[ -]up\b)?|shit\w*|damn\w*|goddamn\w*|crap(?:py)?|bloody|effing|frigging)\b\s*", re.I
+)
 _WE = re.compile(
     r"^(?:we|you|u|the user|users?|the agent|the assistant)\s+(?:should|must|needs? to|has to|have to|gotta"
     r"|ought to|will|'ll)\s+(?=\w)"
@@ -162,6 +165,11 @@ _LOWER_NAMES = frozenset(
 _PLAN = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i'm going to|now i|now let's|next,? i)\b")
 
 
+def announces_plan(sentence: str) -> bool:
+    """A sentence in which the speaker announces what they will do next ("Let me add a watcher")."""
+    return bool(_PLAN.match(sentence))
+
+
 def _knowledge_sentences(text: str) -> str:
     """`text` without its questions and announced plans, unless nothing else is left to say."""
     parts = sentences(text)
@@ -224,6 +232,11 @@ _QUESTION_START = re.compile(
     r"(?i)^(?:what|why|how|where|when|which|who|can|could|would|will|is|are|do|does|did|should we|shall)\b"
 )
 _SLASH = re.compile(r"^/[a-z][\w-]*")
+
+
+def said_sentences(text: str) -> list[str]:
+    """A person's text in its sentences, a new one at every stop or line, capitalised or not ("…shit. how can we…")."""
+    return [part.strip() for part in _SENTENCE.split(text) if part and part.strip()]
 
 
 @dataclass(frozen=True)
@@ -289,6 +302,8 @@ def pieces_of(user_text: str) -> list[Piece]:
             if kind is None or (question and kind is not Kind.GOTCHA):
                 continue
             statement = clean_statement(clause)
+            if kind is Kind.GOTCHA:
+                statement = stated_cause(statement) or statement
             if statement and _meaningful(statement):
                 pieces.append(Piece(kind, statement, clause, "user"))
     return pieces
@@ -313,6 +328,140 @@ def findings_of(assistant_text: str) -> list[Piece]:
         if statement and _meaningful(statement):
             found.append(Piece(Kind.GOTCHA, statement, sentence, "assistant"))
     return found
+
+
+# --- a rule in the imperative ---
+
+# "The theme selector needs to push the update …", "link text should be same as accent", "invalid themes must
+# NEVER explode": a subject of a few words, a modal, what it must do. Subordinate clauses stay out of the subject.
+_NORMATIVE = re.compile(
+    r"^(?P<subject>(?!(?:i|we|you|u|it|this|that|there|they|he|she)\b)[\w`'./#-]+(?: (?!(?:that|which|who|if|when"
+    r"|because|and|or|but)\b)[\w`'./#-]+){0,5}?)\s+(?:should|must|needs to|need to|has to|have to|is to|are to)"
+    r"\s+(?P<adverb>never |not |always |only )?(?P<rest>[a-z].*)$",
+    re.I,
+)
+
+
+_POINTING = frozenset(["that", "this", "it", "those", "these", "so", "there"])
+# "you can undo that, it was actually the console.logs in theme.ts that did that": a cause named by pointing back.
+_CAUSE = re.compile(
+    r"^(?:.*?[,;:]\s*)?it was (?:actually |really |in fact |just )?(?P<cause>.+?) (?:that|which) "
+    r"(?:did|caused|broke|made) (?:that|it|this|them)\b.*$",
+    re.I,
+)
+
+
+def stated_cause(statement: str) -> str:
+    """A cause a person names by pointing back ("…, it was actually X that did that") said as one: "The cause was
+    X."; "" when the statement is not of that form."""
+    found = _CAUSE.match(statement.strip().rstrip(".!"))
+    return f"The cause was {found['cause'].strip()}." if found else ""
+
+
+_MODAL_FIRST = re.compile(r"^(?:should|must|needs? to|has to|have to)\b", re.I)
+_OPENS_ON = re.compile(
+    r"^(?P<subject>the [\w`'.-]+(?: [\w`'.-]+){0,2}?) (?:is|are|was|were|uses|has|does|doesn't|isn't|renders|shows)\b",
+    re.I,
+)
+
+
+def with_subject(statement: str, reply: str) -> str:
+    """A rule said without its subject ("should be dimmer, don't modify the theme": the person answering about what
+    the turn is about) with the subject the assistant's reply opens on ("The footer is using …"): "The footer
+    should be dimmer, …"; "" when the statement has its subject or the reply opens on none."""
+    if not _MODAL_FIRST.match(statement.strip()):
+        return ""
+    first = next((s for line in reply.splitlines() for s in sentences(line.strip())), "")
+    found = _OPENS_ON.match(first)
+    if not found:
+        return ""
+    subject = found["subject"]
+    return f"{subject[:1].upper()}{subject[1:]} {statement.strip()[:1].lower()}{statement.strip()[1:]}"
+
+
+def imperative(statement: str) -> str:
+    """A person's rule said as what something should do ("the theme selector needs to push the update to the next
+    tick") in the imperative a rule is read in ("Make the theme selector push the update to the next tick."),
+    "" when it is not of that form. The words are the person's; only the mood changes."""
+    found = _NORMATIVE.match(statement.strip().rstrip(".!"))
+    if not found:
+        return ""
+    subject, adverb, rest = found["subject"], (found["adverb"] or "").strip().lower(), found["rest"]
+    subject = subject[:1].lower() + subject[1:] if subject[:1].isupper() and subject[1:2].islower() else subject
+    if adverb in ("never", "not"):
+        return _capitalise(f"never let {subject} {rest}") + "."
+    verb = rest[3:] if rest.lower().startswith("be ") else rest
+    if verb.split(" ", 1)[0].lower().strip(",.;:") in _POINTING:
+        return ""  # "dimGray should be that": what it points at is in the conversation, not in the words
+    if adverb == "always":
+        return f"Always make {subject} {verb}."
+    return f"Make {subject} {'only ' if adverb == 'only' else ''}{verb}."
+
+
+# --- what the turn's own words give: typos mended, values a person set ---
+
+_WORD_OF_FIVE = re.compile(r"(?<![\w`/.-])[A-Za-z]{5,}(?![\w`/-])")
+
+
+def mend_typos(text: str, vocabulary: str) -> str:
+    """`text` with each word that `vocabulary` (the rest of the turn) never uses, but uses with two neighbouring
+    letters swapped, written as the turn writes it: "no conosle logs" -> "no console logs", "the context suage"
+    -> "the context usage". Only swaps, only words of five letters or more, only when exactly one such word is
+    in the turn: a slip of the fingers the turn itself corrects, never a guess from a dictionary."""
+    known = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", vocabulary)}
+    if not known:
+        return text
+
+    def mended(found: re.Match[str]) -> str:
+        word = found[0]
+        low = word.lower()
+        if low in known:
+            return word
+        swaps = {low[:i] + low[i + 1] + low[i] + low[i + 2 :] for i in range(len(low) - 1)} & known
+        if len(swaps) != 1:
+            return word
+        fixed = swaps.pop()
+        return fixed[:1].upper() + fixed[1:] if word[:1].isupper() else fixed
+
+    return _WORD_OF_FIVE.sub(mended, text)
+
+
+# One line of a person's message that sets one value: "green diff is #b5bd68", "accent: #8abeb7", "timeout 30s".
+_SETTING = re.compile(
+    r"^\s*(?:[-*]\s+)?(?P<name>[A-Za-z][\w .-]{0,40}?)\s*(?:\bis\b|=|:|->)?\s*"
+    r"(?P<value>#?[0-9a-fA-F]{6}|#[0-9a-fA-F]{3}|\d+(?:\.\d+)?(?:px|ms|s|m|h|%|em|rem|mb|gb|kb)?)\s*[.,;]?\s*$",
+    re.I,
+)
+# A value list is a message of such lines (at least this many, and nearly every line one).
+SETTINGS_AT = 3
+# A tool call that writes a file, as a turn's text shows it: "(used the edit tool: {"path": "src/x.ts", …".
+_EDIT_CALL = re.compile(
+    r"\(used the (?:\w*(?:edit|write|patch|replace)\w*) tool: \{[^\n]*?"
+    r"[\"'](?:path|file_path|filePath)[\"']: [\"'](?P<path>[^\"']+)[\"']",
+    re.I,
+)
+
+
+def edited_files(text: str) -> list[str]:
+    """The files a turn's tool calls edited or wrote, in order (from `prompt.turn_text`'s rendering of calls)."""
+    found: list[str] = []
+    for match in _EDIT_CALL.finditer(text):
+        if match["path"] not in found:
+            found.append(match["path"])
+    return found
+
+
+def values_of(user_text: str, files: list[str]) -> Piece | None:
+    """The values a person's message sets, when it is a list of them ("green diff is #b5bd68 / accent #8abeb7 /
+    error cc6666"), as one decision that names where they went (`files`, the files the turn edited): a small
+    model reads such a list as a request and keeps nothing, yet next week's session needs exactly these values."""
+    lines = [line for line in strip_envelope(user_text).splitlines() if line.strip()]
+    found = [m for m in (_SETTING.match(line) for line in lines) if m]
+    if len(found) < SETTINGS_AT or len(found) < len(lines) - 1:
+        return None
+    pairs = ", ".join(f"{' '.join(m['name'].split())} {m['value']}" for m in found)
+    where = f" in `{files[0].rsplit('/', 1)[-1]}`" if len(files) == 1 else ""
+    return Piece(Kind.DECISION, f"Values set{where}: {pairs}.", " ".join(" ".join(lines).split()), "user")
 
 
 # --- categories, so a question naming the category finds the tool ---

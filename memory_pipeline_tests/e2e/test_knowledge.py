@@ -1,7 +1,8 @@
 """Knowledge, not quotes, end to end: one message with a rule and a decision through the real chat and
 embedding servers and Elasticsearch becomes two memories readable alone, a natural question finds the rule
 first (and a judgement question, "should I add it with npm?", too), and the rule, promoted, is whole in MEMORY.md
-and in the next briefing."""
+and in the next briefing. The same rule said in another session is read as one memory said in two sessions,
+with both evidences."""
 
 from __future__ import annotations
 
@@ -35,14 +36,16 @@ SAID = (
 )
 
 
-def _session(path: Path, session_id: str, project: str) -> None:
-    stamp = f"{DAY}T09:00:0"
+def _session(
+    path: Path, session_id: str, project: str, said: str = SAID, reply: str = "Noted: pnpm, and Vitest.", hour: int = 9
+) -> None:
+    stamp = f"{DAY}T{hour:02d}:00:0"
     entries = [
         {"type": "session", "version": 3, "id": session_id, "timestamp": f"{stamp}0.000Z", "cwd": project},
         {"type": "message", "id": "u1", "parentId": None, "timestamp": f"{stamp}1.000Z",
-         "message": {"role": "user", "content": [{"type": "text", "text": SAID}], "timestamp": 1}},
+         "message": {"role": "user", "content": [{"type": "text", "text": said}], "timestamp": 1}},
         {"type": "message", "id": "a1", "parentId": "u1", "timestamp": f"{stamp}2.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "Noted: pnpm, and Vitest."}],
+         "message": {"role": "assistant", "content": [{"type": "text", "text": reply}],
                      "stopReason": "stop", "timestamp": 2}},
     ]  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,3 +158,33 @@ def test_a_forget_and_an_edit_hold_through_a_model_change_and_the_day_is_done_in
     assert [d.summary for d in stored if d.summary == edited_text] == [edited_text]
     trail = (settings.memory_workspace / "corrections.jsonl").read_text()
     assert "pnpm" not in trail and edited_text in trail
+
+
+def test_the_same_rule_said_in_two_sessions_is_one_memory_with_both_evidences(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    reset_days(local_runtime, [DAY])
+    project = f"/work/restated-{uuid.uuid4().hex[:6]}"
+    first, second = (f"restated-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    sessions = tmp_path / "sessions"
+    _session(sessions / "a.jsonl", first, project, "Always use pnpm in this repo, never npm.", "Noted: pnpm.")
+    again = "You ran npm install again. Use pnpm in this repo, never npm!"
+    _session(sessions / "b.jsonl", second, project, again, "Sorry, pnpm it is.", hour=15)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
+    assert all(_run_day(settings).values())
+
+    with make_client(settings) as client:
+        rules = [d for d in read_summaries(client, [DAY]) if d.project == project and "pnpm" in d.summary.lower()]
+    assert {d.session_id for d in rules} == {first, second}, [(d.session_id, d.kind, d.summary) for d in rules]
+    with open_search(settings) as search:
+        # Every surface's search (the CLI, the API, MCP, the browser) reads the two as one row said in two sessions.
+        rows = [r for r in search.find("which package manager do we use?", k=10, filters=Filters(project=project))
+                if "pnpm" in r.summary.lower()]  # fmt: skip
+        assert len(rows) == 1 and rows[0].said_in == 2, [(r.id, r.summary, r.said_in) for r in rows]
+        assert set(rows[0].restatements) | {rows[0].id} == {d.doc_id for d in rules}
+        # The detail layer lists the other session with its own evidence, in the person's words.
+        [record] = search.detail([rules[0].doc_id])
+        assert record["said_in"] == 2
+        [other] = record["said_again"]
+        assert other["session_id"] != rules[0].session_id and other["evidence"]
+        assert other["evidence"].lower() in f"{again} Always use pnpm in this repo, never npm.".lower()

@@ -21,6 +21,7 @@ from memory_pipeline.reflect.review import apply_review, parse_review
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search import MemorySearch
 from memory_pipeline.search.briefing import build_briefing
+from memory_pipeline.search.render import detail_text, row_line
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client
@@ -99,6 +100,21 @@ def test_a_replaced_decision_is_marked_kept_and_left_out_of_the_briefing(world: 
             ).markdown
     # The replaced memory is not offered (its turn's observation, a record of what was said, may be).
     assert "Postgres" in text and old_redis["doc_id"] not in text
+    # Where it is shown (search, `show`, the browser), it says what holds now and when it held.
+    with make_client(settings) as client, embeddings_client(settings) as embedder:
+        search = MemorySearch(client, embedder)
+        [record] = search.detail([old_redis["doc_id"]])
+        [row] = search.with_replacements(search.get([old_redis["doc_id"]]))
+    assert record["current"] and "Postgres" in record["current"], record
+    assert old_redis["established_at"][:10] <= record["held_until"] <= AS_OF
+    line = row_line(row)
+    assert (
+        f"replaced on {record['held_until']} (held {old_redis['established_at'][:10]} to {record['held_until']})"
+        in line
+    )
+    assert "now: " in line and "Postgres" in line.split("now: ", 1)[1]
+    shown = detail_text(record)
+    assert f"replaced on {record['held_until']}" in shown and memory["superseded_by"] in shown
 
 
 def test_review_proposals_are_staged_with_sections_ids_and_evidence(world: dict) -> None:
@@ -128,7 +144,11 @@ def test_review_apply_promotes_rejects_and_maturity_levels_the_rules(world: dict
     assert re.search(r"_\((established|proven), [4-9] sessions\)_", pnpm_line), pnpm_line
     # The Redis decision was replaced in week 3: demoted and flagged with what replaced it.
     redis_line = next(line for line in memory.splitlines() if ids["redis"] in line)
-    assert re.search(r"_\(candidate, \d+ sessions?, demoted: contradicted by r-[0-9a-f]+\)_", redis_line), redis_line
+    found = re.search(
+        r"_\(candidate, \d+ sessions?, demoted: contradicted by r-[0-9a-f]+ on (\d{4}-\d{2}-\d{2}); now: (.+)\)_ <!--",
+        redis_line,
+    )
+    assert found and "2024-07-15" <= found[1] <= AS_OF and "Postgres" in found[2], redis_line
 
 
 def test_friction_finds_the_planted_repeats_as_agents_md_lines(world: dict) -> None:

@@ -357,6 +357,25 @@ def test_levels_are_written_on_the_rule_line_and_nothing_else_changes() -> None:
     assert "_(established, 3 sessions)_ <!-- p-20240701-001 -->" in write_levels(once, {"p-20240701-001": promoted})
 
 
+def test_a_demoted_rule_says_when_it_was_replaced_and_what_holds_now_whole() -> None:
+    memory = "## Decisions\n\n- Keep sessions in Redis. <!-- p-20240701-001 -->\n"
+    now = ("Switched session storage from Redis to Postgres (Redis lost sessions on every restart). "
+           "The migration ran on a Sunday. " + "It took a while. " * 20)  # fmt: skip
+    level = maturity([Support(f"s{i}", NOW) for i in range(3)], NOW, MaturityPolicy(), "r-9f", now, "2024-07-22")
+    once = write_levels(memory, {"p-20240701-001": level})
+    line = once.splitlines()[2]
+    assert line.startswith("- Keep sessions in Redis. _(candidate, 3 sessions, demoted: contradicted by r-9f on ")
+    # Brackets inside the quoted decision do not end the marker; a long one is cut by whole sentences, marked.
+    assert "; now: Switched session storage from Redis to Postgres (Redis lost sessions on every restart)." in line
+    assert line.endswith(". […])_ <!-- p-20240701-001 -->") and line.count("It took a while.") < 20
+    # Written again, the marker is replaced whole, never stacked, and the rule's own words stay as they were.
+    assert write_levels(once, {"p-20240701-001": level}) == once
+    plain = maturity([Support("s1", NOW)], NOW, MaturityPolicy())
+    assert write_levels(once, {"p-20240701-001": plain}) == memory.replace(
+        "Redis. <!--", "Redis. _(candidate, 1 session)_ <!--"
+    )
+
+
 # --- friction --------------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp.client import Client
 
+from memory_pipeline.search.consolidate import folded
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.service.app import create_app
 from memory_pipeline.service.mcp_server import build_mcp
@@ -66,6 +67,9 @@ class FakeSearch:
         self.calls.append((query, filters))
         self.ks.append(k)
         return [r for r in ROWS if not filters.project or r.project == filters.project][:k]
+
+    def find(self, query: str, k: int = 10, filters: Filters = NO_FILTERS, mode: str = "hybrid") -> list[Row]:
+        return folded(self.index(query, k, filters, mode))  # as MemorySearch.find, without the reflections
 
     def timeline(self, anchor: str, window: int = 5, filters: Filters = NO_FILTERS) -> list[Row]:
         return ROWS if anchor in {r.id for r in ROWS} else []
@@ -229,6 +233,33 @@ def test_search_page_shows_scores_and_ids_and_escapes_session_text(client: TestC
     assert "Nothing matched “pnpm” well" in page  # the fake's rows have no scores: said, not hidden
     empty = client.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
     assert "No memory matches “pnpm”." in empty and 'id="results"' not in empty
+
+
+def test_the_browser_shows_a_restated_rule_once_and_a_replaced_decision_with_what_holds_now(
+    client: TestClient, fake: FakeSearch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    again = ROWS[0].model_copy(update={"id": "m3", "session_id": "s2", "summary": "Always use pnpm; never npm."})
+    old = ROWS[0].model_copy(
+        update={"id": "m4", "summary": "Keep sessions in Redis.", "knowledge": "decision", "superseded_by": "r-9"}
+    )
+    monkeypatch.setattr(fake, "index", lambda *a, **k: [ROWS[0], again, old])
+    page = client.get("/", params={"q": "pnpm"}).text
+    assert 'href="/m/m1"' in page and 'href="/m/m3"' not in page and "(said in 2 sessions)" in page
+    assert "(replaced by r-9)" in page  # no reflection to read in the fake: the mark alone, never a guess
+    record = old.to_dict() | {
+        "source_turn": [],
+        "current": "Switched session storage from Redis to Postgres.",
+        "held_until": "2026-04-02",
+        "said_in": 2,
+        "said_again": [{"id": "m5", "time": "2026-03-20T09:00:00Z", "session_id": "s9",
+                        "evidence": "we keep <b>sessions</b> in Redis", "evidence_role": "user"}],
+    }  # fmt: skip
+    monkeypatch.setattr(fake, "detail", lambda ids: [record])
+    shown = client.get("/m/m4").text
+    assert "Replaced by a later decision on 2026-04-02" in shown and "It held from 2026-03-10 to 2026-04-02" in shown
+    assert '<strong id="current">Switched session storage from Redis to Postgres.</strong>' in shown
+    assert "<h3>Said in 2 sessions</h3>" in shown and 'href="/m/m5"' in shown
+    assert "we keep &lt;b&gt;sessions&lt;/b&gt; in Redis" in shown  # the other session's words, escaped
 
 
 def test_every_write_needs_the_services_token(client: TestClient, tmp_path) -> None:  # noqa: ANN001

@@ -45,7 +45,7 @@ def search(
     mode: Literal["hybrid", "bm25", "knn"] = "hybrid",
     format: Format = "json",
 ) -> Memories | PlainTextResponse:
-    rows = search.index(q, k=k, filters=filters.filters(), mode=mode)
+    rows = search.find(q, k=k, filters=filters.filters(), mode=mode)
     if format == "text":
         # Why the ranking fell back (the embedding server down), beside the text, as the CLI says it.
         headers = {DEGRADED_HEADER: search.degraded} if search.degraded else None

@@ -53,7 +53,7 @@ def search_page(
     forgotten: str = "",
 ) -> HTMLResponse:
     filters = asked.filters()
-    rows = search.index(q, k=20, filters=filters) if q.strip() else []
+    rows = search.find(q, k=20, filters=filters) if q.strip() else []
     return _page(
         request,
         "search.html",

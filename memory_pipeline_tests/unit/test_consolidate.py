@@ -1,0 +1,86 @@
+"""The same knowledge said in several sessions is read as one memory that counts them and keeps every evidence;
+a replaced decision is read with what holds now and when it held: pure code, and the lines every surface prints."""
+
+from __future__ import annotations
+
+from memory_pipeline.search.consolidate import folded, interval, replaced, same_knowledge
+from memory_pipeline.search.models import MemoryDetail, Row
+from memory_pipeline.search.render import detail_text, row_line
+from memory_pipeline.summarize.trust import content_words
+
+
+def _row(doc_id: str, summary: str, session: str, day: str = "2025-01-10", **extra: object) -> Row:
+    return Row(
+        id=doc_id,
+        kind="summary",
+        time=f"{day}T10:00:00Z",
+        priority="high",
+        summary=summary,
+        project="/work/shop",
+        session_id=session,
+        turn_id="t1",
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+PNPM = [
+    _row("m1", "Use pnpm, never npm.", "s1"),
+    _row("m2", "Use Vitest instead of Jest.", "s1"),
+    _row("m3", "Always use pnpm, never npm.", "s2", "2025-02-01"),
+    _row("m4", "Use pnpm and never npm!", "s3", "2025-03-01"),
+    _row("m5", "Use pnpm, never npm.", "s3", "2025-03-01"),  # said twice in one session: one session
+]
+
+
+def test_the_same_rule_said_in_three_sessions_is_one_row_counting_them() -> None:
+    rows = folded(PNPM)
+    assert [r.id for r in rows] == ["m1", "m2"]
+    pnpm, vitest = rows
+    assert pnpm.said_in == 3 and pnpm.restatements == ["m3", "m4", "m5"] and pnpm.restated_in == ["s2", "s3"]
+    assert vitest.said_in == 1 and vitest.restatements == []
+    assert "(said in 3 sessions)" in row_line(pnpm) and "said in" not in row_line(vitest)
+    # Folding what is already folded keeps the count: the briefing folds the search's rows again.
+    assert folded(rows)[0].said_in == 3
+
+
+def test_a_line_shown_elsewhere_is_left_out_and_different_knowledge_is_kept_apart() -> None:
+    assert [r.id for r in folded(PNPM, [content_words("Always use pnpm, never npm.")])] == ["m2"]
+    assert same_knowledge("Use pnpm, never npm.", "Always use pnpm, never npm.")
+    assert not same_knowledge("Use pnpm, never npm.", "Use Vitest instead of Jest.")
+    assert not same_knowledge("Deploy with the blue-green script.", "Deploy staging every Friday afternoon.")
+
+
+def test_a_replaced_decision_carries_what_holds_now_and_when_it_held() -> None:
+    old = _row("m7", "Use Dramatiq for background jobs.", "s1", superseded_by="r-20250302-001")
+    current = {"summary": "Replaced Dramatiq with arq: arq is async like the API. " + "More words. " * 40,
+               "established_at": "2025-03-02T09:00:00Z"}  # fmt: skip
+    [row] = replaced([old], {"r-20250302-001": current})
+    assert row.held_until == "2025-03-02" and interval(row) == "2025-01-10 to 2025-03-02"
+    # What holds now is whole sentences, marked where it was shortened: never cut mid-word.
+    assert row.current is not None and row.current.startswith("Replaced Dramatiq with arq: arq is async like the API.")
+    assert row.current.endswith("[…]") and len(row.current) <= 205
+    line = row_line(row)
+    assert "replaced on 2025-03-02 (held 2025-01-10 to 2025-03-02); now: Replaced Dramatiq with arq" in line
+    # A replacement that cannot be read leaves the mark as it was.
+    [unknown] = replaced([old], {})
+    assert unknown.current is None and "(superseded by r-20250302-001)" in row_line(unknown)
+
+
+def test_the_detail_layer_lists_every_session_that_said_it_with_its_evidence() -> None:
+    record = PNPM[0].to_dict() | {
+        "evidence": "use pnpm, never npm",
+        "evidence_role": "user",
+        "source_turn": [],
+        "said_in": 3,
+        "said_again": [
+            {"id": "m3", "time": "2025-02-01T10:00:00Z", "session_id": "s2", "evidence": "always pnpm, never npm",
+             "evidence_role": "user"},
+            {"id": "m4", "time": "2025-03-01T10:00:00Z", "session_id": "s3", "evidence": "", "evidence_role": ""},
+        ],
+    }  # fmt: skip
+    text = detail_text(record)
+    assert "said in 3 sessions; the others:" in text
+    assert '- m3  2025-02-01  session s2  "always pnpm, never npm" (user)' in text
+    assert "- m4  2025-03-01  session s3" in text
+    detail = MemoryDetail.of_record(record)  # what MCP's memory_show and the API return
+    assert detail.said_in == 3 and [r.id for r in detail.said_again] == ["m3", "m4"]

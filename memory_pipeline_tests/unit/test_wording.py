@@ -1,0 +1,249 @@
+"""A person's remark in the better words its own turn gives, without the LLM: typos the rest of the turn spells
+right, the assistant's echo of the remark, and a list of values the person set, kept with where they went."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_pipeline.summarize.compose import (
+    echo_of,
+    exact_words,
+    from_draft,
+    make_idea,
+    missed_pieces,
+    quotes_its_evidence,
+    reworded,
+    typed_by_the_person,
+)
+from memory_pipeline.summarize.ideas import Drafted
+from memory_pipeline.summarize.knowledge import (
+    Kind,
+    clean_statement,
+    edited_files,
+    imperative,
+    mend_typos,
+    pieces_of,
+    stated_cause,
+    values_of,
+    with_subject,
+)
+from memory_pipeline.summarize.trust import TurnText
+
+# The turn L000856 of the pi-mono fixture, shortened: the person's rule, the assistant's acknowledgement.
+EXPLODED = TurnText(
+    user="my dude, this exploded when i restarted with -r. invalid themes must NEVER explode",
+    assistant="You're absolutely right - invalid themes should never crash the app, especially on startup! "
+    "Let me wrap the theme initialization with proper error handling:\nNow invalid themes will fall back to dark.",
+    other='(used the edit tool: {"path": "packages/coding-agent/src/theme/theme.ts", "oldText": "a"})',
+)
+# L000864: a typo, and the assistant's list of what now holds.
+NO_LOGS = TurnText(
+    user="no conosle logs! setTheme should return an error that the caller can display however they want",
+    assistant="You're right! Let me fix this properly:\nPerfect! Now:\n\n1. **`initTheme()`** - Silently falls back "
+    "to dark theme\n2. **No console logs** - All error handling is done through return values\n"
+    "3. Added console.log calls for debugging the preview",
+    other="",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "vocabulary", "mended"),
+    [
+        ("No conosle logs.", "removed every console.log call", "No console logs."),
+        ("The context suage in the footer", "the context usage is shown", "The context usage in the footer"),
+        ("Conosle output is noise.", "console", "Console output is noise."),
+        # Only a swap of neighbouring letters the turn spells right; short words and guesses are left alone.
+        ("reda the full file", "read it", "reda the full file"),
+        ("the form is broken", "from here", "the form is broken"),
+        ("the colour is wrong", "the color is right", "the colour is wrong"),
+        # A word the turn uses as written stays, even when a swap of it is also in the turn.
+        ("trial and trail", "trail trial", "trial and trail"),
+        ("No conosle logs.", "", "No conosle logs."),
+    ],
+)
+def test_typos_are_mended_from_the_turns_own_words(text: str, vocabulary: str, mended: str) -> None:
+    assert mend_typos(text, vocabulary) == mended
+
+
+def test_the_assistants_echo_of_a_rule_becomes_its_text() -> None:
+    echo = echo_of("Invalid themes must NEVER explode.", EXPLODED.assistant)
+    assert echo == "Invalid themes should never crash the app, especially on startup."
+    # A plan ("Let me wrap …") is no echo, nor is a sentence that adds nothing to the remark.
+    assert echo_of("Wrap the theme initialization.", "Let me wrap the theme initialization with proper care.") == ""
+    assert echo_of("Invalid themes never crash.", "Invalid themes never crash.") == ""
+
+
+def test_an_echo_keeps_the_remarks_polarity() -> None:
+    # "Added console.log calls" shares the words of "no console logs" but says the opposite: never its echo.
+    assert (
+        echo_of("No console logs.", NO_LOGS.assistant)
+        == "No console logs - All error handling is done through return values."
+    )
+    assert echo_of("No console logs.", "3. Added console.log calls for debugging the preview") == ""
+
+
+def test_a_rule_said_as_a_quote_is_reworded_from_its_turn() -> None:
+    quoted = make_idea(Kind.RULE, "invalid themes must NEVER explode", "invalid themes must NEVER explode", "user")
+    assert quoted is not None and quotes_its_evidence(quoted, EXPLODED)
+    better = reworded(quoted.model_copy(update={"priority": "medium"}), EXPLODED)
+    assert better.summary == "Invalid themes should never crash the app, especially on startup."
+    assert better.evidence == "invalid themes must NEVER explode"  # the person's words stay its evidence
+    assert better.kind is Kind.RULE and better.priority == "medium"  # kind and earned priority kept
+    assert not quotes_its_evidence(better, EXPLODED)
+
+
+def test_a_typo_alone_still_counts_as_a_quote() -> None:
+    typo = make_idea(Kind.RULE, "no conosle logs!", "no conosle logs!", "user")
+    assert typo is not None and quotes_its_evidence(typo, NO_LOGS)
+    assert reworded(typo, NO_LOGS).summary == "No console logs - All error handling is done through return values."
+    # With no echo in the reply, the mended words are kept and the memory is still a quote (the LLM's turn next).
+    bare = TurnText(user=NO_LOGS.user, assistant="Removed every console.log call.", other="")
+    mended = reworded(typo, bare)
+    assert mended.summary == "No console logs." and quotes_its_evidence(mended, bare)
+
+
+def test_a_statement_of_the_models_own_is_left_as_it_is() -> None:
+    own = make_idea(Kind.RULE, "Never let an invalid theme crash startup.", "invalid themes must NEVER explode", "user")
+    assert own is not None and reworded(own, EXPLODED) == own
+
+
+VALUES = """green diff is #b5bd68
+red diff #283228
+accent #8abeb7
+error cc6666
+user bg 343541"""
+
+
+def test_a_list_of_values_is_one_decision_naming_where_they_went() -> None:
+    files = edited_files(
+        '(used the read tool: {"path": "src/theme/light.json"})\n'
+        '(used the edit tool: {"path": "src/theme/dark.json", "oldText": "x"})\n'
+        "(used the Edit tool: {'file_path': 'src/theme/dark.json'})"
+    )
+    assert files == ["src/theme/dark.json"]  # read files are not edited ones; a path is listed once
+    piece = values_of(VALUES, files)
+    assert piece is not None and piece.kind is Kind.DECISION and piece.role == "user"
+    assert piece.statement == (
+        "Values set in `dark.json`: green diff #b5bd68, red diff #283228, accent #8abeb7, error cc6666, user bg 343541."
+    )
+    assert values_of(VALUES, []).statement.startswith("Values set: green diff #b5bd68")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "make the accent #8abeb7",  # one value is a request, not a list
+        "port 8080\nthe server is slow, why?\ncan you look at the logs\nand the config",  # mostly not values
+        "green #b5bd68\nred #283228",  # two lines
+    ],
+)
+def test_a_message_that_is_no_list_of_values_gives_none(message: str) -> None:
+    assert values_of(message, ["a.json"]) is None
+
+
+def test_the_values_reach_the_memories_the_model_missed() -> None:
+    turn = TurnText(
+        user=VALUES, assistant="Updated the dark theme.", other='(used the edit tool: {"path": "dark.json"})'
+    )
+    added = missed_pieces(turn, [])
+    assert [i.summary for i in added] == [
+        "Values set in `dark.json`: green diff #b5bd68, red diff #283228, accent #8abeb7, error cc6666, user bg 343541."
+    ]
+    assert added[0].files == ["dark.json"] and added[0].priority == "high"
+
+
+@pytest.mark.parametrize(
+    ("said", "rule"),
+    [
+        (
+            "The theme selector needs to push the theme update to the next tick, or else we get rendering artifacts.",
+            "Make the theme selector push the theme update to the next tick, or else we get rendering artifacts.",
+        ),
+        ("Link text should be same as accent.", "Make link text same as accent."),
+        ("Invalid themes should never explode.", "Never let invalid themes explode."),
+        ("API errors must always follow RFC 7807.", "Always make API errors follow RFC 7807."),
+        ("The `truncatedText` component should only handle single lines.",
+         "Make the `truncatedText` component only handle single lines."),
+        # Not a subject, a modal and what it must do: left to the model's restating pass.
+        ("Should be dimmer, don't modify the theme.", ""),
+        ("We should use pnpm.", ""),
+        ("dimGray should be that, no need for linkGray.", ""),  # "that" points into the conversation
+        ("Every line returned by a component's render method must not be wider than the width.", ""),
+    ],
+)  # fmt: skip
+def test_a_rule_said_as_what_something_should_do_is_put_in_the_imperative(said: str, rule: str) -> None:
+    assert imperative(said) == rule
+
+
+def test_a_cause_named_by_pointing_back_is_said_as_a_cause() -> None:
+    said = "yeah you can undo that, it was actually the console.logs/errors in theme.ts that did that fuck up"
+    assert clean_statement(said).endswith("in theme.ts that did that.")  # "fuck up" goes whole, not "that up"
+    assert stated_cause(clean_statement(said)) == "The cause was the console.logs/errors in theme.ts."
+    [piece] = pieces_of(said)
+    assert piece.kind is Kind.GOTCHA and piece.statement == "The cause was the console.logs/errors in theme.ts."
+    assert stated_cause("It was fine yesterday.") == ""
+
+
+def test_a_quoted_rule_without_an_echo_is_reworded_in_the_imperative() -> None:
+    turn = TurnText(
+        user="the theme selector needs to push the theme update to the next tick", assistant="Done.", other=""
+    )
+    quoted = make_idea(Kind.RULE, turn.user, turn.user, "user")
+    assert quoted is not None and quotes_its_evidence(quoted, turn)
+    better = reworded(quoted, turn)
+    assert better.summary == "Make the theme selector push the theme update to the next tick."
+    assert not quotes_its_evidence(better, turn) and better.evidence == turn.user
+    # A decision is not a rule: it keeps its words (the model's restating pass is its way out of a quote).
+    decided = make_idea(Kind.DECISION, turn.user, turn.user, "user")
+    assert decided is not None and reworded(decided, turn).summary == decided.summary
+
+
+def test_a_rule_said_without_its_subject_takes_the_one_the_reply_opens_on() -> None:
+    reply = '\nThe footer is using `theme.fg("muted", ...)` for both the pwd and stats lines. It should use "dim".'
+    said = "Should be dimmer, don't modify the theme, look into the footer sources."
+    assert (
+        with_subject(said, reply)
+        == "The footer should be dimmer, don't modify the theme, look into the footer sources."
+    )
+    assert with_subject("The footer should be dimmer.", reply) == ""  # it has its subject
+    assert with_subject(said, "Let me look at the footer.") == ""  # the reply opens on no subject
+    turn = TurnText(user=f"what's footer using? {said.lower()}", assistant=reply, other="")
+    quoted = make_idea(Kind.RULE, said, said.lower(), "user")
+    assert quoted is not None and quotes_its_evidence(quoted, turn)
+    assert (
+        reworded(quoted, turn).summary
+        == "Make the footer dimmer, don't modify the theme, look into the footer sources."
+    )
+
+
+def test_a_drafts_evidence_is_the_speakers_exact_words_not_the_models() -> None:
+    said = "ok, i manually removed almost all chalk uses, except for the thinking border shit. how can we solve this?"
+    model_words = "The user manually removed almost all chalk uses, except for the thinking border."
+    assert (
+        exact_words(model_words, said)
+        == "ok, i manually removed almost all chalk uses, except for the thinking border shit."
+    )
+    assert exact_words("I MANUALLY removed  almost all chalk uses", said) == "I MANUALLY removed  almost all chalk uses"
+    assert exact_words("Redis keeps the sessions.", said) == "Redis keeps the sessions."  # nothing close: as it was
+    turn = TurnText(user=said, assistant="Added a theme method for the thinking border.", other="")
+    draft = Drafted(evidence=model_words, kind=Kind.DECISION, subject="chalk", statement=model_words)
+    idea, why = from_draft(draft, turn)
+    assert (
+        idea is not None
+        and idea.evidence == "ok, i manually removed almost all chalk uses, except for the thinking border shit."
+    )
+    assert idea.evidence_role == "user" and not quotes_its_evidence(idea, turn)
+
+
+def test_a_draft_copying_a_request_and_a_rule_as_one_becomes_the_rule() -> None:
+    said = (
+        "ok, the thinking level colors are too intense, adjust. and also, the context usage in the footer should be "
+        '"warning" if it\'s > 70%'
+    )
+    turn = TurnText(user=said, assistant="Done!", other="")
+    copied = "The thinking level colors are too intense, adjust. and also, the context usage in the footer should be "
+    copy = make_idea(Kind.RULE, copied + "'warning' if it's > 70%.", said, "user")
+    assert copy is not None and quotes_its_evidence(copy, turn)
+    [rule] = [reworded(i, turn) for i in typed_by_the_person(turn, [copy])]
+    assert rule.summary == 'Make the context usage in the footer "warning" if it\'s > 70%.'
+    assert "thinking level" not in rule.evidence and rule.kind is Kind.RULE
