@@ -135,19 +135,31 @@ def role_of(evidence: str, turn: TurnText) -> str:
     return "other"
 
 
-def exact_words(evidence: str, said: str) -> str:
-    """`evidence` as `said` (one side of the turn) has it: itself when it stands there as written (case and
-    spacing aside), else the sentence of `said` that holds most of its words (at least `GROUNDED_AT`), else
-    itself. A small model often writes its "evidence" in its own words ("The user manually removed …" for "i
-    manually removed …"): a memory's evidence is the speaker's exact words, never the model's."""
-    if " ".join(evidence.lower().split()) in " ".join(said.lower().split()):
-        return evidence
-    best, best_share = evidence, 0.0
+_FILLER_FREE = re.compile(r"^(?:(?:ok(?:ay)?|perfect|great|good|done|right|now|so|first|next)[\s,.!:;-]+)+", re.I)
+
+
+def sentence_of(evidence: str, said: str) -> str:
+    """The sentence of `said` (one side of the turn) that holds `evidence` as written (case and spacing aside),
+    else the one that holds most of its words (at least `GROUNDED_AT`); "" when none does."""
+    folded = " ".join(evidence.lower().split())
+    best, best_share = "", 0.0
     for sentence in said_sentences(said):
+        if folded and folded in " ".join(sentence.lower().split()):
+            return sentence
         share = support(evidence, sentence)
         if share > best_share:
             best, best_share = sentence, share
-    return best if best_share >= GROUNDED_AT else evidence
+    return best if best_share >= GROUNDED_AT else ""
+
+
+def exact_words(evidence: str, said: str) -> str:
+    """`evidence` as `said` (one side of the turn) has it: itself when it stands there as written (case and
+    spacing aside), else the sentence of `said` that holds most of its words, else itself. A small model often
+    writes its "evidence" in its own words ("The user manually removed …" for "i manually removed …"): a memory's
+    evidence is the speaker's exact words, never the model's."""
+    if " ".join(evidence.lower().split()) in " ".join(said.lower().split()):
+        return evidence
+    return sentence_of(evidence, said) or evidence
 
 
 def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
@@ -167,6 +179,8 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
         return None, "a rule only tool output or a file states"
     if kind is Kind.TASK and role == "user":
         return None, "a request, not knowledge"  # the turn's own request; its observation keeps it
+    if role == "assistant" and announces_plan(_FILLER_FREE.sub("", sentence_of(evidence, turn.assistant))):
+        return None, "a plan, not knowledge"  # "Now let's fix the footer": what was done is the turn's outcome
     if kind is Kind.RULE and role == "assistant":
         kind = Kind.DECISION  # a rule is a person's; what the assistant settled on is a decision
     idea = make_idea(kind, draft.statement, evidence, role, draft.subject)
@@ -191,9 +205,15 @@ def names_the_choice(piece: Piece, summary: str) -> bool:
     return support(head, summary) >= NAMES_AT
 
 
-def _copies_more_than(idea: Idea, piece: Piece) -> bool:
-    """A memory whose text is its evidence, and whose evidence holds words the piece does not."""
-    return is_quote(idea.summary, idea.evidence) and bool(content_words(idea.evidence) - content_words(piece.evidence))
+# The share of a memory's content words the person's message holds for the memory to be a copy of it.
+COPIED_AT = 0.9
+
+
+def _copies_more_than(idea: Idea, piece: Piece, turn: TurnText) -> bool:
+    """A memory made of the person's words (nearly all of them theirs) that holds more of them than the piece."""
+    if support(idea.summary, turn.user) < COPIED_AT:
+        return False
+    return bool(content_words(idea.summary) - content_words(piece.evidence))
 
 
 def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
@@ -206,7 +226,7 @@ def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     typed = []
     for idea in ideas:
         piece = next((p for p in pieces if covered(p, [idea])), None)
-        if piece and (not names_the_choice(piece, idea.summary) or _copies_more_than(idea, piece)):
+        if piece and (not names_the_choice(piece, idea.summary) or _copies_more_than(idea, piece, turn)):
             idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role, idea.subject) or idea
         elif piece and piece.kind is not idea.kind:
             idea = make_idea(piece.kind, idea.summary, idea.evidence, idea.evidence_role, idea.subject) or idea

@@ -178,8 +178,8 @@ def test_the_same_rule_said_in_two_sessions_is_one_memory_with_both_evidences(
     assert {d.session_id for d in rules} == {first, second}, [(d.session_id, d.kind, d.summary) for d in rules]
     with open_search(settings) as search:
         # Every surface's search (the CLI, the API, MCP, the browser) reads the two as one row said in two sessions.
-        rows = [r for r in search.find("which package manager do we use?", k=10, filters=Filters(project=project))
-                if "pnpm" in r.summary.lower()]  # fmt: skip
+        found = search.find("which package manager do we use?", k=10, filters=Filters(project=project))
+        rows = [r for r in found if r.kind == "summary" and "pnpm" in r.summary.lower()]
         assert len(rows) == 1 and rows[0].said_in == 2, [(r.id, r.summary, r.said_in) for r in rows]
         assert set(rows[0].restatements) | {rows[0].id} == {d.doc_id for d in rules}
         # The detail layer lists the other session with its own evidence, in the person's words.

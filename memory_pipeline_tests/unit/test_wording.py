@@ -247,3 +247,36 @@ def test_a_draft_copying_a_request_and_a_rule_as_one_becomes_the_rule() -> None:
     [rule] = [reworded(i, turn) for i in typed_by_the_person(turn, [copy])]
     assert rule.summary == 'Make the context usage in the footer "warning" if it\'s > 70%.'
     assert "thinking level" not in rule.evidence and rule.kind is Kind.RULE
+
+
+def test_an_announced_plan_of_the_assistants_is_no_knowledge() -> None:
+    turn = TurnText(
+        user="the footer should warn above 70%",
+        assistant="Let me adjust the thinking level colors first:\nPerfect! Now let's fix the footer to colorize it:\n"
+        "The root cause is that the footer reads the raw percentage.",
+        other="",
+    )
+    for plan in ("Let me adjust the thinking level colors first:", "Now let's fix the footer to colorize it:"):
+        draft = Drafted(evidence=plan, kind=Kind.DECISION, subject="footer", statement=plan)
+        assert from_draft(draft, turn) == (None, "a plan, not knowledge")
+    found = "The root cause is that the footer reads the raw percentage."
+    idea, _ = from_draft(Drafted(evidence=found, kind=Kind.GOTCHA, subject="footer", statement=found), turn)
+    assert idea is not None and idea.evidence_role == "assistant"
+
+
+def test_a_draft_in_the_persons_own_words_holding_more_than_a_piece_becomes_the_piece() -> None:
+    said = "the thinking level colors are too intense, adjust. and also, the footer should be dimmer"
+    turn = TurnText(user=said, assistant="Done!", other="")
+    # Not a quote of its evidence (the model picked one sentence as evidence), yet all the person's words.
+    copy = make_idea(Kind.RULE, "The thinking level colors are too intense, adjust, and the footer should be dimmer.",
+                     "and also, the footer should be dimmer", "user")  # fmt: skip
+    assert copy is not None
+    [typed] = typed_by_the_person(turn, [copy])
+    assert typed.summary == "The footer should be dimmer." and "thinking" not in typed.summary
+
+
+def test_a_plan_copied_in_part_is_still_a_plan() -> None:
+    turn = TurnText(user="fix it", assistant="Let me adjust the thinking level colors first:\nDone!", other="")
+    part = "adjust the thinking level colors first"  # the model's evidence: words of the plan, not the plan's opening
+    draft = Drafted(evidence=part, kind=Kind.DECISION, subject="colors", statement="Adjust the thinking colors first.")
+    assert from_draft(draft, turn) == (None, "a plan, not knowledge")
