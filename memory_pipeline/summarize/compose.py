@@ -42,6 +42,7 @@ from memory_pipeline.summarize.knowledge import (
     said_sentences,
     stated_cause,
     topics_of,
+    unwrapped,
     values_of,
     with_subject,
 )
@@ -126,8 +127,18 @@ def make_idea(kind: Kind, statement: str, evidence: str, role: str, subject: str
         return None
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
 def role_of(evidence: str, turn: TurnText) -> str:
-    """Who said the evidence: the user, the assistant, or neither (tool output, file content)."""
+    """Who said the evidence: the one whose words hold it as written, else the user, the assistant, or neither
+    (tool output, file content) by the share of its words each holds."""
+    folded = _folded(evidence)
+    if folded and folded in _folded(turn.user):
+        return "user"
+    if folded and folded in _folded(turn.assistant):
+        return "assistant"
     if support(evidence, turn.user) >= GROUNDED_AT:
         return "user"
     if support(evidence, turn.assistant) >= GROUNDED_AT:
@@ -164,7 +175,7 @@ def exact_words(evidence: str, said: str) -> str:
 
 def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     """A draft as a memory, or None and the reason it cannot be one."""
-    evidence = draft.evidence.strip() or draft.statement
+    evidence = unwrapped(draft.evidence) or draft.statement
     if grounding(evidence, turn.everything) < GROUNDED_AT:
         return None, "evidence not in the turn"
     role = role_of(evidence, turn)

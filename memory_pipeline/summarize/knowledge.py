@@ -143,6 +143,18 @@ def _strip_quotes(text: str) -> str:
     return stripped
 
 
+def unwrapped(evidence: str) -> str:
+    """A model's evidence without the wrapper it put around the transcript's words ("The user said 'Let me …'"):
+    only the words, as the transcript has them."""
+    text = evidence.strip()
+    for _ in range(3):
+        before = text
+        text = _strip_quotes(_SAID.sub("", text).strip())
+        if text == before:
+            break
+    return text or evidence.strip()
+
+
 def _capitalise(text: str) -> str:
     first = text.split(" ", 1)[0]
     # An identifier (`dimGray`, `setTheme`, `npm`) keeps its case; a plain word is capitalised.

@@ -13,6 +13,7 @@ from memory_pipeline.summarize.compose import (
     missed_pieces,
     quotes_its_evidence,
     reworded,
+    role_of,
     typed_by_the_person,
 )
 from memory_pipeline.summarize.ideas import Drafted
@@ -24,6 +25,7 @@ from memory_pipeline.summarize.knowledge import (
     mend_typos,
     pieces_of,
     stated_cause,
+    unwrapped,
     values_of,
     with_subject,
 )
@@ -280,3 +282,19 @@ def test_a_plan_copied_in_part_is_still_a_plan() -> None:
     part = "adjust the thinking level colors first"  # the model's evidence: words of the plan, not the plan's opening
     draft = Drafted(evidence=part, kind=Kind.DECISION, subject="colors", statement="Adjust the thinking colors first.")
     assert from_draft(draft, turn) == (None, "a plan, not knowledge")
+
+
+def test_the_model_putting_the_assistants_plan_in_the_users_mouth_changes_nothing() -> None:
+    turn = TurnText(
+        user="ok, the thinking level colors are too intense, adjust.",
+        assistant="Let me adjust the thinking level colors first:\nDone!",
+        other="",
+    )
+    wrapped = "The user said 'Let me adjust the thinking level colors first'"
+    assert unwrapped(wrapped) == "Let me adjust the thinking level colors first"
+    # Its words stand as written in the assistant's reply: the assistant's, whatever share the user's message holds.
+    assert role_of(unwrapped(wrapped), turn) == "assistant"
+    draft = Drafted(evidence=wrapped, kind=Kind.DECISION, subject="colors", statement=wrapped)
+    assert from_draft(draft, turn) == (None, "not the user's words")
+    plain = Drafted(evidence=wrapped, kind=Kind.DECISION, subject="colors", statement="Adjust the colors first.")
+    assert from_draft(plain, turn) == (None, "a plan, not knowledge")
