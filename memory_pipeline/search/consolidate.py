@@ -45,8 +45,9 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 def restates(a: Row, b: Row, vectors: Mapping[str, Sequence[float]]) -> bool:
     """Whether `b` says again what `a` says: most of its words, or (a memory of the same kind) its meaning. A
-    replaced decision never restates a current one: what holds now and what held before stay apart."""
-    if bool(a.superseded_by) != bool(b.superseded_by):
+    replaced decision never restates a current one: what holds now and what held before stay apart; and a turn's
+    observation ("Asked: … Outcome: …", a record of a turn) never restates a memory or a note (knowledge)."""
+    if bool(a.superseded_by) != bool(b.superseded_by) or (a.kind == "observation") != (b.kind == "observation"):
         return False
     if same_knowledge(a.summary, b.summary):
         return True

@@ -277,6 +277,8 @@ class MemorySearch:
         # One field: vectors of two sizes (two embedding models) are not comparable.
         for field, vector in list((stored[0].get("fields", {}) if stored else {}).items())[:1]:
             indices = self._with_vectors(field, scope.indices())
+            if not indices:
+                continue
             knn = {"field": field, "query_vector": vector, "k": k, "num_candidates": 4 * k,
                    "similarity": RESTATED_COSINE, "filter": filters.clauses()}  # fmt: skip
             near = self._es.search(index=indices, knn=knn, size=k, source=_SOURCE, fields=[field])["hits"]["hits"]

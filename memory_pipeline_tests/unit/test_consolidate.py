@@ -43,6 +43,15 @@ def test_the_same_rule_said_in_three_sessions_is_one_row_counting_them() -> None
     assert folded(rows)[0].said_in == 3
 
 
+def test_a_turns_observation_never_folds_into_a_memory() -> None:
+    asked = _row("obs_s2_u1", "Asked: Always use pnpm, never npm. Outcome: noted.", "s2").model_copy(
+        update={"kind": "observation", "priority": "low"}
+    )
+    again = asked.model_copy(update={"id": "obs_s3_u1", "session_id": "s3"})
+    rows = folded([PNPM[0], asked, again])
+    assert [r.id for r in rows] == ["m1", "obs_s2_u1"] and rows[0].said_in == 1 and rows[1].said_in == 2
+
+
 def test_a_line_shown_elsewhere_is_left_out_and_different_knowledge_is_kept_apart() -> None:
     assert [r.id for r in folded(PNPM, [content_words("Always use pnpm, never npm.")])] == ["m2"]
     assert same_knowledge("Use pnpm, never npm.", "Always use pnpm, never npm.")
