@@ -152,10 +152,10 @@ _FILLER_FREE = re.compile(r"^(?:(?:ok(?:ay)?|perfect|great|good|done|right|now|s
 def sentence_of(evidence: str, said: str) -> str:
     """The sentence of `said` (one side of the turn) that holds `evidence` as written (case and spacing aside),
     else the one that holds most of its words (at least `GROUNDED_AT`); "" when none does."""
-    folded = " ".join(evidence.lower().split())
+    folded = _folded(evidence)
     best, best_share = "", 0.0
     for sentence in said_sentences(said):
-        if folded and folded in " ".join(sentence.lower().split()):
+        if folded and folded in _folded(sentence):
             return sentence
         share = support(evidence, sentence)
         if share > best_share:
@@ -168,7 +168,7 @@ def exact_words(evidence: str, said: str) -> str:
     spacing aside), else the sentence of `said` that holds most of its words, else itself. A small model often
     writes its "evidence" in its own words ("The user manually removed …" for "i manually removed …"): a memory's
     evidence is the speaker's exact words, never the model's."""
-    if " ".join(evidence.lower().split()) in " ".join(said.lower().split()):
+    if _folded(evidence) in _folded(said):
         return evidence
     return sentence_of(evidence, said) or evidence
 
