@@ -11,10 +11,11 @@ Pure code over rows, shared by every surface (the briefing, the CLI, the API, MC
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
+from memory_pipeline.reflect.similarity import cosine_matrix
 from memory_pipeline.search.models import Row
 from memory_pipeline.sentences import by_sentence
 from memory_pipeline.summarize.trust import content_words
@@ -29,18 +30,17 @@ RESTATED_COSINE = 0.8
 CURRENT_CHARS = 200  # the replacing decision's text on a row: whole sentences within this
 
 
+# A text's content words, read once however many rows it is compared with (folding compares every pair).
+_words = lru_cache(maxsize=4096)(content_words)
+
+
 def _same(a: set[str], b: set[str]) -> bool:
     return bool(a and b) and len(a & b) / len(a | b) >= SAME_AT
 
 
 def same_knowledge(a: str, b: str) -> bool:
     """Whether two memories' texts say the same thing (most of their content words shared)."""
-    return _same(content_words(a), content_words(b))
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
+    return _same(_words(a), _words(b))
 
 
 def restates(a: Row, b: Row, vectors: Mapping[str, Sequence[float]]) -> bool:
@@ -52,7 +52,9 @@ def restates(a: Row, b: Row, vectors: Mapping[str, Sequence[float]]) -> bool:
     if same_knowledge(a.summary, b.summary):
         return True
     va, vb = vectors.get(a.id), vectors.get(b.id)
-    return bool(va and vb) and a.knowledge == b.knowledge and _cosine(va, vb) >= RESTATED_COSINE  # type: ignore[arg-type]
+    if not (va and vb) or a.knowledge != b.knowledge:
+        return False
+    return float(cosine_matrix([va, vb])[0, 1]) >= RESTATED_COSINE
 
 
 def folded(
@@ -63,17 +65,16 @@ def folded(
     folded ids (`restatements`). Rows that repeat a line already shown elsewhere (`known`: its content words,
     e.g. MEMORY.md's rules in a briefing) are left out."""
     shown = list(known)
-    kept: list[tuple[Row, set[str], set[str], list[str]]] = []
+    kept: list[tuple[Row, set[str], list[str]]] = []
     for row in rows:
-        words = content_words(row.summary)
-        if any(_same(words, k) for k in shown):
+        if any(_same(_words(row.summary), k) for k in shown):
             continue
         twin = next((entry for entry in kept if restates(entry[0], row, vectors or {})), None)
         if twin:
-            twin[2].update({row.session_id, *row.restated_in})
-            twin[3].extend([row.id, *row.restatements])
+            twin[1].update({row.session_id, *row.restated_in})
+            twin[2].extend([row.id, *row.restatements])
         else:
-            kept.append((row, words, {row.session_id, *row.restated_in}, list(row.restatements)))
+            kept.append((row, {row.session_id, *row.restated_in}, list(row.restatements)))
     return [
         row.model_copy(
             update={
@@ -82,7 +83,7 @@ def folded(
                 "restated_in": sorted(sessions - {row.session_id, ""}),
             }
         )
-        for row, _, sessions, ids in kept
+        for row, sessions, ids in kept
     ]
 
 

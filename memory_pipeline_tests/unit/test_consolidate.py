@@ -3,6 +3,8 @@ a replaced decision is read with what holds now and when it held: pure code, and
 
 from __future__ import annotations
 
+import math
+
 from memory_pipeline.search.consolidate import folded, interval, replaced, same_knowledge
 from memory_pipeline.search.models import MemoryDetail, Row
 from memory_pipeline.search.render import detail_text, row_line
@@ -93,3 +95,14 @@ def test_the_detail_layer_lists_every_session_that_said_it_with_its_evidence() -
     assert "- m4  2025-03-01  session s3" in text
     detail = MemoryDetail.of_record(record)  # what MCP's memory_show and the API return
     assert detail.said_in == 3 and [r.id for r in detail.said_again] == ["m3", "m4"]
+
+
+def test_paraphrases_of_one_kind_fold_by_their_vectors() -> None:
+    a = _row("m1", "Please use pnpm, not npm.", "s1", knowledge="rule")
+    b = _row("m2", "Don't run npm here, we go with pnpm for everything.", "s2", knowledge="rule")
+    c = b.model_copy(update={"id": "m3", "session_id": "s3", "knowledge": "decision"})
+    near, far = [0.9, math.sqrt(1 - 0.81)], [0.5, math.sqrt(1 - 0.25)]  # unit vectors: cosine 0.9, 0.5 to [1, 0]
+    assert not same_knowledge(a.summary, b.summary)  # their words alone do not fold them
+    assert [r.said_in for r in folded([a, b], vectors={"m1": [1.0, 0.0], "m2": near})] == [2]
+    assert len(folded([a, b], vectors={"m1": [1.0, 0.0], "m2": far})) == 2
+    assert len(folded([a, c], vectors={"m1": [1.0, 0.0], "m3": near})) == 2  # a rule and a decision stay apart
