@@ -20,8 +20,9 @@ Variants: `llm-free` (ingest, observations, embeddings: no chat model), `local-m
 memories from the chat server, reflections with their supersession marks, ages counted from each day), and
 `baseline` (the project's most recent user messages, newest first, whole, within the same 800 tokens), and
 `ceiling` (each labelled piece of knowledge written out by hand as a perfect memory, `statements.json`, known
-from the day a session before held it, picked for the prompt by the embedding model and the task's tools: how
-far the selection alone goes when extraction makes no mistake).
+from the day a session before held it, picked for the prompt by the embedding model and the task's tools, or
+by the chat model shown the prompt and every note: how far the selection alone goes when extraction makes no
+mistake).
 Each pipeline variant is briefed under every policy of `POLICIES` at the same moment (what earns a line:
 the newest high memories, of which kinds, guesses below the relevance floor, observations); `default` is
 the one the extension gets, chosen on the tune split.
@@ -50,6 +51,7 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
+from memory_pipeline.stores.llm import ChatClient, chat_client
 from memory_pipeline.summarize.knowledge import task_topics, topics_of
 from testkit.corpora.make_next_session_corpus import OUT as CORPUS
 from testkit.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
@@ -172,10 +174,38 @@ CEILING = {
 }
 
 
-def run_ceiling(settings: Settings, truth: dict) -> list[Variant]:
+PICKER = "picked by the chat model"
+
+
+def chat_picks(client: ChatClient, prompt: str, notes: list[str]) -> list[int]:
+    """Which of the numbered notes the chat model says the task needs (at most 3, constrained to the numbers
+    shown): whether the local model can do the selection the embedding cannot."""
+    numbered = "\n".join(f"{i + 1}. {note}" for i, note in enumerate(notes))
+    ids = [str(i + 1) for i in range(len(notes))]
+    schema = {
+        "type": "object",
+        "properties": {"needed": {"type": "array", "items": {"type": "string", "enum": ids}, "maxItems": 3}},
+        "required": ["needed"],
+        "additionalProperties": False,
+    }
+    messages = [
+        {
+            "role": "system",
+            "content": "You pick which project notes a coding agent must know before doing a task. Pick only "
+            "notes the task will actually touch; pick none if none apply.",
+        },
+        {"role": "user", "content": f"Project notes:\n{numbered}\n\nTask: {prompt}\n\nWhich notes does the "
+         "agent need for this task? Answer with their numbers."},
+    ]  # fmt: skip
+    answer = client.complete_json(messages, schema, name="pick", max_tokens=64)
+    return sorted({int(i) - 1 for i in answer.data["needed"]})
+
+
+def run_ceiling(settings: Settings, truth: dict, llm: bool = True) -> list[Variant]:
     """Perfect memories (`statements.json`: each labelled piece written out by hand), as each later session
     could know them (planted before it, a replaced decision gone), picked for its prompt by the embedding model
-    and the task's tools: how far selection alone goes when extraction makes no mistake."""
+    and the task's tools, and (with `llm`) by the chat model given the prompt and every note: how far
+    selection alone goes when extraction makes no mistake."""
     from memory_pipeline.stores.embeddings import embeddings_client
 
     written = {k: v for k, v in json.loads((CORPUS / "statements.json").read_text()).items() if not k.startswith("_")}
@@ -184,8 +214,8 @@ def run_ceiling(settings: Settings, truth: dict) -> list[Variant]:
         (project, day, " ".join(said).lower())
         for project, day, said in _user_messages_by_session(CORPUS / "sessions", True).values()
     ]
-    variants = {name: Variant(f"ceiling (perfect memories), {name}") for name in CEILING}
-    with embeddings_client(settings) as client:
+    variants = {name: Variant(f"ceiling (perfect memories), {name}") for name in [*CEILING, *[PICKER] * llm]}
+    with embeddings_client(settings) as client, chat_client(settings) as chat:
         vectors = dict(zip(written, client.embed(list(written.values())), strict=True))
         for session in truth["sessions"]:
             knowledge = truth["projects"][session["project"]]
@@ -203,6 +233,12 @@ def run_ceiling(settings: Settings, truth: dict) -> list[Variant]:
             for name, keep in CEILING.items():
                 lines = [f"- {written[k]}" for rank, k in enumerate(ranked) if keep(close[k], on_topic[k], rank)]
                 variants[name].scored.append(score(session, "\n".join(lines), knowledge, stale, False))
+            if llm and known:
+                picked = [known[i] for i in chat_picks(chat, session["prompt"], [written[k] for k in known])]
+                lines = [f"- {written[k]}" for k in picked]
+                variants[PICKER].scored.append(score(session, "\n".join(lines), knowledge, stale, False))
+            elif llm:
+                variants[PICKER].scored.append(score(session, "", knowledge, stale, False))
     return list(variants.values())
 
 
@@ -312,7 +348,7 @@ def by_kind(variant: Variant, truth: dict, split: str | None) -> dict[str, str]:
 def main(argv: list[str]) -> None:
     truth = labels()
     base = load_settings()
-    variants = [run_baseline(truth), *run_ceiling(base, truth)]
+    variants = [run_baseline(truth), *run_ceiling(base, truth, llm="--no-llm" not in argv)]
     with tempfile.TemporaryDirectory(prefix="next-session-") as tmp:
         plans = [("llm-free (observations only)", LLM_FREE)]
         if "--no-llm" not in argv:
@@ -322,8 +358,6 @@ def main(argv: list[str]) -> None:
             variants += run_pipeline(settings, truth, assets, name)
     model = ""
     if "--no-llm" not in argv:
-        from memory_pipeline.stores.llm import chat_client
-
         with chat_client(base) as client:
             model = client.model_id()
     rows, kinds = [], []

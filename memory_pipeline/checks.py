@@ -18,7 +18,7 @@ from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
 from memory_pipeline.stores.embeddings import EmbeddingsClient
-from memory_pipeline.stores.indices import RECALL_INDICES, vector_field
+from memory_pipeline.stores.indices import RECALL_INDICES, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.raw_store import (
     SyncReport,
     indexed_counts,
@@ -28,7 +28,7 @@ from memory_pipeline.stores.raw_store import (
     turn_texts,
 )
 from memory_pipeline.stores.reflect_store import Memory as ReflectedMemory
-from memory_pipeline.stores.reflect_store import Reflection, read_reflections
+from memory_pipeline.stores.reflect_store import Reflection, dangling_marks, read_reflections
 from memory_pipeline.stores.summary_store import read_summaries
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding
@@ -397,7 +397,11 @@ def every_memory_reflected_once(stored: list[Reflection], memories: list[Reflect
     )
 
 
-@acceptance("reflections", "Every superseded reflection names a reflection that lists it in `supersedes`.")
+@acceptance(
+    "reflections",
+    "Every superseded reflection names a reflection that lists it in `supersedes`, and no memory of these "
+    "projects is marked replaced by a reflection that no longer exists.",
+)
 def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection], dims: int) -> Verdict:
     superseded = [r for r in stored if r.superseded_by]
     wanted = sorted({r.superseded_by for r in superseded if r.superseded_by})
@@ -407,6 +411,12 @@ def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection
         for r in superseded
         if r.superseded_by not in by_id or r.reflection_id not in by_id[r.superseded_by].supersedes
     ]
+    memories = dangling_marks(client, sorted({r.project for r in stored})).get(SUMMARY_INDEX, [])
     return Verdict(
-        passed=not broken, metadata={"superseded": len(superseded), "broken": MetadataValue.json(broken[:20])}
+        passed=not broken and not memories,
+        metadata={
+            "superseded": len(superseded),
+            "broken": MetadataValue.json(broken[:20]),
+            "memories_marked_by_a_missing_reflection": MetadataValue.json(memories[:20]),
+        },
     )

@@ -135,17 +135,21 @@ def reflections(
         for reflection in read_reflections(client, {"terms": {"partition": starts}}, dims):
             stored[(reflection.project, reflection.partition)].append(reflection)
             windows.setdefault((reflection.project, reflection.partition), [])
+        in_windows = [r.reflection_id for found in stored.values() for r in found]
         if config.rebuild:
             stored.clear()
         earlier: dict[str, list[Reflection]] = defaultdict(list)
-        for reflection in active_reflections_before(client, sorted({p for p, _ in windows}), starts[0], dims):
+        for reflection in active_reflections_before(
+            client, sorted({p for p, _ in windows}), starts[0], dims, recomputing=in_windows
+        ):
             earlier[reflection.project].append(reflection)
         condenser = Condenser(chat)
         results = reflect_windows(windows, earlier, stored, as_of, policy, condenser, chat.model_id())
         fresh = [r for result in results for r in result.reflections]
         recomputed = [(r.project, r.partition) for r in results if not r.reused]
         supersessions = [s for result in results for s in result.supersessions]
-        counts = sync_reflections(client, fresh, recomputed, supersessions, dims)
+        unmarked = [rid for result in results for rid in result.unmarked]
+        counts = sync_reflections(client, fresh, recomputed, supersessions, dims, unmarked)
         stored_now = read_reflections(client, {"terms": {"partition": starts}}, dims)
         check_results = [
             every_memory_reflected_once(stored_now, memories),

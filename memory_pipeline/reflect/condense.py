@@ -352,6 +352,8 @@ class WindowResult:
     reflections: list[Reflection]
     supersessions: list[Supersession]
     reused: bool = False
+    # Earlier reflections this window's previous reading had replaced: read again, it decides anew.
+    unmarked: list[str] = field(default_factory=list)
 
 
 def group_windows(memories: Sequence[Memory], policy: ReflectPolicy) -> dict[tuple[str, str], list[Memory]]:
@@ -385,10 +387,24 @@ def reflect_windows(
             history.extend(previous)
             results.append(WindowResult(partition, project, tier, len(memories), [], [], reused=True))
             continue
+        replaced_before = {r.reflection_id for r in previous}
+        unmarked = [r for r in history if r.superseded_by in replaced_before]
+        for older in unmarked:
+            older.superseded_by = None
         reflections = condense_window(memories, partition, tier, policy, condenser)
         for reflection in reflections:
             reflection.window_hash = digest
         supersessions = find_supersessions(reflections, history, policy, condenser)
         history.extend(reflections)
-        results.append(WindowResult(partition, project, tier, len(memories), reflections, supersessions))
+        results.append(
+            WindowResult(
+                partition,
+                project,
+                tier,
+                len(memories),
+                reflections,
+                supersessions,
+                unmarked=[r.reflection_id for r in unmarked],
+            )
+        )
     return results

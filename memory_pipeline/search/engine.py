@@ -263,17 +263,24 @@ class MemorySearch:
         filters = Filters(project=row.project or None)
         scope = replace(filters, kind=("summary", "note"))
         query = {"bool": {"must": [{"match": {"summary": row.summary}}], "filter": filters.clauses()}}
-        found = {h["_id"]: row_of(h) for h in self._hits(scope, k, query=query)}
-        vectors: dict[str, list[float]] = {}
-        stored = self._es.search(
+        # In one `_msearch`: the memories sharing its words, and its own stored vector (for those of its meaning).
+        worded, own = self._es.msearch(
             index=scope.indices(),
-            size=1,
-            source=False,
-            fields=["vector_*"],
-            query={"ids": {"values": [row.id]}},
             ignore_unavailable=True,
             allow_no_indices=True,
-        )["hits"]["hits"]
+            searches=[
+                {},
+                {"query": query, "size": k, "_source": _SOURCE},
+                {},
+                {"query": {"ids": {"values": [row.id]}}, "size": 1, "_source": False, "fields": ["vector_*"]},
+            ],
+        )["responses"]
+        for response in (worded, own):
+            if "error" in response:
+                raise RuntimeError(f"restatements search failed: {response['error']}")
+        found = {h["_id"]: row_of(h) for h in worded["hits"]["hits"]}
+        vectors: dict[str, list[float]] = {}
+        stored = own["hits"]["hits"]
         # One field: vectors of two sizes (two embedding models) are not comparable.
         for field, vector in list((stored[0].get("fields", {}) if stored else {}).items())[:1]:
             indices = self._with_vectors(field, scope.indices())

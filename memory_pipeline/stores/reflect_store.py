@@ -110,14 +110,22 @@ def read_reflections(client: Elasticsearch, query: dict[str, Any], dims: int) ->
     return [_reflection(i, s, field) for i, s in stored_sources(client, REFLECTION_INDEX, query).items()]
 
 
-def active_reflections_before(client: Elasticsearch, projects: list[str], day: str, dims: int) -> list[Reflection]:
-    """The projects' reflections of windows before `day` that nothing has superseded yet."""
+def active_reflections_before(
+    client: Elasticsearch, projects: list[str], day: str, dims: int, recomputing: Sequence[str] = ()
+) -> list[Reflection]:
+    """The projects' reflections of windows before `day` that nothing has superseded yet, or that only one of
+    the `recomputing` reflections did (its window is read again: whether the replacement still holds is for
+    the new reading to say)."""
     if not projects:
         return []
+    active: list[dict[str, Any]] = [{"bool": {"must_not": [{"exists": {"field": "superseded_by"}}]}}]
+    if recomputing:
+        active.append({"terms": {"superseded_by": sorted(recomputing)}})
     query = {
         "bool": {
             "filter": [{"terms": {"project": projects}}, {"range": {"partition": {"lt": day}}}],
-            "must_not": [{"exists": {"field": "superseded_by"}}],
+            "should": active,
+            "minimum_should_match": 1,
         }
     }
     return read_reflections(client, query, dims)
@@ -129,9 +137,11 @@ def sync_reflections(
     recomputed: Iterable[tuple[str, str]],
     supersessions: Sequence[Supersession],
     dims: int,
+    unmarked: Sequence[str] = (),
 ) -> dict[str, int]:
-    """Write the recomputed (project, day) windows' reflections, delete their vanished ones, and mark what was
-    superseded (on the reflection and on its source memories)."""
+    """Write the recomputed (project, day) windows' reflections, delete their vanished ones, clear the marks
+    they no longer make (`unmarked`, and any naming a reflection now gone), and mark what was superseded (on
+    the reflection and on its source memories)."""
     ensure_reflections(client, dims)
     windows = [
         {"bool": {"filter": [{"term": {"project": project}}, {"term": {"partition": partition}}]}}
@@ -145,8 +155,62 @@ def sync_reflections(
     )
     counts = sync_documents(client, REFLECTION_INDEX, owned, documents, partial=True)
     client.indices.refresh(index=REFLECTION_INDEX)
+    cleared = clear_marks(client, unmarked) + clear_dangling_marks(client, sorted({p for p, _ in recomputed}))
     marked = mark_superseded(client, supersessions)
-    return {"written": counts.written, "deleted": counts.deleted, "unchanged": counts.unchanged, "superseded": marked}
+    return {
+        "written": counts.written,
+        "deleted": counts.deleted,
+        "unchanged": counts.unchanged,
+        "superseded": marked,
+        "marks_cleared": cleared,
+    }
+
+
+def dangling_marks(client: Elasticsearch, projects: Sequence[str]) -> dict[str, list[str]]:
+    """Index -> ids of the projects' reflections and memories whose `superseded_by` names a reflection that no
+    longer exists (a recomputed window deleted it)."""
+    if not projects:
+        return {}
+    query = {"bool": {"filter": [{"terms": {"project": list(projects)}}, {"exists": {"field": "superseded_by"}}]}}
+    marks = {
+        index: stored_sources(client, index, query, fields=["superseded_by"])
+        for index in (REFLECTION_INDEX, SUMMARY_INDEX)
+        if client.indices.exists(index=index)
+    }
+    targets = sorted({source["superseded_by"] for hits in marks.values() for source in hits.values()})
+    existing = (
+        set(stored_sources(client, REFLECTION_INDEX, {"ids": {"values": targets}}, fields=[])) if targets else set()
+    )
+    found = {
+        index: sorted(doc_id for doc_id, source in hits.items() if source["superseded_by"] not in existing)
+        for index, hits in marks.items()
+    }
+    return {index: ids for index, ids in found.items() if ids}
+
+
+def clear_marks(client: Elasticsearch, reflection_ids: Sequence[str]) -> int:
+    """Clear the supersession marks of these reflections and of the memories they came from."""
+    if not reflection_ids:
+        return 0
+    sources = reflection_sources(client, reflection_ids)
+    bulk_apply(client, REFLECTION_INDEX, [(rid, {"superseded_by": None}) for rid in sources], partial=True)
+    wanted = sorted({memory_id for ids in sources.values() for memory_id in ids})
+    # Only memories still stored: a partial update of a forgotten one would bring a husk of it back.
+    existing = stored_sources(client, SUMMARY_INDEX, {"ids": {"values": wanted}}, fields=[]) if wanted else {}
+    bulk_apply(client, SUMMARY_INDEX, [(memory_id, {"superseded_by": None}) for memory_id in existing], partial=True)
+    client.indices.refresh(index=[REFLECTION_INDEX, SUMMARY_INDEX])
+    return len(sources)
+
+
+def clear_dangling_marks(client: Elasticsearch, projects: Sequence[str]) -> int:
+    """Clear the marks `dangling_marks` finds: the recomputed window's own supersessions (`mark_superseded`,
+    right after) mark again what it still replaces, so a mark never names a reflection nobody can read."""
+    dangling = dangling_marks(client, projects)
+    for index, ids in dangling.items():
+        bulk_apply(client, index, [(doc_id, {"superseded_by": None}) for doc_id in ids], partial=True)
+    if dangling:
+        client.indices.refresh(index=list(dangling))
+    return sum(len(ids) for ids in dangling.values())
 
 
 def reflection_sources(client: Elasticsearch, reflection_ids: Iterable[str]) -> dict[str, list[str]]:

@@ -36,7 +36,10 @@ from memory_pipeline.summarize.knowledge import (
     files_of,
     findings_of,
     imperative,
+    is_opinion,
     is_quote,
+    is_request,
+    kind_of,
     mend_typos,
     pieces_of,
     said_sentences,
@@ -105,10 +108,37 @@ def stands_alone(statement: str) -> bool:
     return any(len(w) == 2 and w.isalpha() and w not in _ENGLISH_PAIRS for w in words(statement.lower()))
 
 
+# A subject that only points back ("This is a big change.", "It works now."): next week there is no "this".
+_POINTING = re.compile(
+    r"(?i)^(?:this|that|it|these|those|they)(?:'s| is| was| are| were| will| would)\b"
+    r"(?! (?:\w+ ){1,2}(?:to|that|when|if|whether)\b)"  # "It is required to run …" points at what follows
+)
+_PARTICULAR = re.compile(r"`|\w[./_]\w|\d|\b[a-z]+[A-Z]\w*|(?<!^)(?<![.!?] )\b[A-Z][a-z]")
+REPEATED_RUN = 4
+
+
+def _repeats_itself(text: str) -> bool:
+    """A statement that says one run of words twice ("The tool execution that doesn't change is the bg color of
+    the tool execution that doesn't change"): the small model's tautology, never knowledge."""
+    said = words(text.lower())
+    runs = [tuple(said[i : i + REPEATED_RUN]) for i in range(len(said) - REPEATED_RUN + 1)]
+    repeated = {run for run in runs if runs.count(run) > 1}
+    return any(len(content_words(" ".join(run))) >= 2 for run in repeated)
+
+
+def readable_alone(statement: str) -> bool:
+    """Whether a next-week reader can act on `statement` with nothing else at hand: it names something
+    particular (`stands_alone`), says what is known rather than what the speaker thinks, points at no "this"
+    it does not name, and does not repeat itself."""
+    if not stands_alone(statement) or is_opinion(statement) or _repeats_itself(statement):
+        return False
+    return not (_POINTING.match(statement) and not files_of(statement) and not _PARTICULAR.search(statement))
+
+
 def make_idea(kind: Kind, statement: str, evidence: str, role: str, subject: str = "") -> Idea | None:
-    """The stored memory for one piece of knowledge, or None when its statement cannot stand alone."""
+    """The stored memory for one piece of knowledge, or None when its statement cannot be read alone."""
     text = clean_statement(statement)
-    if not text or not stands_alone(text):
+    if not text or not readable_alone(text):
         return None
     files = files_of(text)
     subject = " ".join(subject.split())[:80] or (topics_of(text)[:1] or [""])[0].replace("-", " ")
@@ -144,9 +174,6 @@ def role_of(evidence: str, turn: TurnText) -> str:
     if support(evidence, turn.assistant) >= GROUNDED_AT:
         return "assistant"
     return "other"
-
-
-_FILLER_FREE = re.compile(r"^(?:(?:ok(?:ay)?|perfect|great|good|done|right|now|so|first|next)[\s,.!:;-]+)+", re.I)
 
 
 def sentence_of(evidence: str, said: str) -> str:
@@ -190,7 +217,11 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
         return None, "a rule only tool output or a file states"
     if kind is Kind.TASK and role == "user":
         return None, "a request, not knowledge"  # the turn's own request; its observation keeps it
-    if role == "assistant" and announces_plan(_FILLER_FREE.sub("", sentence_of(evidence, turn.assistant))):
+    if kind is Kind.DECISION and role == "user" and kind_of(evidence) is None and is_request(draft.statement):
+        # "Read the README.md file": an order for the moment, not a choice that lasts (no choice, rule or cause
+        # in the person's words either).
+        return None, "a request, not knowledge"
+    if role == "assistant" and announces_plan(sentence_of(evidence, turn.assistant)):
         return None, "a plan, not knowledge"  # "Now let's fix the footer": what was done is the turn's outcome
     if kind is Kind.RULE and role == "assistant":
         kind = Kind.DECISION  # a rule is a person's; what the assistant settled on is a decision

@@ -19,8 +19,10 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from memory_pipeline.sentences import sentence_count
 from memory_pipeline.summarize.knowledge import Kind
 
-# Bump when the prompt or the schema changes: every turn is then summarised again.
-PROMPT_VERSION = "3"
+# Bump when the prompt, the schema or the composition of what is stored from the answer changes (compose.py,
+# knowledge.py): every turn is then read again, and the run says why ("prompt changed (3 -> 4)").
+# 4: requests, doubts, "this is…" and self-repeating statements make no memory; plans read past their openers.
+PROMPT_VERSION = "4"
 TAG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 MAX_IDEAS_PER_TURN = 5
 

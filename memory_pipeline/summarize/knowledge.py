@@ -177,9 +177,41 @@ _LOWER_NAMES = frozenset(
 _PLAN = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i'm going to|now i|now let's|next,? i)\b")
 
 
+# The speaker's opinion or doubt ("I don't think the invalidate works"): what they suspect, not yet known.
+_OPINION = re.compile(
+    r"(?i)^(?:i|we)(?: (?:really|just|still))? (?:(?:don'?t|do not|didn'?t) )?(?:think|tink|thinks|guess|suppose|"
+    r"believe|feel|wonder|suspect|doubt|understand)\b"
+)
+# An order for the moment ("Read the README", "Copy the dark theme over"): the turn's request, done by its end.
+_ONE_OFF = re.compile(
+    r"(?i)^(?:please )?(?:read|copy|create|delete|remove|open|run|write|show|list|fix|add|try|undo|check|look"
+    r"|investigate|sleep|continue|port|update|change|adjust|modify|move|rename|install|implement|build|commit"
+    r"|push|release|revert|explain|summari[sz]e|tell|find|search|go|do|let me|give|print|debug|test)\b"
+)
+
+
+def is_opinion(statement: str) -> bool:
+    """A statement of what the speaker thinks or doubts ("I don't think the invalidate works")."""
+    return bool(_OPINION.match(statement.strip()))
+
+
+def is_request(statement: str) -> bool:
+    """A statement that is an order for the moment ("Read the README.md file"), not a standing rule: it opens
+    on an action and carries no sign of lasting (always, never, must, a choice, a cause)."""
+    return bool(_ONE_OFF.match(statement.strip())) and kind_of(statement) is None
+
+
+# Openers before a plan that are no filler elsewhere ("First, let me…"; "Good names matter" keeps its "Good").
+_PLAN_OPENER = re.compile(r"(?i)^(?:(?:first|next|good|done)[,!.:]\s*)+")
+
+
 def announces_plan(sentence: str) -> bool:
-    """A sentence in which the speaker announces what they will do next ("Let me add a watcher")."""
-    return bool(_PLAN.match(sentence))
+    """A sentence in which the speaker announces what they will do next ("Let me add a watcher"), after
+    whatever opens it ("Perfect! Now let's fix the footer")."""
+    opened = sentence
+    for _ in range(3):  # openers of both kinds alternate: "Done! First, let me…"
+        opened = _PLAN_OPENER.sub("", _FILLER.sub("", opened))
+    return bool(_PLAN.match(sentence) or _PLAN.match(opened))
 
 
 def _knowledge_sentences(text: str) -> str:
@@ -212,6 +244,8 @@ def clean_statement(text: str) -> str:
     decided = _DECIDED.match(text)
     if decided:
         text = "Use " + text[decided.end() :]
+    # A statement that ended where a markdown block began ("… color scheme: **"): the remnant reads as noise.
+    text = re.sub(r"(?:^|[\s:])(?:\*+|_+|~~)[\s.]*$", "", text)
     text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")
     text = re.sub(r"!+$", ".", text)
     if not re.search(r"[A-Za-z0-9\u00c0-\uffff]", text):
@@ -226,7 +260,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # Two statements in one sentence: "always use pnpm, never npm; and we go with Vitest over Jest".
 _CLAUSE = re.compile(r"\s*;\s*|,?\s+and also\s+|,\s+and\s+(?=(?:we|you|i|let's|always|never|use)\b)", re.I)
 _RULE_SIGNAL = re.compile(
-    r"(?i)\b(?:always|never|must(?:n't)?|don'?t|do not|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
+    # "I don't think it works" is the speaker about themselves; "I don't want X" is still a preference.
+    r"(?i)\b(?:always|never|must(?:n't)?|(?<!\bi )don'?t|(?<!\bi )do not|i (?:don'?t|do not) (?:want|like)"
+    r"|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
     r"(?:good|fine|ok|okay|done|able|possible|enough)\b)|prefer|from now on|only use|avoid|not allowed|required?"
     r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
     r"|(?:^|[,;]\s*)no (?:[a-z0-9]+ ){0,2}[a-z0-9]+s\b(?=[!.]|$))"

@@ -26,6 +26,7 @@ from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client, stored_sources
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
+from memory_pipeline.stores.reflect_store import dangling_marks
 from testkit.corpora import reflect_corpus as corpus
 
 TRUTH = corpus.truth()
@@ -219,3 +220,8 @@ def test_weekly_windows_condense_a_week_as_one(world: dict) -> None:
         stored = stored_sources(client, REFLECTION_INDEX, {"terms": {"partition": DAYS}})
     assert {doc["partition"] for doc in stored.values()} == {"2024-07-08"}
     assert metadata["merged"] >= 1 and metadata["compression_ratio"] > 1.5
+    # The daily reflections deleted above had replaced a decision: its memories' marks named reflections that
+    # are gone, and were cleared (the check above also fails on such a mark).
+    assert metadata["es_marks_cleared"] >= 1
+    with make_client(settings) as client:
+        assert dangling_marks(client, [TRUTH["project"]]) == {}

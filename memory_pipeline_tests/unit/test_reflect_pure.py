@@ -217,6 +217,26 @@ def test_the_judge_names_both_choices_and_they_must_differ_and_be_in_the_notes(
     assert condenser.replaces("Sessions are kept in Redis.", "Sessions moved to Postgres.") is replaces
 
 
+def test_a_window_read_again_decides_anew_what_its_previous_reading_replaced() -> None:
+    old = _memory("m1", "Sessions are stored in Redis.", _unit(1, 0.5), day="2024-07-01")
+    new = _memory("m2", "Session storage moved to Postgres.", _unit(1, 0.6), day="2024-07-09")
+    policy = ReflectPolicy()
+    args = (policy, Condenser(chat_client([_judge("Redis", "Postgres")], [])), "model-x")
+    [first, second] = reflect_windows(
+        {("/p", "2024-07-01"): [old], ("/p", "2024-07-09"): [new]}, {}, {}, date(2024, 7, 10), *args
+    )
+    [replaced] = first.reflections
+    assert replaced.superseded_by == second.reflections[0].reflection_id
+    # The later window changed (its memory now says something else): read again, it no longer replaces the
+    # older one, whose mark is lifted (`unmarked`), not left naming a reflection that is gone.
+    other = _memory("m3", "The cart uses integer cents.", _unit(0, 1), day="2024-07-09")
+    stored = {("/p", "2024-07-09"): second.reflections}
+    quiet = (policy, Condenser(chat_client([_judge("none", "cents")], [])), "model-x")
+    [again] = reflect_windows({("/p", "2024-07-09"): [other]}, {"/p": [replaced]}, stored, date(2024, 7, 10), *quiet)
+    assert again.unmarked == [replaced.reflection_id] and replaced.superseded_by is None
+    assert again.supersessions == []
+
+
 def test_an_unchanged_window_is_reused_without_the_llm() -> None:
     calls: list[dict] = []
     memories = [_memory("m1", "A.", _unit(1, 0)), _memory("m2", "A again.", _unit(1, 0))]

@@ -152,7 +152,7 @@ def test_a_cause_the_turn_never_gave_is_not_kept_and_a_question_is_never_high() 
         TurnMessage("toolResult", "42 passed in 3.1s", tool_name="bash"),
         TurnMessage("assistant", "All 42 tests passed."),
     ]
-    invented = _run(turn, _idea("Run the tests because the tests failed.", "decision", "run the tests"))
+    invented = _run(turn, _idea("The tests were run because the tests failed.", "gotcha", "run the tests"))
     assert invented.ideas == [] and [reason for reason, _ in invented.dropped] == ["a cause the turn does not state"]
     found = [
         TurnMessage("user", "why do the tests hang?"),

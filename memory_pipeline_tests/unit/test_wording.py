@@ -298,3 +298,63 @@ def test_the_model_putting_the_assistants_plan_in_the_users_mouth_changes_nothin
     assert from_draft(draft, turn) == (None, "not the user's words")
     plain = Drafted(evidence=wrapped, kind=Kind.DECISION, subject="colors", statement="Adjust the colors first.")
     assert from_draft(plain, turn) == (None, "a plan, not knowledge")
+
+
+# Memories the fixture table (bench fixture_memories) showed a reader could not act on, from pi-mono turns.
+@pytest.mark.parametrize(
+    ("said", "statement"),
+    [
+        ("read README.md that details everything", "Read the README.md file to understand everything."),
+        (
+            "ok, copy the dark theme over to the .pi/agent/themes folder and let me try the live edit",
+            "Copy the dark theme over to the .pi/agent/themes folder and let me try the live edit.",
+        ),
+    ],
+)
+def test_a_persons_order_for_the_moment_is_no_decision(said: str, statement: str) -> None:
+    turn = TurnText(user=said, assistant="Done.", other="")
+    draft = Drafted(evidence=said, kind=Kind.DECISION, subject="theme", statement=statement)
+    assert from_draft(draft, turn) == (None, "a request, not knowledge")
+    # The same order with a sign of lasting is a rule the person keeps.
+    lasting = "always read README.md before a release"
+    kept, _ = from_draft(
+        Drafted(evidence=lasting, kind=Kind.DECISION, subject="release", statement="Always read README.md first."),
+        TurnText(user=lasting, assistant="Done.", other=""),
+    )
+    assert kept is not None and kept.summary == "Always read README.md first."
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "This is a big change.",  # points at a "this" next week's reader does not have
+        "I don't tink the component invalidate works correctly.",  # the speaker's doubt, not yet known
+        "The tool execution that doesn't change is the bg color of the tool execution that doesn't change.",
+    ],
+)
+def test_a_statement_a_reader_cannot_act_on_alone_makes_no_memory(statement: str) -> None:
+    assert make_idea(Kind.DECISION, statement, statement.lower(), "user") is None
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "It is required to run migrations with make migrate.",
+        "It was actually the console.logs in theme.ts that broke the rendering.",
+        "This project uses Vitest, not Jest.",
+        "Use X for the tests and use X for the builds.",
+    ],
+)
+def test_a_statement_naming_what_it_speaks_of_is_kept(statement: str) -> None:
+    idea = make_idea(Kind.DECISION, statement, statement.lower(), "user")
+    assert idea is not None and idea.summary == statement
+
+
+def test_a_doubt_is_no_rule_and_a_markdown_remnant_is_no_text() -> None:
+    assert pieces_of("i don't tink the component invalidate works correctly") == []
+    [rule] = pieces_of("i don't want console logs in theme.ts")
+    assert rule.kind is Kind.RULE
+    assert clean_statement("Updated the light theme to match the dark theme's color scheme: **.") == (
+        "Updated the light theme to match the dark theme's color scheme."
+    )
+    assert clean_statement("use **pnpm**") == "Use **pnpm**."
