@@ -2,7 +2,8 @@
 service, executor, scale, scaleout, hard, next_session, fresh, compaction,
 fixture_memories, slow_server, sources).
 
-All of them when none is named; each rewrites its section of bench/results.md.
+All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
+named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from bench import (
     scaleout,
     screenshots,
     secrets,
+    selection,
     service,
     slow_server,
     sources,
@@ -53,13 +55,15 @@ BENCHMARKS = {
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
+# Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
+NAMED_ONLY = {"selection": selection.main}
 
 
 def main() -> None:
     names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(BENCHMARKS)
     flags = [a for a in sys.argv[1:] if a.startswith("--")]
     for name in names:
-        (BENCHMARKS | TOOLS)[name](flags)
+        (BENCHMARKS | TOOLS | NAMED_ONLY)[name](flags)
 
 
 if __name__ == "__main__":

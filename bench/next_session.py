@@ -35,6 +35,7 @@ import re
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,6 +164,29 @@ def run_baseline(truth: dict) -> Variant:
     return variant
 
 
+def perfect_memories() -> dict[str, str]:
+    """Each labelled piece of knowledge written out by hand as a perfect memory would say it (statements.json)."""
+    written = json.loads((CORPUS / "statements.json").read_text())
+    return {key: text for key, text in written.items() if not key.startswith("_")}
+
+
+def known_before(truth: dict) -> Iterator[tuple[dict, dict, list[str], set[str]]]:
+    """Each later session with its project's knowledge, the pieces an earlier session of its project held (a
+    replaced decision gone: what a perfect memory would offer it), and the replaced decisions it must not be
+    shown as current."""
+    planted = _planted_days(truth)
+    history = [
+        (project, day, " ".join(said).lower())
+        for project, day, said in _user_messages_by_session(CORPUS / "sessions", True).values()
+    ]
+    for session in truth["sessions"]:
+        knowledge = truth["projects"][session["project"]]
+        before = [text for project, day, text in history if project == session["project"] and day < session["day"]]
+        known = [k for k in knowledge if any(_names(text, knowledge[k]["match"]) for text in before)]
+        replaced = {knowledge[k]["replaces"] for k in known if knowledge[k]["replaces"]}
+        yield session, knowledge, [k for k in known if k not in replaced], _replaced_before(session, knowledge, planted)
+
+
 # How the ceiling picks among perfect memories: the whole project, or what the briefing's own rules would keep.
 CEILING = {
     "every piece known by then": lambda cos, on_topic, rank: True,
@@ -208,28 +232,17 @@ def run_ceiling(settings: Settings, truth: dict, llm: bool = True) -> list[Varia
     selection alone goes when extraction makes no mistake."""
     from memory_pipeline.stores.embeddings import embeddings_client
 
-    written = {k: v for k, v in json.loads((CORPUS / "statements.json").read_text()).items() if not k.startswith("_")}
-    planted = _planted_days(truth)
-    history = [
-        (project, day, " ".join(said).lower())
-        for project, day, said in _user_messages_by_session(CORPUS / "sessions", True).values()
-    ]
+    written = perfect_memories()
     variants = {name: Variant(f"ceiling (perfect memories), {name}") for name in [*CEILING, *[PICKER] * llm]}
     with embeddings_client(settings) as client, chat_client(settings) as chat:
         vectors = dict(zip(written, client.embed(list(written.values())), strict=True))
-        for session in truth["sessions"]:
-            knowledge = truth["projects"][session["project"]]
-            before = [text for project, day, text in history if project == session["project"] and day < session["day"]]
-            known = [k for k in knowledge if any(_names(text, knowledge[k]["match"]) for text in before)]
-            replaced = {knowledge[k]["replaces"] for k in known if knowledge[k]["replaces"]}
-            known = [k for k in known if k not in replaced]
+        for session, knowledge, known, stale in known_before(truth):
             [query] = client.embed([session["prompt"]], purpose="query")
             wanted = set(task_topics(session["prompt"]))
             # The client's vectors are unit vectors: the cosine is the dot product (as in reflect.similarity).
             close = {k: sum(x * y for x, y in zip(query, vectors[k], strict=True)) for k in known}
             on_topic = {k: bool(wanted & set(topics_of(written[k]))) for k in known}
             ranked = sorted(known, key=lambda k: -close[k])
-            stale = _replaced_before(session, knowledge, planted)
             for name, keep in CEILING.items():
                 lines = [f"- {written[k]}" for rank, k in enumerate(ranked) if keep(close[k], on_topic[k], rank)]
                 variants[name].scored.append(score(session, "\n".join(lines), knowledge, stale, False))

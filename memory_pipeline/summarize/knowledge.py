@@ -79,7 +79,7 @@ _SWEAR = re.compile(
 _WE = re.compile(
     r"^(?:we|you|u|the user|users?|the agent|the assistant)\s+(?:should|must|needs? to|has to|have to|gotta"
     r"|ought to|will|'ll)\s+(?=\w)"
-    r"|^(?:we|you)'(?:ll)\s+|^(?:let's|lets|let us|let me|i'll|i will)\s+|^(?:make sure (?:to|that|you|we)?)\s*"
+    r"|^(?:we|you)'(?:ll)\s+|^(?:let's|lets|let us|let me|i'll|i will)\s+|^make sure (?:that )?(?:to|you|we)\b\s*"
     r"|^(?:remember to|don't forget to|be sure to)\s+",
     re.I,
 )
@@ -158,7 +158,8 @@ def unwrapped(evidence: str) -> str:
 def _capitalise(text: str) -> str:
     first = text.split(" ", 1)[0]
     # An identifier (`dimGray`, `setTheme`, `npm`) keeps its case; a plain word is capitalised.
-    if first.isalpha() and first.islower() and first not in _LOWER_NAMES:
+    # "make sure …" is the verb, not the `make` tool.
+    if first.isalpha() and first.islower() and (first not in _LOWER_NAMES or text.startswith("make sure ")):
         return text[:1].upper() + text[1:]
     return text
 

@@ -358,3 +358,11 @@ def test_a_doubt_is_no_rule_and_a_markdown_remnant_is_no_text() -> None:
         "Updated the light theme to match the dark theme's color scheme."
     )
     assert clean_statement("use **pnpm**") == "Use **pnpm**."
+
+
+def test_make_sure_is_dropped_only_before_an_action_never_from_a_name() -> None:
+    # L000898: "make sure toolText is also used" once read "olText is also used." (the "to" of toolText eaten).
+    assert clean_statement("make sure toolText is also used") == "Make sure toolText is also used."
+    assert clean_statement("make sure to run the tests") == "Run the tests."
+    assert clean_statement("make sure that the footer is dim") == "Make sure that the footer is dim."
+    assert clean_statement("make migrate before the tests") == "make migrate before the tests."
