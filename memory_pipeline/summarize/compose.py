@@ -120,6 +120,9 @@ REPEATED_RUN = 4
 def _repeats_itself(text: str) -> bool:
     """A statement that says one run of words twice ("The tool execution that doesn't change is the bg color of
     the tool execution that doesn't change"): the small model's tautology, never knowledge."""
+    said_once = [" ".join(words(part.lower())) for part in sentences(text)]
+    if len(set(said_once)) < len(said_once):
+        return True  # "Files: index.ts, util.ts. Files: index.ts, util.ts."
     said = words(text.lower())
     runs = [tuple(said[i : i + REPEATED_RUN]) for i in range(len(said) - REPEATED_RUN + 1)]
     repeated = {run for run in runs if runs.count(run) > 1}
@@ -200,6 +203,19 @@ def exact_words(evidence: str, said: str) -> str:
     return sentence_of(evidence, said) or evidence
 
 
+def orders_for_the_moment(kind: Kind, statement: str, evidence: str, role: str) -> bool:
+    """A person's order for the moment as a decision ("Read the README.md file", "Copy the dark theme over"):
+    it opens on an action, and neither it nor the person's words hold a choice, rule or cause that lasts."""
+    return kind is Kind.DECISION and role == "user" and kind_of(evidence) is None and is_request(statement)
+
+
+def without_orders(ideas: Sequence[Idea]) -> tuple[list[Idea], list[Idea]]:
+    """(kept, dropped): the last word on a turn's memories, after every rewording (the model's restating pass
+    can turn "The user copied the dark theme" back into the order "Copy the dark theme over …")."""
+    kept = [i for i in ideas if not orders_for_the_moment(i.kind, i.summary, i.evidence, i.evidence_role)]
+    return kept, [i for i in ideas if i not in kept]
+
+
 def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     """A draft as a memory, or None and the reason it cannot be one."""
     evidence = unwrapped(draft.evidence) or draft.statement
@@ -217,9 +233,7 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
         return None, "a rule only tool output or a file states"
     if kind is Kind.TASK and role == "user":
         return None, "a request, not knowledge"  # the turn's own request; its observation keeps it
-    if kind is Kind.DECISION and role == "user" and kind_of(evidence) is None and is_request(draft.statement):
-        # "Read the README.md file": an order for the moment, not a choice that lasts (no choice, rule or cause
-        # in the person's words either).
+    if orders_for_the_moment(kind, clean_statement(draft.statement), evidence, role):
         return None, "a request, not knowledge"
     if role == "assistant" and announces_plan(sentence_of(evidence, turn.assistant)):
         return None, "a plan, not knowledge"  # "Now let's fix the footer": what was done is the turn's outcome

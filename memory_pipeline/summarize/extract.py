@@ -41,6 +41,7 @@ from memory_pipeline.summarize.compose import (
     quotes_its_evidence,
     reworded,
     typed_by_the_person,
+    without_orders,
 )
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
@@ -141,6 +142,8 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
+        kept, orders = without_orders(kept)
+        outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break

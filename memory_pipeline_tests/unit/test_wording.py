@@ -15,6 +15,7 @@ from memory_pipeline.summarize.compose import (
     reworded,
     role_of,
     typed_by_the_person,
+    without_orders,
 )
 from memory_pipeline.summarize.ideas import Drafted
 from memory_pipeline.summarize.knowledge import (
@@ -324,12 +325,24 @@ def test_a_persons_order_for_the_moment_is_no_decision(said: str, statement: str
     assert kept is not None and kept.summary == "Always read README.md first."
 
 
+def test_an_order_reworded_back_by_a_later_pass_is_still_dropped_and_a_report_of_the_persons_stays() -> None:
+    said = "ok, copy the dark theme over to the .pi/agent/themes folder and let me try the live edit"
+    order = make_idea(Kind.DECISION, "Copy the dark theme over to the .pi/agent/themes folder.", said, "user")
+    # L000034: what the person did by hand, no order: the context a later session needs.
+    manual = "ok, i manually removed almost all chalk uses, except for the thinking border shit"
+    report = make_idea(Kind.DECISION, "The user manually removed almost all chalk uses.", manual, "user")
+    rule = make_idea(Kind.RULE, "Copy themes with cp -r, never by hand.", "always copy themes with cp -r", "user")
+    assert order is not None and report is not None and rule is not None
+    assert without_orders([order, report, rule]) == ([report, rule], [order])
+
+
 @pytest.mark.parametrize(
     "statement",
     [
         "This is a big change.",  # points at a "this" next week's reader does not have
         "I don't tink the component invalidate works correctly.",  # the speaker's doubt, not yet known
         "The tool execution that doesn't change is the bg color of the tool execution that doesn't change.",
+        "Files: index.ts, util.ts. Files: index.ts, util.ts.",
     ],
 )
 def test_a_statement_a_reader_cannot_act_on_alone_makes_no_memory(statement: str) -> None:
