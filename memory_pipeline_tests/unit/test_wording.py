@@ -379,3 +379,17 @@ def test_make_sure_is_dropped_only_before_an_action_never_from_a_name() -> None:
     assert clean_statement("make sure to run the tests") == "Run the tests."
     assert clean_statement("make sure that the footer is dim") == "Make sure that the footer is dim."
     assert clean_statement("make migrate before the tests") == "make migrate before the tests."
+
+
+def test_a_run_on_message_is_no_piece_and_a_negation_is_no_subject() -> None:
+    # The telegram fixture's message (the issue's own example): 65 words in one "sentence", several requests.
+    said = (
+        "[User sent a photo] Dont need to show orice just marketcap and shouod be to the right under spike and "
+        "updated tab snd those shouod be more clean uniform not lapping and offset randomly there clean up that "
+        "area and then work on the action buttons lets start cleaning up layouts in small areas to maximize "
+        "spaceike its a mobile trading app what do u think"
+    )
+    assert pieces_of(said) == []
+    assert imperative("Dont need to show the price") == ""  # never "Make dont show the price."
+    [rule] = pieces_of("the footer needs to be dimmer")
+    assert imperative(rule.statement) == "Make the footer dimmer."
