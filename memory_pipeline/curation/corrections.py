@@ -23,7 +23,7 @@ from typing import Literal
 import polars as pl
 from pydantic import BaseModel, Field, model_validator
 
-from memory_pipeline.summarize.knowledge import Kind
+from memory_pipeline.language.kinds import Kind
 
 FORGETS = ("forget", "forget_turn")
 SAME_IDEA = 0.6  # Jaccard of the word sets: a reworded idea of the same turn is the same memory

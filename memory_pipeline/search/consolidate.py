@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from memory_pipeline.language.words import content_words
 from memory_pipeline.reflect.similarity import cosine_matrix
 from memory_pipeline.search.models import Row
 from memory_pipeline.sentences import by_sentence
-from memory_pipeline.summarize.trust import content_words
 
 # Two memories whose content words overlap this much (Jaccard) say the same thing.
 SAME_AT = 0.7

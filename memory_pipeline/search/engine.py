@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from elasticsearch import Elasticsearch
 
+from memory_pipeline.language.kinds import Kind
 from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
 from memory_pipeline.search import files as file_rules
 from memory_pipeline.search.consolidate import RESTATED_COSINE, folded, replaced, restates
@@ -44,7 +45,6 @@ from memory_pipeline.stores.indices import (
     vector_field,
 )
 from memory_pipeline.stores.openai_compat import ServerError
-from memory_pipeline.summarize.knowledge import Kind
 
 Mode = Literal["hybrid", "bm25", "knn"]
 _SOURCE = [

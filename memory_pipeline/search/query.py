@@ -13,20 +13,10 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-# English stop words (Lucene's list and the usual function words) plus what people say around a question.
-_STOP_TEXT = """a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
-    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
-    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
-    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've this those through to too under until up very was
-    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom
-    why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves remind
-    tell know please ever still currently now nowadays anyway actually just also supposed meant going get
-    got use using used one ones thing things something anything stuff way whats us let came come happened happen
-    ask asked say said two three four five six couple"""
-STOP_WORDS = frozenset(_STOP_TEXT.split())
+from memory_pipeline.language.words import QUESTION_WORDS, STOP_WORDS, tokens
+
+# What a search leaves out: function words, and the glue people say around a question.
+_LEFT_OUT = STOP_WORDS | QUESTION_WORDS
 MONTHS = {
     name: number
     for number, names in enumerate(
@@ -43,7 +33,6 @@ _TIME_TEXT = """today yesterday tomorrow week weeks month months year years day 
     evening tonight weekend"""
 TIME_WORDS = frozenset(_TIME_TEXT.split()) | frozenset(MONTHS)
 NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "few": 3, "couple": 2}
-_WORD = re.compile(r"[\w][\w'.+#/-]*[\w+#]|\w", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -62,12 +51,12 @@ class QueryPlan:
 def informative_words(question: str) -> list[str]:
     """The words that carry the subject: no stop words, question words, time words or bare numbers of dates."""
     words = []
-    for match in _WORD.finditer(question):
-        word = match.group(0).strip(".'")
+    for token in tokens(question):
+        word = token.strip(".'")
         lowered = word.lower()
         if (
             not word
-            or lowered in STOP_WORDS
+            or lowered in _LEFT_OUT
             or lowered in TIME_WORDS
             or re.fullmatch(r"\d{1,2}(st|nd|rd|th)?|(19|20)\d\d", lowered)  # days of a month, years
         ):

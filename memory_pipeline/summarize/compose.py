@@ -24,11 +24,12 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from memory_pipeline.language.kinds import KIND_PRIORITY, Kind
+from memory_pipeline.language.lexicon import NEGATION, RULE
+from memory_pipeline.language.words import STOP_WORDS, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.summarize.ideas import Drafted, Idea
 from memory_pipeline.summarize.knowledge import (
-    KIND_PRIORITY,
-    Kind,
     Piece,
     announces_plan,
     clean_statement,
@@ -53,13 +54,9 @@ from memory_pipeline.summarize.trust import (
     GROUNDED_AT,
     TurnText,
     claims_user,
-    content_words,
     grounding,
     support,
-    words,
 )
-
-_TAG_STOP = frozenset({"the", "and", "for", "with", "not", "use", "never", "always", "must", "should", "this", "that"})
 
 
 def _slug(text: str) -> str:
@@ -73,7 +70,7 @@ def tags_for(kind: Kind, subject: str, statement: str, files: Sequence[str]) -> 
     if subject:
         tags.append(_slug(subject))
     tags += [_slug(f.rsplit("/", 1)[-1]) for f in files]
-    ordinary = [w for w in words(statement) if w.isascii() and len(w) > 3 and w not in _TAG_STOP]
+    ordinary = [w for w in words(statement) if w.isascii() and len(w) > 3 and w not in STOP_WORDS and not RULE.match(w)]
     tags += sorted(dict.fromkeys(_slug(w) for w in ordinary), key=lambda w: -len(w))
     unique = [t for t in dict.fromkeys(tags) if 2 <= len(t) <= 40]
     while len(unique) < 3:
@@ -323,7 +320,6 @@ def distinct(ideas: Sequence[Idea]) -> list[Idea]:
 
 # --- a person's remark, reworded from the turn's own words ---
 
-_NEGATION = re.compile(r"(?i)\b(?:no|not|never|don'?t|do not|doesn'?t|won'?t|without|avoid|nothing|none)\b|n't\b")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # The share of a remark's content words the assistant's sentence must say again to be its echo.
 ECHO_AT = 0.6
@@ -338,7 +334,7 @@ def echo_of(remark: str, reply: str) -> str:
     wanted = content_words(remark)
     if len(wanted) < 2:
         return ""
-    forbids = bool(_NEGATION.search(remark))
+    forbids = bool(NEGATION.search(remark))
     best, best_share = "", 0.0
     for line in reply.splitlines():
         line = _BULLET.sub("", line).replace("**", "").replace("__", "")
@@ -346,7 +342,7 @@ def echo_of(remark: str, reply: str) -> str:
             if sentence.endswith("?") or announces_plan(sentence) or len(sentence) > 300:
                 continue
             statement = clean_statement(sentence)
-            if not statement or bool(_NEGATION.search(statement)) != forbids:
+            if not statement or bool(NEGATION.search(statement)) != forbids:
                 continue
             share = support(remark, statement)
             if share >= ECHO_AT and share > best_share and content_words(statement) - wanted:

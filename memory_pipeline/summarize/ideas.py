@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
+from memory_pipeline.language.kinds import Kind
 from memory_pipeline.sentences import sentence_count
-from memory_pipeline.summarize.knowledge import Kind
 
 # Bump when the prompt, the schema or the composition of what is stored from the answer changes (compose.py,
 # knowledge.py): every turn is then read again, and the run says why ("prompt changed (3 -> 4)").

@@ -23,28 +23,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 
+from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.lexicon import FINDING, kind_marked
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
-
-
-class Kind(StrEnum):
-    RULE = "rule"  # a rule or preference: how work is to be done here
-    DECISION = "decision"  # a choice made, with what it replaced and why
-    GOTCHA = "gotcha"  # a gotcha or root cause: what broke, why, what fixes it
-    FACT = "fact"  # a fact about the project: a command, port, path, value
-    TASK = "task"  # an open task: what is still to do
-
-
-# The priority a kind earns: durable knowledge is high, working facts medium, open tasks low.
-KIND_PRIORITY = {
-    Kind.RULE: "high",
-    Kind.DECISION: "high",
-    Kind.GOTCHA: "high",
-    Kind.FACT: "medium",
-    Kind.TASK: "low",
-}
 
 # Media and attachment markers a chat bridge leaves in a message's text.
 _MEDIA = re.compile(
@@ -260,23 +243,6 @@ def clean_statement(text: str) -> str:
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # Two statements in one sentence: "always use pnpm, never npm; and we go with Vitest over Jest".
 _CLAUSE = re.compile(r"\s*;\s*|,?\s+and also\s+|,\s+and\s+(?=(?:we|you|i|let's|always|never|use)\b)", re.I)
-_RULE_SIGNAL = re.compile(
-    # "I don't think it works" is the speaker about themselves; "I don't want X" is still a preference.
-    r"(?i)\b(?:always|never|must(?:n't)?|(?<!\bi )don'?t|(?<!\bi )do not|i (?:don'?t|do not) (?:want|like)"
-    r"|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
-    r"(?:good|fine|ok|okay|done|able|possible|enough)\b)|prefer|from now on|only use|avoid|not allowed|required?"
-    r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
-    r"|(?:^|[,;]\s*)no (?:[a-z0-9]+ ){0,2}[a-z0-9]+s\b(?=[!.]|$))"
-)
-_DECISION_SIGNAL = re.compile(
-    r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
-    r"|instead of|rather than|\w+ over \w+ because|chose|picked|settled on|replac(?:e|ed|ing) \w+ with)\b"
-)
-_GOTCHA_SIGNAL = re.compile(
-    r"(?i)\b(?:otherwise|or (?:it|else) (?:will|breaks?|crash\w*|render\w*|fails?)|root cause|caused by"
-    r"|it was actually|the (?:problem|issue|bug|cause) (?:was|is)|turned out|because of|breaks? when|gotcha"
-    r"|needs? to be set|must be set|has to be set)\b"
-)
 _QUESTION_START = re.compile(
     r"(?i)^(?:what|why|how|where|when|which|who|can|could|would|will|is|are|do|does|did|should we|shall)\b"
 )
@@ -316,13 +282,8 @@ def about_itself(statement: str) -> bool:
 
 def kind_of(text: str) -> Kind | None:
     """The kind of knowledge a person's sentence states, or None for a request, question or remark."""
-    if _GOTCHA_SIGNAL.search(text):
-        return Kind.GOTCHA
-    if _DECISION_SIGNAL.search(text):
-        return Kind.DECISION
-    if _RULE_SIGNAL.search(text):
-        return Kind.RULE
-    return None
+    marked = kind_marked(text)
+    return Kind(marked) if marked else None
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -366,18 +327,13 @@ def pieces_of(user_text: str) -> list[Piece]:
 
 # --- the assistant's findings ---
 
-_FINDING = re.compile(
-    r"(?i)\b(?:root cause|the (?:real )?(?:problem|issue|bug|cause|culprit) (?:was|is)|was caused by|caused by"
-    r"|turned out|it was actually|because the|the fix (?:was|is)|fixed by|the reason (?:was|is))\b"
-)
-
 
 def findings_of(assistant_text: str) -> list[Piece]:
     """Sentences of the assistant's that state a cause it found (not a plan, not a question)."""
     found = []
     for sentence in _SENTENCE.split(strip_envelope(assistant_text)):
         sentence = " ".join(sentence.split()).lstrip("-*# ").strip()
-        if not _FINDING.search(sentence) or sentence.endswith("?") or len(sentence) > 400:
+        if not FINDING.search(sentence) or sentence.endswith("?") or len(sentence) > 400:
             continue
         statement = clean_statement(sentence)
         if statement and _meaningful(statement):

@@ -27,35 +27,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.lexicon import lasting
+from memory_pipeline.language.words import content_words, words
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Idea, Priority
-from memory_pipeline.summarize.knowledge import Kind, kind_of
+from memory_pipeline.summarize.knowledge import kind_of
 
 # Share of an idea's content words its turn must contain, chosen on labelled idea-turn pairs
 # (bench/summarize.py, "grounding" table): on the tuning half, the highest threshold that keeps as many
 # labelled lines on their own turn as a lower one (9/10), rejecting 93% of them on other turns and every
 # line of the prompt's example; on the held-out half 11/11 kept, 96.5% rejected.
 GROUNDED_AT = 0.6
-# Latin words and code tokens (`app.py`, `--force`), each CJK character, and words of other scripts.
-_CJK = "\u2e80-\u9fff\uac00-\ud7af"
-_WORD = re.compile(rf"[a-z0-9][a-z0-9_.\-/#]*[a-z0-9]|[a-z0-9]|[{_CJK}]|[^\W\d_a-z{_CJK}]+", re.I)
-_STOP = frozenset(
-    """a about above after again all also am an and any are as at be because been before being below between
-    both but by can could did do does doing done down during each few for from further had has have having
-    he her here hers him his how i if in into is it its itself just me more most my no nor not now of off on
-    once only or other our ours out over own same she should so some such than that the their them then
-    there these they this those through to too under until up very was we were what when where which while
-    who whom why will with would you your yours yes ok okay please let lets let's can't don't didn't isn't
-    it's i'm we'll user users said says say stated states state asked asks ask wants want wanted requested
-    requests told agent assistant model turn session sessions future remember should must needs need used
-    use using one two new get got make made via into onto per""".split()  # noqa: SIM905 - a word list reads better as text
-)
-_SIGNALS = re.compile(
-    r"(?i)\b(?:always|never|must|mustn't|should(?:n't)?|don't|do not|no need|make sure|needs? to|has to|have to"
-    r"|instead|prefer(?:s|red)?|from now on|rule|decid(?:e|ed|ing)|decision|we'?ll use|let'?s use|switch(?:ed)? to"
-    r"|root cause|caused by|because|the (?:problem|issue|bug) (?:was|is)|turned out|it was actually|gotcha"
-    r"|broke|broken|wrong|fucked|not working|doesn't work|fails?|failed)\b"
-)
 # The prompt's own scaffolding: an idea quoting it was copied from the prompt, not learnt from the turn.
 _SCAFFOLD = re.compile(
     r"(?i)full turn|what the user said|transcript>>>|<<<transcript|<[a-z ,]+>"
@@ -75,22 +58,6 @@ _ACK = re.compile(
 def claims_user(text: str) -> bool:
     """Whether a text says what the user said, wants or requires."""
     return bool(_CLAIMS_USER.search(text))
-
-
-def words(text: str) -> list[str]:
-    return [w.lower().strip("./-#") for w in _WORD.findall(text)]
-
-
-def _stem(word: str) -> str:
-    """Crude and symmetric (claim and turn go through it alike): `fixed`, `fixes`, `fixing` -> `fix`."""
-    for suffix in ("ing", "ed", "es", "s", "ly"):
-        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in words(text) if w and w not in _STOP and (len(w) > 2 or w.isdigit() or not w.isascii())}
 
 
 def support(claim: str, source: str) -> float:
@@ -185,11 +152,11 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
         ):
             result.dropped.append(("not the user's words", idea.summary))
             continue
-        if about_user and not _SIGNALS.search(turn.user) and not _SIGNALS.search(_unquoted(idea.summary)):
+        if about_user and not lasting(turn.user) and not lasting(_unquoted(idea.summary)):
             # "The user said 'write some markdown'": a request, which the turn's observation keeps anyway.
             result.dropped.append(("a request, not a rule", idea.summary))
             continue
-        if idea.kind is Kind.RULE and not (_SIGNALS.search(turn.user) or kind_of(turn.user)):
+        if idea.kind is Kind.RULE and not (lasting(turn.user) or kind_of(turn.user)):
             # "Delete the file" drafted as a rule: a one-off request, which the turn's observation keeps.
             result.dropped.append(("a request, not a rule", idea.summary))
             continue
@@ -209,7 +176,7 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
                 idea.evidence_role == "user" and kind_of(idea.evidence or turn.user) is not None
             )
             typed = idea.kind in (Kind.DECISION, Kind.GOTCHA) and stated
-            durable = typed or bool(_SIGNALS.search(idea.summary) or _SIGNALS.search(turn.user))
+            durable = typed or bool(lasting(idea.summary) or lasting(turn.user))
             said = support(idea.summary, turn.user + "\n" + turn.assistant) >= GROUNDED_AT
             if not (durable and said):
                 priority = Priority.MEDIUM

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
+from memory_pipeline.language.words import content_words
 from memory_pipeline.search.consolidate import folded, interval, replaced, same_knowledge
 from memory_pipeline.search.models import MemoryDetail, Row
 from memory_pipeline.search.render import detail_text, row_line
-from memory_pipeline.summarize.trust import content_words
 
 
 def _row(doc_id: str, summary: str, session: str, day: str = "2025-01-10", **extra: object) -> Row:

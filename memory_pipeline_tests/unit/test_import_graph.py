@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "memory_pipeline"
 # Lowest first. Each folder (or top-level module) of memory_pipeline/ in exactly one layer.
 LAYERS: list[set[str]] = [
-    {"names", "sentences", "settings", "limits", "ports", "__init__"},
+    {"names", "sentences", "settings", "limits", "ports", "language", "__init__"},
     {"sessions", "locks", "io_managers", "partitions"},
     {"stores", "recall"},
     {"summarize", "local"},

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from memory_pipeline.language.kinds import Kind
 from memory_pipeline.summarize.compose import make_idea, tags_for, typed_by_the_person
 from memory_pipeline.summarize.knowledge import (
-    Kind,
     about_itself,
     clean_statement,
     files_of,

@@ -556,8 +556,8 @@ def test_a_memory_carries_the_agent_of_the_session_it_came_from() -> None:
 def test_one_memory_said_alike_several_times_in_a_turn_is_kept_once() -> None:
     # Seen on the labelled set (L000531, 2026-12-04): "Bullet in markdown should be same as in line code in
     # markdown." stored three times for one turn, beside the link-text rule.
+    from memory_pipeline.language.kinds import Kind
     from memory_pipeline.summarize.compose import distinct, make_idea
-    from memory_pipeline.summarize.knowledge import Kind
 
     said = "Bullet in markdown should be same as in line code in markdown"
     bullet = make_idea(Kind.RULE, said, said, "user")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory_pipeline.language.kinds import Kind
 from memory_pipeline.summarize.compose import (
     echo_of,
     exact_words,
@@ -19,7 +20,6 @@ from memory_pipeline.summarize.compose import (
 )
 from memory_pipeline.summarize.ideas import Drafted
 from memory_pipeline.summarize.knowledge import (
-    Kind,
     clean_statement,
     edited_files,
     imperative,

@@ -1,0 +1,142 @@
+"""The lexicon of lasting statements: the words that mark a rule, a decision, a cause, a replacement, a negation
+or a trait a person discloses, once, as data. Each entry is a pattern (English, as people type it: "dont",
+"u"); `summarize` types a person's sentences with it, `trust` checks a model's priorities with it, `recall` tags
+what a person says of themselves with it, `summarize.faithful` checks a memory's polarity and direction with
+it. What the markers cannot decide (whether a sentence holds knowledge at all) is learned from labelled turns
+(`summarize.gate`), not written here as one more pattern.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A rule or preference: how work is to be done. "I don't think it works" is the speaker about themselves;
+# "I don't want X" is still a preference; "should be good" is no rule.
+RULE = re.compile(
+    r"(?i)\b(?:always|never|must(?:n't)?|(?<!\bi )don'?t|(?<!\bi )do not|i (?:don'?t|do not) (?:want|like)"
+    r"|no need|make sure|needs? to|has to|have to|should(?!\s+be\s+"
+    r"(?:good|fine|ok|okay|done|able|possible|enough)\b)|prefer|from now on|only use|avoid|not allowed|required?"
+    r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
+    r"|(?:^|[,;]\s*)no (?:[a-z0-9]+ ){0,2}[a-z0-9]+s\b(?=[!.]|$))"
+)
+# A choice made, or one thing put in another's place.
+DECISION = re.compile(
+    r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
+    r"|instead of|rather than|\w+ over \w+ because|chose|picked|settled on|replac(?:e|ed|ing) \w+ with)\b"
+)
+# A cause, or what breaks and how to avoid it.
+CAUSE = re.compile(
+    r"(?i)\b(?:otherwise|or (?:it|else) (?:will|breaks?|crash\w*|render\w*|fails?)|root cause|caused by"
+    r"|it was actually|the (?:problem|issue|bug|cause) (?:was|is)|turned out|because of|breaks? when|gotcha"
+    r"|needs? to be set|must be set|has to be set)\b"
+)
+# What the assistant found: a cause, and the fix that removed it.
+FINDING = re.compile(
+    r"(?i)\b(?:root cause|the (?:real )?(?:problem|issue|bug|cause|culprit) (?:was|is)|was caused by|caused by"
+    r"|turned out|it was actually|because the|the fix (?:was|is)|fixed by|the reason (?:was|is))\b"
+)
+# Words of trouble: a turn about something broken is about a cause, whatever words its claim uses.
+TROUBLE = re.compile(
+    r"(?i)\b(?:rule|because|instead|decid(?:e|ed|ing)|broke|broken|wrong|fucked|not working|doesn't work"
+    r"|fails?|failed|error)\b"
+)
+# A negation: what flips the polarity of a statement.
+NEGATION = re.compile(
+    r"(?i)\b(?:no|not|never|don'?t|do not|doesn'?t|does not|won'?t|will not|without|avoid|nothing|none"
+    r"|no longer|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
+    r"|n't\b"
+)
+# One thing put in another's place, in the forms people write it: (chosen, replaced). Checked in this order.
+REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern, re.I)
+    for pattern in (
+        r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}) (?:instead of|rather than|in place of) "
+        r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
+        r"\breplac(?:e|ed|es|ing) (?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) (?:with|by) "
+        r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
+        r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going) from "
+        r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) to (?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)"
+        r"(?=$|[\s,.;:!?)(])",
+        r"\b(?P<chosen>[\w`@./+#-]+) over (?P<replaced>[\w`@./+#-]+)\b",
+    )
+)
+# What a person says of a lasting trait of their own (or of someone close): a preference, a constraint, a
+# condition, a rule (see `recall.disclosures`). The grammar of lasting statements, not any topic.
+_SUBJECT = r"(?:i|we|he|she|they|you|[A-Z][a-z]+)"
+DISCLOSURE = re.compile(
+    rf"""(?x)
+    # a negated ability or tolerance: "can't stand the cold", "I can't even look down"
+    \b{_SUBJECT}\s+(?:\w+\s+)?(?:can't|cannot|can\s+not|couldn't|won't)\s+(?:even\s+)?
+        (?:stand|bear|handle|eat|drink|take|tolerate|look|deal|afford|stomach|cope|sleep|do)\b
+    # being of a kind, or bad at something: "I'm vegetarian", "I'm hopeless with crowds", "allergic to"
+    | \b(?:i'm|i\s+am|i've\s+been|he's|she's|we're|we've\s+been|they're)\s+(?:\w+\s+)?
+        (?:vegetarian|vegan|allergic|afraid|scared|terrified|hopeless|terrible|useless|awful|intolerant|
+           diabetic|pregnant|colou?r-?blind|claustrophobic|teetotal|sober|gluten-free|lactose|not\s+good|no\s+good)\b
+    # getting a condition: "I get seasick", "I get migraines"
+    | \b{_SUBJECT}\s+(?:always\s+|still\s+)?(?:get|gets)\s+(?:\w+\s+)?
+        (?:seasick|carsick|airsick|sick|migraines?|anxious|nervous|panicky|dizzy|vertigo|hay\s?fever|cold|bored)\b
+    | \b(?:seasick|vegetarian|vegan|allergic|allergy|intolerance|phobia|vertigo|panic\s+attacks?|claustrophobic)\b
+    # liking, avoiding, always and never; what someone is into, dreams of, has always wanted
+    | \b{_SUBJECT}\s+(?:\w+\s+)?(?:hate|hates|loathe|loathes|detest|detests|love|loves|adore|adores|
+           prefer|prefers|avoid|avoids|never|always|enjoy|enjoys|dislike|dislikes)\b
+    | \b(?:i|he|she|we|they)\s+(?:really\s+)?(?:like|likes)\s+(?!to\s+(?:think|say|ask|know))
+    | \b(?:not\s+a\s+|a\s+|a\s+big\s+|a\s+huge\s+|not\s+a\s+big\s+)fan\s+of\b
+    | \b(?:passionate|crazy|mad|obsessed)\s+about\b
+    | \b(?:i'm|i\s+am|he's|she's|we're|they're)\s+(?:really\s+|so\s+|big\s+)?into\b
+    | \b(?:my|his|her|our|their)\s+(?:favourite|favorite|dream|passion)\b
+    | \b(?:dream\s+of|dreamed\s+of|dreamt\s+of|always\s+wanted)\b
+    | \bno\s+\w+(?:\s+\w+)?\s+at\s+all\b
+    # a duration: "ever since", "since college", "for a few months"
+    | \bever\s+since\b
+    | \bsince\s+(?:college|school|university|childhood|i\s+was|we\s+were|the\s+accident|my)\b
+    | \bfor\s+(?:a\s+few|several|the\s+next|many)\s+(?:weeks|months|years)\b
+    # what a doctor said
+    | \b(?:doctor|physio|physiotherapist|dentist|gp|therapist|nurse|specialist)\s+(?:said|told|says|thinks)\b
+    # money put aside
+    | \b(?:saving\s+(?:up|for)|(?:put|putting|set|setting)\s+[\w\s]{{0,30}}\baside|tight\s+budget|
+           on\s+a\s+budget|can't\s+afford)\b
+    # a habit changed
+    | \b(?:switched\s+to|gave\s+up|given\s+up|quit|stopped\s+(?:eating|drinking|running|smoking))\b
+    # a rule of their own
+    | \b(?:must|mustn't|must\s+not|never|always|don't\s+ever|do\s+not\s+ever)\b
+    """,
+    re.IGNORECASE,
+)
+
+
+def kind_marked(text: str) -> str | None:
+    """The kind of knowledge the lexicon marks in a sentence ("gotcha", "decision", "rule"), or None."""
+    if CAUSE.search(text):
+        return "gotcha"
+    if DECISION.search(text):
+        return "decision"
+    if RULE.search(text):
+        return "rule"
+    return None
+
+
+def lasting(text: str) -> bool:
+    """Whether a text holds a marker of a lasting statement (a rule, a decision, a cause) or of trouble."""
+    return bool(kind_marked(text) or TROUBLE.search(text))
+
+
+# The verbs and articles before a choice ("local development uses Postgres"): the choice is what follows them.
+_BEFORE_CHOICE = re.compile(
+    r"(?i)^.*\b(?:use|uses|used|using|run|runs|go|goes|went|with|pick|picks|picked|choose|chooses|chose|prefer"
+    r"|prefers|want|wants|take|takes|is|are|be|the|a|an|to)\s+"
+)
+
+
+def _bare(name: str) -> str:
+    return name.strip("` ").rstrip(".,;:!?`")
+
+
+def replacement(text: str) -> tuple[str, str] | None:
+    """(chosen, replaced) when a text puts one thing in another's place ("Postgres instead of SQLite",
+    "replace moment with date-fns", "switch from Jest to Vitest"); None when it does not."""
+    for pattern in REPLACEMENTS:
+        found = pattern.search(text)
+        if found:
+            chosen = _BEFORE_CHOICE.sub("", found["chosen"]) or found["chosen"]
+            return _bare(chosen), _bare(found["replaced"])
+    return None
