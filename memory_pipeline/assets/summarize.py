@@ -150,6 +150,8 @@ def llm_ideas(
                 [f"{o.session_id}/{o.turn_id}: {why}: {text[:100]}" for o in outcomes for why, text in o.dropped][:30]
             ),
             "ideas_demoted": sum(o.demoted for o in outcomes),
+            # Memories that said what their evidence does not, composed again from the evidence, by reason.
+            "ideas_recomposed": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.recomposed))),
             "memories_added": sum(o.added for o in outcomes),
             "model": model,
             "llm_url": llm.url,

@@ -18,7 +18,9 @@
   where it only repeats the person's (`compose.reworded`); then reviewed against the turn
   (`trust.review`): ungrounded memories and claims about the user that the user did not make are dropped,
   priorities are earned. The rules, decisions and gotchas the person stated, and the causes the assistant
-  found, that the model missed are added from their own sentences.
+  found, that the model missed are added from their own sentences. Last, each memory must say what its evidence
+  says (`faithful`: polarity, the direction of a replacement, names and numbers), else it is composed again
+  from its evidence alone or dropped, and the reason is counted.
 - Turns go out one at a time by default (a local server has one slot); with
   `concurrency` > 1 a server started with several slots is kept busy.
 """
@@ -43,6 +45,7 @@ from memory_pipeline.summarize.compose import (
     typed_by_the_person,
     without_orders,
 )
+from memory_pipeline.summarize.faithful import unfaithful
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
     MEMORIES_SCHEMA,
@@ -92,6 +95,7 @@ class TurnOutcome:
     demoted: int = 0  # ideas whose priority was lowered (no durable signal, tool output only, acknowledgement)
     added: int = 0  # memories composed from the person's or the assistant's own sentences the model missed
     restated: int = 0  # memories that only repeated their evidence, restated to stand alone
+    recomposed: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): said what the evidence does not
 
 
 def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
@@ -144,12 +148,32 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
+        kept = distinct(_faithful(kept, text, outcome))
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
     return outcome
+
+
+def _faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) -> list[Idea]:
+    """The last word on a turn's memories: each says what its evidence says (`faithful.unfaithful`). One that does
+    not is composed again from its evidence alone, without the model, or dropped; either way the reason is
+    counted (`recomposed`, `dropped`)."""
+    kept = []
+    for idea in ideas:
+        why = unfaithful(idea.summary, idea.evidence, turn.everything)
+        if not why:
+            kept.append(idea)
+            continue
+        again = make_idea(idea.kind, idea.evidence, idea.evidence, idea.evidence_role, idea.subject)
+        if again is not None and not unfaithful(again.summary, idea.evidence, turn.everything):
+            outcome.recomposed.append((why, idea.summary))
+            kept.append(again.model_copy(update={"priority": idea.priority}))
+        else:
+            outcome.dropped.append((f"unfaithful: {why}", idea.summary))
+    return kept
 
 
 def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutcome) -> Idea:

@@ -184,6 +184,26 @@ def test_a_replaced_tool_of_the_same_category_supersedes_however_far_apart_the_w
     assert later[1].supersedes == []  # a change word alone, about another subject, replaces nothing
 
 
+def test_a_decision_replaces_only_what_was_said_of_what_it_replaced_never_a_root_cause() -> None:
+    """The issue's case: "Postgres instead of SQLite" for local development is near a root cause about the test
+    suite's SQLite file (both name a database), and the model says yes to anything; the root cause stays, and so
+    does a decision about another subject; the older decision naming SQLite is replaced."""
+    cause = _memory("m1", "pytest-xdist workers shared one SQLite file, so tests failed with database is locked.",
+                    _unit(1, 0.8, 0), tags=["gotcha", "database"])  # fmt: skip
+    other = _memory("m2", "Use Redis for the rate limiter counters.", _unit(1, 0, 0.8), tags=["decision", "database"])
+    old = _memory("m3", "Local development runs on SQLite.", _unit(1, 0, 0), tags=["decision", "database"])
+    new = _memory("m4", "Local development uses Postgres instead of SQLite.", _unit(1, 0.3, 0.3), day="2024-07-09",
+                  tags=["decision", "database"])  # fmt: skip
+    condenser = Condenser(chat_client([_judge("SQLite", "Postgres")] * 4, []))
+    policy = ReflectPolicy()
+    earlier = condense_window([cause, other, old], "2024-07-01", "recent", policy, condenser)
+    later = condense_window([new], "2024-07-09", "recent", policy, condenser)
+    found = find_supersessions(later, earlier, policy, condenser)
+    replaced = {s.old_id for s in found}
+    by_source = {r.source_ids[0]: r.reflection_id for r in earlier}
+    assert replaced == {by_source["m3"]}
+
+
 def test_a_compatible_judgement_without_a_change_word_supersedes_nothing() -> None:
     calls: list[dict] = []
     old = _memory("m1", "Redis stores the sessions.", _unit(1, 0), day="2024-07-01")

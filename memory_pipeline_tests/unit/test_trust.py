@@ -192,3 +192,65 @@ def test_a_request_typed_as_a_decision_is_not_high_and_a_stated_decision_is() ->
         ),
     )
     assert [i.priority for i in stated.ideas][:1] == ["high"]
+
+
+# --- faithfulness: a memory says what its evidence says ---
+
+_DEV_DB = (
+    "SQLite keeps giving us locking pain. From now on local development uses Postgres instead of SQLite. "
+    "The dev database runs in docker: `docker compose up -d db`, listening on port 55432."
+)
+_CHOICE = "From now on local development uses Postgres instead of SQLite."
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence", "reason"),
+    [
+        ("Postgres is no longer used for dev.", _CHOICE, "negation"),
+        ("Local development uses SQLite instead of Postgres.", _CHOICE, "swaps"),
+        ("Push to main.", "Never push to main.", "loses"),
+        ("The dev database listens on port 5432.", _DEV_DB, "5432"),
+        ("Start it with `docker compose up db`.", _DEV_DB, "docker compose up db"),
+        ("Never use npm.", "we use pnpm for everything", "negation"),
+    ],
+)
+def test_a_statement_that_says_what_its_evidence_does_not_is_caught(statement: str, evidence: str, reason: str) -> None:
+    from memory_pipeline.summarize.faithful import unfaithful
+
+    assert reason in unfaithful(statement, evidence)
+
+
+@pytest.mark.parametrize(
+    ("statement", "evidence"),
+    [
+        ("Local development uses Postgres instead of SQLite.", _CHOICE),
+        ("Use Postgres, not SQLite, for local development.", _CHOICE),
+        ("Use pnpm.", "Use pnpm, not npm."),
+        ("Always use pnpm, never npm.", "always use pnpm, never npm"),
+        ("The dev database listens on port 55432 (`docker compose up -d db`).", _DEV_DB),
+    ],
+)
+def test_a_faithful_statement_passes(statement: str, evidence: str) -> None:
+    from memory_pipeline.summarize.faithful import unfaithful
+
+    assert unfaithful(statement, evidence) == ""
+
+
+def test_an_unfaithful_draft_is_composed_again_from_its_evidence_and_counted() -> None:
+    """The issue's own example: the model's inverted decision is replaced by one composed from the person's words,
+    and the reason is counted on the outcome."""
+    from memory_pipeline.summarize.extract import TurnOutcome, _faithful
+    from memory_pipeline.summarize.ideas import Idea
+
+    inverted = Idea(
+        summary="Postgres is no longer used for dev.",
+        tags=["decision", "database", "postgres"],
+        priority="high",
+        kind="decision",
+        evidence=_CHOICE,
+        evidence_role="user",
+    )
+    outcome = TurnOutcome("s", "t", status="summarised")
+    kept = _faithful([inverted], TurnText(user=_DEV_DB, assistant="", other=""), outcome)
+    assert [i.summary for i in kept] == ["Local development uses Postgres instead of SQLite."]
+    assert outcome.recomposed and "negation" in outcome.recomposed[0][0]

@@ -1,0 +1,85 @@
+"""Whether a memory says what its evidence says: pure checks, run on every statement before it is stored.
+
+A small model rewords well and reasons badly: from "From now on local development uses Postgres instead of
+SQLite" it wrote "Postgres is no longer used for dev.". A memory that says what its evidence does not is worse
+than none, so each statement is checked against the words it rests on (its evidence, and the turn around it
+for the names it may take from there):
+
+- **Polarity.** A negation the evidence does not make is not added ("no longer", "never", "not"), unless what
+  it negates is what the evidence replaced ("Use Postgres, not SQLite" of "Postgres instead of SQLite"); a
+  negation the evidence makes is not lost where the statement keeps what it negates ("Never push to main" is
+  not "Push to main").
+- **Direction.** When both put one thing in another's place, the chosen and the replaced are the same, never
+  swapped; a statement never negates what its evidence chooses.
+- **Particulars.** Every number, port, path, file, command, URL and code name the statement holds is in the
+  evidence or its turn: none invented, none swapped.
+
+`unfaithful` returns the reason a statement fails (counted by the caller), or "" when it passes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory_pipeline.language.lexicon import NEGATION, replacement
+from memory_pipeline.language.words import content_words, words
+
+# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size), a name with code marks.
+_PARTICULAR = re.compile(
+    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*\w*|\b\w+[._-]\w[\w.-]*|\b[a-z]+[A-Z]\w*"
+)
+# The words a negation reaches: up to the end of its clause.
+_CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
+
+
+def _negated(text: str) -> set[str]:
+    """The content words each negation of `text` reaches, to the end of its clause."""
+    reached: set[str] = set()
+    for found in NEGATION.finditer(text):
+        rest = text[found.end() :]
+        end = _CLAUSE_END.search(rest)
+        reached |= content_words(rest[: end.start()] if end else rest)
+    return reached
+
+
+def _same(a: str, b: str) -> bool:
+    """Two names of one thing: they share a content word ("Postgres" and "postgres db")."""
+    return bool(content_words(a) & content_words(b)) or a.lower().strip() == b.lower().strip()
+
+
+def _particulars(text: str) -> list[str]:
+    return [p.strip("`.,;:") for p in _PARTICULAR.findall(text) if p.strip("`.,;:")]
+
+
+def _folded(text: str) -> str:
+    return " ".join(words(text))
+
+
+def invented(statement: str, source: str) -> list[str]:
+    """The particulars of `statement` that `source` does not hold (case and spacing aside)."""
+    have = f" {_folded(source)} "
+    return [p for p in _particulars(statement) if f" {_folded(p)} " not in have]
+
+
+def unfaithful(statement: str, evidence: str, turn: str = "") -> str:
+    """Why `statement` says what `evidence` (and its turn, `turn`) does not; "" when it is faithful."""
+    if not evidence.strip():
+        return ""
+    said, stated = replacement(evidence), replacement(statement)
+    added = _negated(statement) - _negated(evidence)
+    if said:
+        chosen, replaced = said
+        if added & content_words(chosen):
+            return f"negates what the evidence chooses ({chosen})"
+        added -= content_words(replaced)
+        if stated and _same(stated[0], replaced) and _same(stated[1], chosen):
+            return f"swaps what is chosen ({chosen}) and what it replaces ({replaced})"
+    if added and not NEGATION.search(evidence):
+        return "adds a negation the evidence does not make"
+    lost = (_negated(evidence) - _negated(statement)) & content_words(statement)
+    if lost and not NEGATION.search(statement):
+        return "loses the evidence's negation"
+    missing = invented(statement, f"{evidence}\n{turn}")
+    if missing:
+        return f"names what the turn does not ({', '.join(missing[:3])})"
+    return ""
