@@ -1,6 +1,6 @@
-"""`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server, sources).
+"""`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
+rough, secrets, service, executor, scale, scaleout, hard, next_session, fresh, compaction, fixture_memories,
+slow_server, sources).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -17,6 +17,7 @@ from bench import (
     fresh,
     hard,
     ingest,
+    knowledge,
     next_session,
     recall,
     reflect,
@@ -37,6 +38,7 @@ BENCHMARKS = {
     "runtime": runtime.main,
     "ingest": ingest.main,
     "summarize": summarize.main,
+    "knowledge": knowledge.main,
     "recall": recall.main,
     "reflect": reflect.main,
     "rough": rough.main,

@@ -28,6 +28,7 @@ from memory_pipeline.language.kinds import KIND_PRIORITY, Kind
 from memory_pipeline.language.lexicon import NEGATION, RULE
 from memory_pipeline.language.words import STOP_WORDS, content_words, words
 from memory_pipeline.sentences import sentences
+from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Drafted, Idea
 from memory_pipeline.summarize.knowledge import (
     Piece,
@@ -299,6 +300,36 @@ def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
         if idea and content_words(idea.summary):
             added.append(idea)
     return added
+
+
+# What a fact looks like: a command or code in backticks, a URL, a port, a path, an email address.
+_FACT_SHAPE = re.compile(
+    r"`[^`]{2,}`|https?://\S+|\bport\s+\d{2,5}\b|(?<=[a-z]):\d{2,5}\b|(?<![\w.])(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w.+-]+@[\w-]+\.\w+"
+)
+FACTS_PER_SIDE = 3
+
+
+def facts_of(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
+    """Facts stated plainly, by their shape (a command, a port, a path, a URL, an address), from either side of the
+    turn: declarative sentences, never a question, a plan or an order for the moment, not held by `ideas` yet.
+    Which of them a person would keep is for the learned gate (`gate`) to say."""
+    found: list[Idea] = []
+    for role, said in (("user", strip_envelope(turn.user)), ("assistant", turn.assistant)):
+        mine = 0
+        for line in said.splitlines():
+            for sentence in sentences(_BULLET.sub("", line).replace("**", "")):
+                if mine >= FACTS_PER_SIDE or not _FACT_SHAPE.search(sentence) or len(sentence) > 300:
+                    continue
+                if sentence.endswith("?") or announces_plan(sentence) or is_request(clean_statement(sentence)):
+                    continue
+                piece = Piece(Kind.FACT, sentence, sentence, role)
+                if covered(piece, [*ideas, *found]):
+                    continue
+                idea = make_idea(Kind.FACT, sentence, sentence, role)
+                if idea:
+                    found.append(idea)
+                    mine += 1
+    return found
 
 
 def distinct(ideas: Sequence[Idea]) -> list[Idea]:

@@ -35,8 +35,10 @@ from datetime import UTC, datetime
 
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
+from memory_pipeline.summarize import gate
 from memory_pipeline.summarize.compose import (
     distinct,
+    facts_of,
     from_draft,
     make_idea,
     missed_pieces,
@@ -98,7 +100,12 @@ class TurnOutcome:
     recomposed: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): said what the evidence does not
 
 
-def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int) -> TurnOutcome:
+Keep = Callable[[Idea, TurnText], bool]
+
+
+def summarise_turn(
+    client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int, keep: Keep = gate.keeps
+) -> TurnOutcome:
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
     text = turn_text(job.messages)
     begin = time.perf_counter()
@@ -143,18 +150,31 @@ def summarise_turn(client: ChatClient, job: TurnJob, context_tokens: int, max_ou
         outcome.dropped += checked.dropped
         outcome.demoted = checked.demoted
         added = missed_pieces(text, checked.kept)
+        added += facts_of(text, [*checked.kept, *added])
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         kept = distinct(_faithful(kept, text, outcome))
+        outcome.dropped += [("not knowledge, by the learned gate", i.summary) for i in kept if not keep(i, text)]
+        kept = [i for i in kept if keep(i, text)]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
     return outcome
+
+
+def candidates_without_model(turn: TurnText) -> list[Idea]:
+    """What the turn's own words give without the chat model: the person's pieces, the assistant's findings, the
+    values a person set and the facts stated by shape, through the same checks as the model's drafts."""
+    outcome = TurnOutcome("", "", status="summarised")
+    pieces = missed_pieces(turn, [])
+    found = distinct([*pieces, *facts_of(turn, pieces)])[:MAX_IDEAS_PER_TURN]
+    kept, _ = without_orders(found)
+    return distinct(_faithful(kept, turn, outcome))
 
 
 def _faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) -> list[Idea]:
@@ -217,11 +237,12 @@ def summarise_turns(
     max_output_tokens: int,
     concurrency: int = 1,
     on_done: Callable[[TurnOutcome], None] | None = None,
+    keep: Keep = gate.keeps,
 ) -> list[TurnOutcome]:
     """Every job's outcome, in job order. A transport failure propagates (the server is gone)."""
 
     def run(job: TurnJob) -> TurnOutcome:
-        outcome = summarise_turn(client, job, context_tokens, max_output_tokens)
+        outcome = summarise_turn(client, job, context_tokens, max_output_tokens, keep)
         if on_done:
             on_done(outcome)
         return outcome

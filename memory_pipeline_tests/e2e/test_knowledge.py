@@ -26,6 +26,7 @@ from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.memory_store import open_store
+from memory_pipeline.stores.reflect_store import read_reflections
 from memory_pipeline.stores.summary_store import read_summaries
 from testkit.ingest_helpers import MEMORY_ASSETS, reset_days, run_metadata
 
@@ -188,3 +189,56 @@ def test_the_same_rule_said_in_two_sessions_is_one_memory_with_both_evidences(
         [other] = record["said_again"]
         assert other["session_id"] != rules[0].session_id and other["evidence"]
         assert other["evidence"].lower() in f"{again} Always use pnpm in this repo, never npm.".lower()
+
+
+CAUSE_SAID = "Why do the tests fail with `database is locked` when I run them with -n 4?"
+CAUSE_REPLY = (
+    "The root cause was that the pytest-xdist workers shared one SQLite file, so concurrent writes hit "
+    "`database is locked`. I gave each worker its own database file and `pytest -n 4` now passes."
+)
+DECISION_SAID = (
+    "SQLite keeps giving us locking pain. From now on local development uses Postgres instead of SQLite. "
+    "The dev database runs in docker: `docker compose up -d db`, listening on port 55432."
+)
+
+
+def test_a_replacement_is_stored_the_right_way_round_and_supersedes_nothing_about_the_test_suite(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    """The issue's case: the decision keeps its direction (never "Postgres is no longer used"), the fact beside it
+    (the command and the port) is its own memory, and reflection leaves the earlier root cause about the test
+    suite's SQLite file in view."""
+    reset_days(local_runtime, [DAY])
+    project = f"/work/dev-db-{uuid.uuid4().hex[:6]}"
+    earlier, later = (f"dev-db-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    sessions = tmp_path / "sessions"
+    _session(sessions / "a.jsonl", earlier, project, CAUSE_SAID, CAUSE_REPLY, hour=9)
+    _session(sessions / "b.jsonl", later, project, DECISION_SAID, "Done: Postgres on 55432 for local dev.", hour=15)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
+    assert all(_run_day(settings).values())
+
+    with make_client(settings) as client:
+        stored = [d for d in read_summaries(client, [DAY]) if d.project == project]
+    said = [(d.session_id, d.kind, d.summary) for d in stored]
+    decided = [d for d in stored if d.session_id == later and d.kind == "decision"]
+    assert decided and all("Postgres" in d.summary and "SQLite" in d.summary for d in decided), said
+    assert all(d.summary.index("Postgres") < d.summary.index("SQLite") for d in decided), said
+    assert not [d for d in stored if "no longer" in d.summary.lower() or "not used" in d.summary.lower()], said
+    assert [d for d in stored if d.session_id == later and "55432" in d.summary and "docker compose" in d.summary]
+    causes = [d for d in stored if d.session_id == earlier and d.kind == "gotcha"]
+    assert causes and any("SQLite" in d.summary for d in causes), said
+
+    run = materialize(
+        [reflect.reflections],
+        resources=build_resources(settings),
+        instance=instance_with_days([DAY]),
+        partition_key=DAY,
+        run_config={"ops": {"reflections": {"config": {"as_of": DAY}}}},
+    )
+    assert run.success
+    with make_client(settings) as client:
+        found = read_reflections(client, {"term": {"project": project}}, 384)
+    reflections = [r for r in found if set(r.source_ids) & {d.doc_id for d in causes}]
+    assert reflections and all(r.superseded_by is None for r in reflections), [
+        (r.summary, r.superseded_by) for r in found
+    ]

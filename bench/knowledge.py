@@ -1,0 +1,297 @@
+"""Knowledge you can trust (`python -m bench knowledge`): extraction on turns nobody tuned for.
+
+bench/labels/knowledge_turns.json holds 120+ turns of five kinds of real public history (pi coding sessions,
+personal-assistant sessions, Claude Code, Codex, a conversational one; provenance in KNOWLEDGE_SOURCES.md),
+each with the memories a person would keep, written blind and frozen before the code it scores changed, split
+into a tuning half and a held-out half. The product's own extraction runs on each turn, the chat model's path
+(prompt, schema, composition, trust review, faithfulness) and the path without the model (the person's pieces,
+the assistant's findings, facts by shape, the same checks), and `summarize.gate` decides what is kept. Each
+turn's candidates are cached in bench/.work/knowledge (by model and code), so the gate is trained on the tuning
+half (`--train`, which writes memory_pipeline/summarize/gate.json) and reported on the held-out half from one
+run of the model.
+
+A memory is *correct* when it holds a labelled piece of its turn: its embedding (the embedding server's) is at
+least `SAME_AT` close to the labelled statement, or it holds at least `WORDS_AT` of its content words and every
+particular (number, path, command) the label names. Reported per split: memorable turns with a correct memory,
+other turns with any memory, precision (memories that hold a labelled piece), facts and the assistant's findings
+recalled, memories the faithfulness check flags against their evidence, memories cut mid-sentence, memories on
+trap turns (system, greeting, persona, scheduled-task, self-description). The held-out memories are printed
+beside their labels, to be read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.results_file import table, write_section
+from memory_pipeline.language.words import content_words
+from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.embeddings import embeddings_client
+from memory_pipeline.stores.llm import chat_client
+from memory_pipeline.summarize import gate
+from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
+from memory_pipeline.summarize.faithful import invented, unfaithful
+from memory_pipeline.summarize.ideas import Idea
+from memory_pipeline.summarize.prompt import TurnMessage, turn_text
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
+WORK = ROOT / "bench" / ".work" / "knowledge"
+MAX_OUTPUT_TOKENS = 512
+SAME_AT = 0.7  # cosine of MiniLM vectors: a paraphrase of the same piece, not a neighbour on the same topic
+WORDS_AT = 0.6
+TRAPS = {"system-prompt", "greeting-prompt", "persona", "scheduled-task", "self-description"}
+
+
+def load_turns() -> list[dict[str, Any]]:
+    return json.loads(LABELS.read_text())["turns"]
+
+
+def job_of(turn: dict[str, Any]) -> TurnJob:
+    """A labelled turn as the summarise stage sees one: the person's message, the assistant's text, its tool
+    calls and their results."""
+    messages: list[TurnMessage] = []
+    for m in turn["messages"]:
+        role = m["role"]
+        if role == "tool_call":
+            call = {"name": m.get("tool_name"), "arguments": m["text"]}
+            messages.append(TurnMessage("assistant", "", tool_calls=[call]))
+        elif role == "tool_result":
+            messages.append(TurnMessage("toolResult", m["text"], tool_name=m.get("tool_name")))
+        else:
+            messages.append(TurnMessage(role, m["text"]))
+    return TurnJob(session_id=turn["id"], turn_id=turn["id"], project=turn.get("project") or "", messages=messages)
+
+
+def _code_version() -> str:
+    """The extraction's code as it is (the gate's weights aside: candidates are taken before the gate)."""
+    digest = hashlib.sha1()
+    package = ROOT / "memory_pipeline"
+    for path in sorted([*(package / "summarize").rglob("*.py"), *(package / "language").rglob("*.py")]):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]], dict[str, Any]]:
+    """Every turn's candidate memories before the gate, from the cache when this code and model made them."""
+    settings = load_settings()
+    jobs = [job_of(t) for t in turns]
+    if not with_model:
+        begin = time.perf_counter()
+        found = [candidates_without_model(turn_text(job.messages)) for job in jobs]
+        return found, {"model": "none", "seconds": time.perf_counter() - begin}
+    with chat_client(settings, timeout=600) as client:
+        model = client.model_id()
+        key = hashlib.sha1(f"{model}|{_code_version()}|{hashlib.sha1(LABELS.read_bytes()).hexdigest()}".encode())
+        key = key.hexdigest()[:12]
+        cache = WORK / f"{key}.json"
+        if cache.exists():
+            data = json.loads(cache.read_text())
+            return [[Idea.model_validate(i) for i in ideas] for ideas in data["ideas"]], data["run"]
+        context = client.context_size() or 4096
+        begin = time.perf_counter()
+        outcomes = summarise_turns(
+            client, jobs, context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, keep=lambda *_: True
+        )
+        run = {
+            "model": model,
+            "seconds": time.perf_counter() - begin,
+            "failed": sum(o.status == "failed" for o in outcomes),
+            "recomposed": dict(Counter(why.split(" (")[0] for o in outcomes for why, _ in o.recomposed)),
+            "dropped_unfaithful": sum(why.startswith("unfaithful") for o in outcomes for why, _ in o.dropped),
+        }
+    found = [o.ideas for o in outcomes]
+    WORK.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"run": run, "ideas": [[i.model_dump(mode="json") for i in ideas] for ideas in found]}))
+    return found, run
+
+
+def _holds(memory: str, label: dict, similarity: float) -> bool:
+    if similarity >= SAME_AT:
+        return True
+    wanted = content_words(label["statement"])
+    if not wanted:
+        return False
+    share = len(wanted & content_words(memory)) / len(wanted)
+    return share >= WORDS_AT and not invented(label["statement"], memory)
+
+
+def judge(turns: Sequence[dict], found: Sequence[Sequence[Idea]]) -> list[list[int | None]]:
+    """For each turn, for each memory, the index of the labelled piece it holds (None: none)."""
+    texts = [i.summary for ideas in found for i in ideas]
+    labels = [k["statement"] for t in turns for k in t["knowledge"]]
+    if not texts or not labels:
+        return [[None] * len(ideas) for ideas in found]
+    with embeddings_client(load_settings()) as embedder:
+        memory_vectors = np.array(embedder.embed(texts))
+        label_vectors = np.array(embedder.embed(labels))
+    similarity = memory_vectors @ label_vectors.T
+    verdicts, row, offset = [], 0, 0
+    for turn, ideas in zip(turns, found, strict=True):
+        mine = []
+        for idea in ideas:
+            best = None
+            for j, label in enumerate(turn["knowledge"]):
+                if _holds(idea.summary, label, float(similarity[row, offset + j])):
+                    best = j
+                    break
+            mine.append(best)
+            row += 1
+        verdicts.append(mine)
+        offset += len(turn["knowledge"])
+    return verdicts
+
+
+def _share(n: int, total: int) -> str:
+    return f"{n} / {total} ({n / total:.0%})" if total else "0 / 0"
+
+
+def figures(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts: Sequence[Sequence[int | None]]) -> dict:
+    memorable = [t for t in turns if t["memorable"]]
+    correct = sum(any(v is not None for v in vs) for t, vs in zip(turns, verdicts, strict=True) if t["memorable"])
+    others = sum(bool(ideas) for t, ideas in zip(turns, found, strict=True) if not t["memorable"])
+    memories = sum(len(ideas) for ideas in found)
+    precise = sum(v is not None for vs in verdicts for v in vs)
+
+    def recalled(kind_test) -> tuple[int, int]:
+        hit = total = 0
+        for t, vs in zip(turns, verdicts, strict=True):
+            for j, label in enumerate(t["knowledge"]):
+                if kind_test(label):
+                    total += 1
+                    hit += j in vs
+        return hit, total
+
+    facts = recalled(lambda k: k["kind"] == "fact")
+    findings = recalled(lambda k: k["side"] == "assistant" and k["kind"] in ("gotcha", "decision"))
+    flagged = sum(
+        bool(unfaithful(i.summary, i.evidence, turn_text(job_of(t).messages).everything))
+        for t, ideas in zip(turns, found, strict=True)
+        for i in ideas
+    )
+    cut = sum(i.summary.rstrip()[-1:] not in ".!?)`\"'" for ideas in found for i in ideas)
+    on_traps = sum(
+        len(ideas) for t, ideas in zip(turns, found, strict=True) if TRAPS & set(t["traps"]) and not t["memorable"]
+    )
+    return {
+        "memorable turns with a correct memory": _share(correct, len(memorable)),
+        "other turns with any memory (lower is better)": _share(others, len(turns) - len(memorable)),
+        "memories holding a labelled piece (precision)": _share(precise, memories),
+        "facts recalled": _share(*facts),
+        "the assistant's findings recalled": _share(*findings),
+        "memories the faithfulness check flags": str(flagged),
+        "memories cut mid-sentence": str(cut),
+        "memories from trap turns (system, greeting, persona, scheduled task, self-description)": str(on_traps),
+    }
+
+
+def reading(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) -> list[list[str]]:
+    rows = []
+    for t, ideas, vs in zip(turns, found, verdicts, strict=True):
+        labelled = " / ".join(f"{k['kind']} ({k['side']}): {k['statement']}" for k in t["knowledge"]) or "(nothing)"
+        kept = " / ".join(
+            f"{'✓' if v is not None else '✗'} {i.kind.value}: {i.summary}" for i, v in zip(ideas, vs, strict=True)
+        )
+        rows.append([t["id"], labelled.replace("|", "\\|"), (kept or "(none)").replace("|", "\\|")])
+    return rows
+
+
+def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) -> None:
+    """Fit the gate on the tuning half's candidates (a candidate is positive when it holds a labelled piece) and
+    choose its threshold there: the lowest that keeps precision on the tuning half at 0.9 or more, else the one
+    with the best F1. The held-out half is never read here."""
+    rows, targets = [], []
+    for t, ideas, vs in zip(turns, found, verdicts, strict=True):
+        if t["split"] != "tune":
+            continue
+        text = turn_text(job_of(t).messages)
+        for idea, verdict in zip(ideas, vs, strict=True):
+            rows.append(gate.features(idea, text))
+            targets.append(int(verdict is not None))
+    weights = gate.fit(rows, targets)
+    scores = [1 / (1 + np.exp(-float(np.dot(weights, r)))) for r in rows]
+    positives = sum(targets)
+    best, best_f1 = 0.5, -1.0
+    for threshold in np.arange(0.05, 0.95, 0.025):
+        kept = [y for p, y in zip(scores, targets, strict=True) if p >= threshold]
+        hit = sum(kept)
+        precision, recall = (hit / len(kept) if kept else 0.0), (hit / positives if positives else 0.0)
+        f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
+        if precision >= 0.9 and recall > 0:
+            best = float(threshold)
+            break
+        if f1 > best_f1:
+            best, best_f1 = float(threshold), f1
+    gate.save(
+        weights,
+        round(best, 3),
+        {
+            "trained_on": f"{LABELS.name} tuning half, {len(rows)} candidates ({positives} positive)",
+            "labels_commit": _labels_commit(),
+        },  # fmt: skip
+    )
+    print(f"gate: {len(rows)} tuning candidates, {positives} positive, threshold {best:.3f}", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    turns = load_turns()
+    train = "--train" in argv
+    rows: dict[str, dict[str, dict]] = {}
+    listing: list[list[str]] = []
+    runs = {}
+    for path, with_model in (("embedded model", True), ("without the model", False)):
+        found, run = candidates(turns, with_model)
+        runs[path] = run
+        verdicts = judge(turns, found)
+        if train and with_model:
+            train_gate(turns, found, verdicts)
+        kept = [
+            [i for i in ideas if gate.keeps(i, turn_text(job_of(t).messages))]
+            for t, ideas in zip(turns, found, strict=True)
+        ]
+        kept_verdicts = [
+            [v for i, v in zip(ideas, vs, strict=True) if i in k]
+            for ideas, vs, k in zip(found, verdicts, kept, strict=True)
+        ]
+        for split in ("tune", "held_out"):
+            at = [n for n, t in enumerate(turns) if t["split"] == split]
+            part = [[seq[n] for n in at] for seq in (turns, found, verdicts, kept, kept_verdicts)]
+            rows.setdefault(split, {})[f"{path}, before the gate"] = figures(part[0], part[1], part[2])
+            rows[split][f"{path}, gated"] = figures(part[0], part[3], part[4])
+            if split == "held_out" and with_model:
+                listing = reading(part[0], part[3], part[4])
+    sections = []
+    for split, by_path in rows.items():
+        names = list(by_path)
+        measures = list(next(iter(by_path.values())))
+        sections.append(f"### {split.replace('_', '-')} half ({sum(t['split'] == split for t in turns)} turns)\n")
+        sections.append(table(["", *names], [[m, *(by_path[n][m] for n in names)] for m in measures]))
+    run_lines = "\n".join(f"- {path}: {json.dumps(run)}" for path, run in runs.items())
+    body = (
+        f"{len(turns)} labelled turns ({sum(t['memorable'] for t in turns)} memorable) of "
+        f"{', '.join(f'{k} {n}' for k, n in Counter(t['history'] for t in turns).items())}; "
+        f"labels frozen in {_labels_commit()}.\n\n" + "\n".join(sections) + f"\n\nRuns:\n{run_lines}\n\n"
+        "Held-out memories (embedded model, gated) beside their labels, to be read (✓ holds a labelled piece):\n\n"
+        + table(["turn", "labelled", "stored"], listing)
+    )
+    write_section("knowledge", "uv run python -m bench knowledge" + (" --train" if train else ""), body)
+    print(body)
+
+
+def _labels_commit() -> str:
+    found = subprocess.run(
+        ["git", "log", "-1", "--format=%h", "--", str(LABELS.relative_to(ROOT))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    return found.stdout.strip() or "(not committed)"

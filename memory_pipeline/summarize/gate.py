@@ -1,0 +1,119 @@
+"""The last gate before a memory is stored: learned from labelled turns, not written as one more rule.
+
+Rules added one failing turn at a time do not generalise (48 patterns for 37 turns). What they tried to decide
+(is this candidate a piece of knowledge a person would keep, or a greeting prompt's sentence, the assistant
+describing itself, a plan, a one-off order?) is learned here from bench/labels/knowledge_turns.json: a logistic
+regression over a few plain features of the candidate and its turn (kind, who said it, whether it names
+something particular, negation, replacement, a lexicon marker, question, length, whether the assistant speaks
+of itself, whether the person's message addresses the agent as a prompt does). It is trained on the labels'
+tuning half by `python -m bench knowledge --train`, which writes `gate.json` beside this file (weights, the
+threshold chosen on the tuning half, the labels' commit); its figure is the held-out half's, in
+bench/results.md. Without a `gate.json` every candidate is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.lexicon import NEGATION, kind_marked, replacement
+from memory_pipeline.summarize.ideas import Idea
+from memory_pipeline.summarize.trust import TurnText
+
+WEIGHTS = Path(__file__).with_name("gate.json")
+_PARTICULAR = re.compile(r"`[^`]+`|https?://|\b\d{2,}\b|\w[./_]\w|@\w|\b[a-z]+[A-Z]\w*")
+_SELF = re.compile(r"(?i)^(?:i'?m|i am|i can|i'll|i will|i have|i've|let me|my name|as an? ai|here'?s what)\b")
+_ADDRESSED = re.compile(
+    r"(?i)\b(?:you are|you're an?|your (?:job|role|task|name)|do not mention|you must|you should)\b"
+)
+FEATURES = (
+    "bias",
+    *(f"kind:{k.value}" for k in Kind),
+    "said by the person",
+    "said by the assistant",
+    "said by neither",
+    "names something particular",
+    "negation",
+    "replacement",
+    "lexicon marker",
+    "evidence is a question",
+    "words / 20",
+    "the person's message, log chars / 10",
+    "the assistant speaks of itself",
+    "the message addresses the agent as a prompt",
+)
+
+
+def features(idea: Idea, turn: TurnText) -> list[float]:
+    """The candidate's plain features, in the order of `FEATURES`."""
+    text, evidence = idea.summary, idea.evidence or idea.summary
+    role = idea.evidence_role
+    return [
+        1.0,
+        *(float(idea.kind is k) for k in Kind),
+        float(role == "user"),
+        float(role == "assistant"),
+        float(role not in ("user", "assistant")),
+        float(bool(_PARTICULAR.search(text))),
+        float(bool(NEGATION.search(text))),
+        float(replacement(evidence) is not None),
+        float(kind_marked(evidence) is not None),
+        float(evidence.rstrip().endswith("?")),
+        len(text.split()) / 20,
+        math.log1p(len(turn.user)) / 10,
+        float(role == "assistant" and bool(_SELF.match(evidence.strip()))),
+        float(bool(_ADDRESSED.search(turn.user))),
+    ]
+
+
+@cache
+def _model() -> tuple[tuple[float, ...], float] | None:
+    if not WEIGHTS.exists():
+        return None
+    data = json.loads(WEIGHTS.read_text())
+    if tuple(data["features"]) != FEATURES:
+        return None  # trained on other features: keep everything rather than misread the weights
+    return tuple(data["weights"]), float(data["threshold"])
+
+
+def score(idea: Idea, turn: TurnText) -> float:
+    """The learned probability that `idea` is a piece a person would keep (1.0 without a trained gate)."""
+    model = _model()
+    if model is None:
+        return 1.0
+    weights, _ = model
+    z = sum(w * x for w, x in zip(weights, features(idea, turn), strict=True))
+    return 1 / (1 + math.exp(-z))
+
+
+def keeps(idea: Idea, turn: TurnText) -> bool:
+    model = _model()
+    return model is None or score(idea, turn) >= model[1]
+
+
+def fit(rows: Sequence[Sequence[float]], targets: Sequence[int], l2: float = 0.1, steps: int = 3000) -> list[float]:
+    """Logistic regression by gradient descent (a few hundred rows, a dozen features: no library needed)."""
+    import numpy as np
+
+    x, y = np.asarray(rows, dtype=float), np.asarray(targets, dtype=float)
+    w = np.zeros(x.shape[1])
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(x @ w)))
+        gradient = x.T @ (p - y) / len(y) + l2 * np.r_[0.0, w[1:]] / len(y)
+        w -= 0.5 * gradient
+    return [float(v) for v in w]
+
+
+def save(weights: Sequence[float], threshold: float, provenance: dict) -> None:
+    WEIGHTS.write_text(
+        json.dumps(
+            {"features": list(FEATURES), "weights": list(weights), "threshold": threshold, **provenance}, indent=1
+        )
+        + "\n"
+    )
+    _model.cache_clear()

@@ -1,0 +1,64 @@
+"""Facts by shape, and the learned gate: pure functions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory_pipeline.language.kinds import Kind
+from memory_pipeline.summarize import gate
+from memory_pipeline.summarize.compose import facts_of, make_idea
+from memory_pipeline.summarize.extract import candidates_without_model
+from memory_pipeline.summarize.trust import TurnText
+
+_DEV_DB = (
+    "SQLite keeps giving us locking pain. From now on local development uses Postgres instead of SQLite. "
+    "The dev database runs in docker: `docker compose up -d db`, listening on port 55432."
+)
+
+
+def test_the_decision_example_gives_the_choice_and_the_fact_as_two_pieces() -> None:
+    ideas = candidates_without_model(TurnText(user=_DEV_DB, assistant="", other=""))
+    assert [(i.kind, i.summary) for i in ideas] == [
+        (Kind.DECISION, "Local development uses Postgres instead of SQLite."),
+        (Kind.FACT, "The dev database runs in docker: `docker compose up -d db`, listening on port 55432."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Can you run `make test` for me?",  # a question
+        "Let me check `src/app.py` first.",  # a plan
+        "Run `pnpm install` now.",  # an order for the moment
+        "We met at 10:00 to talk it over.",  # a time is no port
+    ],
+)
+def test_questions_plans_orders_and_times_are_no_facts(said: str) -> None:
+    assert facts_of(TurnText(user=said, assistant="", other="")) == []
+
+
+def test_a_fact_the_assistant_states_is_the_assistants() -> None:
+    reply = "The MCP endpoint is `https://mcp.example.com/v1` and it only accepts GET requests."
+    [fact] = facts_of(TurnText(user="why does it fail?", assistant=reply, other=""))
+    assert fact.kind is Kind.FACT and fact.evidence_role == "assistant"
+
+
+def test_the_gate_keeps_everything_until_it_is_trained_then_follows_its_weights(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    idea = make_idea(Kind.RULE, "Always use pnpm, never npm.", "always use pnpm, never npm", "user")
+    selfish = make_idea(Kind.DECISION, "I'm an AI assistant for coding tasks.", "I'm an AI assistant for coding tasks.",
+                        "assistant")  # fmt: skip
+    assert idea is not None and selfish is not None
+    turn = TurnText(user="always use pnpm, never npm", assistant="I'm an AI assistant for coding tasks.", other="")
+    monkeypatch.setattr(gate, "WEIGHTS", tmp_path / "gate.json")
+    gate._model.cache_clear()
+    assert gate.keeps(idea, turn) and gate.keeps(selfish, turn)  # untrained: every candidate kept
+    # Train on rows where the assistant speaking of itself is never knowledge, the person's rule always is.
+    rows = [gate.features(idea, turn), gate.features(selfish, turn)] * 20
+    weights = gate.fit(rows, [1, 0] * 20)
+    gate.save(weights, 0.5, {"trained_on": "test"})
+    assert gate.keeps(idea, turn) and not gate.keeps(selfish, turn)
+    saved = json.loads((tmp_path / "gate.json").read_text())
+    assert saved["features"] == list(gate.FEATURES) and len(saved["weights"]) == len(gate.FEATURES)
+    gate._model.cache_clear()
