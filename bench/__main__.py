@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, recall, reflect, rough, secrets,
-service, executor, scale, scaleout, hard, next_session, fresh, compaction,
+secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
 fixture_memories, slow_server, sources).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
@@ -26,6 +26,7 @@ from bench import (
     scaleout,
     screenshots,
     secrets,
+    secrets_heldout,
     selection,
     service,
     slow_server,
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "reflect": reflect.main,
     "rough": rough.main,
     "secrets": secrets.main,
+    "secrets_heldout": secrets_heldout.main,
     "service": service.main,
     "executor": executor.main,
     "scale": scale.main,

@@ -472,6 +472,13 @@ def _named_value(match: re.Match[str]) -> bool:
 
 # A version (`"cookie-signature": "1.0.6"` in a lockfile, `^7.16.0`): a package's name is no secret's name.
 _VERSION = re.compile(r"^[\^~>=<v]*\d+(?:\.\d+)+[\w.\-+]*$")
+
+
+def _machine_token(match: re.Match[str]) -> bool:
+    """A machine-made token, unless it is a data URI's content (`data:image/png;base64,…`: an image, no key)."""
+    return not match.string.endswith("base64,", 0, match.start()) and shapes.machine_made(match.group(0))
+
+
 _PLACEHOLDER_WORDS = re.compile(r"(?i).*(?:x{6}|\*{4}|\.\.\.|…|example|your[_-]|<[^>]*>|\{[^}]*\}|\$)")
 _VALUE_END = r"(?=[\s,;}\])]|\\|$)"
 # Secrets by their shape and by their name's parts (memory_pipeline/sessions/shapes.py says why).
@@ -526,7 +533,7 @@ SHAPE_RULES: tuple[Rule, ...] = (
         allow=_NOT_A_PASSWORD,
     ),
     # Last: any token that looks machine-made, wherever it stands.
-    Rule("machine-token", re.compile(shapes.TOKEN), (), check=lambda m: shapes.machine_made(m.group(0))),
+    Rule("machine-token", re.compile(shapes.TOKEN), (), check=lambda m: _machine_token(m)),
 )
 
 

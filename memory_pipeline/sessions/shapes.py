@@ -104,9 +104,13 @@ NAME_PARTS = (
 # Parts whose name's value is the secret even when it is a URL (a webhook's path, a DSN's key).
 URL_PARTS = frozenset({"webhook", "hook", "dsn", "conn", "connstr"})
 # A last part that names where or what the secret is, not the secret.
-NOT_SECRET_LAST = frozenset(
-    ["id", "ids", "name", "names", "path", "file", "files", "type", "field", "header", "count", "tokens", "length", "len", "size", "ttl", "expiry", "expires", "timeout", "prefix", "suffix", "enabled", "enable", "disabled", "ref", "arn", "version", "mode", "format", "algorithm", "alg", "max", "min", "limit", "url", "uri", "endpoint", "host", "port", "region", "env", "label", "description", "policy", "rotation", "provider", "store", "vault"]
-)
+NOT_SECRET_LAST = frozenset((
+    "id", "ids", "name", "names", "path", "file", "files", "type", "field", "header", "count", "tokens", "length",
+    "len", "size", "ttl", "expiry", "expires", "timeout", "prefix", "suffix", "enabled", "enable", "disabled",
+    "ref", "arn", "version", "mode", "format", "algorithm", "alg", "max", "min", "limit", "url", "uri",
+    "endpoint", "host", "port", "region", "env", "label", "description", "policy", "rotation", "provider",
+    "store", "vault",
+))  # fmt: skip
 _NAME_SPLIT = re.compile(r"[_.\-]")
 
 
