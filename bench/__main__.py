@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
-rough, secrets, service, executor, scale, scaleout, hard, next_session, fresh, compaction, fixture_memories,
-slow_server, sources).
+rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
+fixture_memories, slow_server, sources).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -27,6 +27,7 @@ from bench import (
     scaleout,
     screenshots,
     secrets,
+    secrets_heldout,
     selection,
     service,
     slow_server,
@@ -43,6 +44,7 @@ BENCHMARKS = {
     "reflect": reflect.main,
     "rough": rough.main,
     "secrets": secrets.main,
+    "secrets_heldout": secrets_heldout.main,
     "service": service.main,
     "executor": executor.main,
     "scale": scale.main,

@@ -8,6 +8,7 @@ import polars as pl
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
 from memory_pipeline.sessions.parse import Problem
+from memory_pipeline.sessions.redact import masked_project
 
 
 def preview(frame: pl.DataFrame, columns: Sequence[str], rows: int = 10, width: int = 80) -> MetadataValue:
@@ -23,7 +24,9 @@ def preview(frame: pl.DataFrame, columns: Sequence[str], rows: int = 10, width: 
 def _cell(value: object, width: int) -> str | int | float | bool | None:
     if value is None or isinstance(value, bool | int | float):
         return value  # type: ignore[return-value]
-    text = str(value).replace("\n", " ")
+    # Dagster keeps metadata in its run storage: a cell is masked again (a summary the LLM wrote, a row of a
+    # frame read before a rule existed), whatever the frame says it holds. Masking twice changes nothing.
+    text = (masked_project(str(value)) or "").replace("\n", " ")
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -22,13 +22,15 @@ import math
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 import ahocorasick
+
+from memory_pipeline.sessions import shapes
 
 GITLEAKS_RULES = Path(__file__).with_name("rules") / "gitleaks.toml"
 MARKER = re.compile(r"\[REDACTED:[\w.\-]+\]")
@@ -66,6 +68,8 @@ class Rule:
     allow: tuple[Allow, ...] = field(default=(), compare=False)
     secret_group: int = 0  # gitleaks' `secretGroup`: the capture group that is the secret
     block: bool = False  # masks a block of lines (a PEM or PuTTY key): its span crosses line breaks whole
+    # A last say on a match a regex cannot give (the shape rules: is the token random enough, is it a name).
+    check: Callable[[re.Match[str]], bool] | None = field(default=None, compare=False)
 
     @classmethod
     def of(
@@ -446,6 +450,93 @@ OWN_RULES: tuple[Rule, ...] = (
 )
 
 
+_APP_PASSWORD = re.compile(r"^(?:[a-z]{4} ){3}[a-z]{4}$")  # Google's app passwords: four groups of four
+_SYMBOL = re.compile(r"[\d!#$%&*+/<>?@^~|]")
+
+
+def _named_value(match: re.Match[str]) -> bool:
+    """A value under a secret's name (by its parts) that is a secret: a URL only under a webhook's or DSN's name;
+    under a name in lower or mixed case (code, YAML, JSON), only a value with a digit or a symbol, or an app
+    password: `key=lambda`, `"sort_key": "created"` are code."""
+    name, value = match.group("name"), match.group("secret").strip()
+    if not shapes.secret_name(name) or MARKER.search(value):
+        return False
+    if value.lower().startswith(("http://", "https://")):
+        return shapes.url_secret_name(name) and len(value) > 12 and not _PLACEHOLDER_WORDS.match(value)
+    if _PLACEHOLDER.match(value) or _CODE_VALUE.match(value) or _VERSION.match(value):
+        return False
+    if " " in value and _PROSE.search(value):
+        return False
+    return name.isupper() or bool(_SYMBOL.search(value)) or bool(_APP_PASSWORD.match(value))
+
+
+# A version (`"cookie-signature": "1.0.6"` in a lockfile, `^7.16.0`): a package's name is no secret's name.
+_VERSION = re.compile(r"^[\^~>=<v]*\d+(?:\.\d+)+[\w.\-+]*$")
+
+
+def _machine_token(match: re.Match[str]) -> bool:
+    """A machine-made token, unless it is a data URI's content (`data:image/png;base64,…`: an image, no key)."""
+    return not match.string.endswith("base64,", 0, match.start()) and shapes.machine_made(match.group(0))
+
+
+_PLACEHOLDER_WORDS = re.compile(r"(?i).*(?:x{6}|\*{4}|\.\.\.|…|example|your[_-]|<[^>]*>|\{[^}]*\}|\$)")
+_VALUE_END = r"(?=[\s,;}\])]|\\|$)"
+# Secrets by their shape and by their name's parts (memory_pipeline/sessions/shapes.py says why).
+SHAPE_RULES: tuple[Rule, ...] = (
+    # A value under a secret's name: bare (`AZURE_DEVOPS_EXT_PAT=…`, `Secret=…;`) or quoted, spaces allowed
+    # (`"app_password": "wxyz abcd qrst uvwk"`, also as escaped JSON inside a string: `\"key\": \"…\"`).
+    Rule(
+        "named-secret",
+        re.compile(shapes.NAME + r"\\?['\"]?[ \t]*(?:=|:)[ \t]*\\?(?P<q>['\"])(?P<secret>[^'\"\n\\]{4,200}?)\\?(?P=q)"),
+        tuple(shapes.NAME_PARTS),
+        check=_named_value,
+    ),
+    Rule(
+        "named-secret",
+        re.compile(shapes.NAME + r"[ \t]*(?:=|:)[ \t]*(?P<secret>[^\s'\"$`;#,{}\[\]\\]{6,})" + _VALUE_END),
+        tuple(shapes.NAME_PARTS),
+        check=_named_value,
+    ),
+    # A webhook's path after its `hooks/`, `webhook/`, `catch/` or `triggers/` segment (with a digit in it).
+    Rule(
+        "webhook-path",
+        re.compile(
+            r"\bhttps?://[^\s'\"<>]*?/(?i:hooks?|webhooks?|webhookb2|catch|triggers?)/"
+            r"(?=[^\s'\"<>?#]*\d)(?P<secret>[^\s'\"<>?#]{8,})"
+        ),
+        ("hook", "catch/", "trigger"),
+    ),
+    # A path segment or a user name in a URL that looks machine-made (`https://<token>@host`).
+    Rule(
+        "url-token",
+        re.compile(
+            r"\bhttps?://(?:(?P<user>[^\s:/@'\"<>]{16,})@)?[^\s'\"<>/]+(?:/[^\s'\"<>/?#]*)*?"
+            r"(?:/(?P<secret>[A-Za-z0-9_\-]{20,})(?=[/?#\s'\"<>)\]]|$)|(?=[\s'\"<>)\]]|$))"
+        ),
+        ("://",),
+        check=lambda m: bool(m.group("secret")) and shapes.machine_made(m.group("secret")),
+    ),
+    Rule(
+        "url-token",
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://(?P<secret>[^\s:/@'\"<>]{16,})@"),
+        ("://",),
+        check=lambda m: shapes.machine_made(m.group("secret")),
+    ),
+    # A password typed beside an email address, no label: `me@gmail.com / Hunter2024!`, `me@x.io pass: …`.
+    Rule(
+        "email-password",
+        re.compile(
+            r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+[ \t]*(?:[/|,:]|(?i:pass(?:word)?:?)|[ \t])[ \t]*"
+            r"(?P<secret>(?=[^\s'\"<>]*[A-Za-z])(?=[^\s'\"<>]*[\d!#$%&*?^~])[^\s'\"<>@/]{6,64}?)[.,;)]?(?=\s|$)"
+        ),
+        ("@",),
+        allow=_NOT_A_PASSWORD,
+    ),
+    # Last: any token that looks machine-made, wherever it stands.
+    Rule("machine-token", re.compile(shapes.TOKEN), (), check=lambda m: _machine_token(m)),
+)
+
+
 class Redactor:
     """Applies the rules to text; counts what it masked, per rule."""
 
@@ -507,6 +598,8 @@ class Redactor:
                     continue
                 secret = text[span[0] : span[1]]
                 if rule.entropy is not None and shannon_entropy(secret) < rule.entropy:
+                    continue
+                if rule.check is not None and not rule.check(match):
                     continue
                 line_start = text.rfind("\n", 0, match.start()) + 1
                 line_end = text.find("\n", match.end())
@@ -577,6 +670,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     *(r for r in gitleaks_rules() if r.name != _GENERIC),
     *OWN_RULES,
     *(r for r in gitleaks_rules() if r.name == _GENERIC),
+    *SHAPE_RULES,
 )
 
 
