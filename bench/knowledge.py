@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -38,9 +39,11 @@ from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize import gate
+from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
 from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
 from memory_pipeline.summarize.faithful import invented, unfaithful
 from memory_pipeline.summarize.ideas import Idea
+from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +85,8 @@ def _code_version() -> str:
 
 
 def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]], dict[str, Any]]:
-    """Every turn's candidate memories before the gate, from the cache when this code and model made them."""
+    """Every turn's candidate memories before the gate, from the cache when this code and model made them (one
+    cache file per turn, so a run cut short, or one half run first, is not read again)."""
     settings = load_settings()
     jobs = [job_of(t) for t in turns]
     if not with_model:
@@ -91,28 +95,94 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
         return found, {"model": "none", "seconds": time.perf_counter() - begin}
     with chat_client(settings, timeout=600) as client:
         model = client.model_id()
-        key = hashlib.sha1(f"{model}|{_code_version()}|{hashlib.sha1(LABELS.read_bytes()).hexdigest()}".encode())
-        key = key.hexdigest()[:12]
-        cache = WORK / f"{key}.json"
-        if cache.exists():
-            data = json.loads(cache.read_text())
-            return [[Idea.model_validate(i) for i in ideas] for ideas in data["ideas"]], data["run"]
         context = client.context_size() or 4096
-        begin = time.perf_counter()
-        outcomes = summarise_turns(
-            client, jobs, context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, keep=lambda *_: True
-        )
-        run = {
-            "model": model,
-            "seconds": time.perf_counter() - begin,
-            "failed": sum(o.status == "failed" for o in outcomes),
-            "recomposed": dict(Counter(why.split(" (")[0] for o in outcomes for why, _ in o.recomposed)),
-            "dropped_unfaithful": sum(why.startswith("unfaithful") for o in outcomes for why, _ in o.dropped),
-        }
-    found = [o.ideas for o in outcomes]
-    WORK.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"run": run, "ideas": [[i.model_dump(mode="json") for i in ideas] for ideas in found]}))
+        version = hashlib.sha1(f"{model}|{_code_version()}".encode()).hexdigest()[:12]
+        found: list[list[Idea]] = []
+        run: dict[str, Any] = {"model": model, "seconds": 0.0, "failed": 0, "recomposed": {}, "dropped_unfaithful": 0}
+        for turn, job in zip(turns, jobs, strict=True):
+            cache = WORK / version / f"{turn['id']}.json"
+            if not cache.exists():
+                begin = time.perf_counter()
+                [outcome] = summarise_turns(
+                    client, [job], context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, keep=lambda *_: True
+                )
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_text(
+                    json.dumps(
+                        {
+                            "seconds": time.perf_counter() - begin,
+                            "failed": outcome.status == "failed",
+                            "recomposed": [why.split(" (")[0] for why, _ in outcome.recomposed],
+                            "dropped_unfaithful": sum(why.startswith("unfaithful") for why, _ in outcome.dropped),
+                            "ideas": [i.model_dump(mode="json") for i in outcome.ideas],
+                        }
+                    )
+                )
+                print(f"{turn['id']}: {len(outcome.ideas)} candidates", flush=True)
+            data = json.loads(cache.read_text())
+            found.append([Idea.model_validate(i) for i in data["ideas"]])
+            run["seconds"] += data["seconds"]
+            run["failed"] += data["failed"]
+            run["dropped_unfaithful"] += data["dropped_unfaithful"]
+            for why in data["recomposed"]:
+                run["recomposed"][why] = run["recomposed"].get(why, 0) + 1
+    run["seconds"] = round(run["seconds"], 1)
     return found, run
+
+
+# The code before this work (the last commit before the labels were frozen), run on the same turns in a process of
+# its own so that the same run measures the baseline: its extraction with the model, and its pieces without it.
+BASELINE = "26d47ad"
+_BASELINE_RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.llm import chat_client
+from memory_pipeline.summarize.compose import missed_pieces
+from memory_pipeline.summarize.extract import TurnJob, summarise_turns
+from memory_pipeline.summarize.prompt import TurnMessage, turn_text
+assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1])
+turns, out = json.load(open(sys.argv[2])), sys.argv[3]
+done = json.load(open(out)) if __import__("os").path.exists(out) else {}
+with chat_client(load_settings(), timeout=600) as client:
+    context = client.context_size() or 4096
+    for t in turns:
+        if t["id"] in done:
+            continue
+        msgs = []
+        for m in t["messages"]:
+            if m["role"] == "tool_call":
+                call = {"name": m.get("tool_name"), "arguments": m["text"]}
+                msgs.append(TurnMessage("assistant", "", tool_calls=[call]))
+            elif m["role"] == "tool_result":
+                msgs.append(TurnMessage("toolResult", m["text"], tool_name=m.get("tool_name")))
+            else:
+                msgs.append(TurnMessage(m["role"], m["text"]))
+        job = TurnJob(session_id=t["id"], turn_id=t["id"], project=t.get("project") or "", messages=msgs)
+        [o] = summarise_turns(client, [job], context_tokens=context, max_output_tokens=512)
+        free = missed_pieces(turn_text(msgs), [])
+        done[t["id"]] = {"model": [i.model_dump(mode="json") for i in o.ideas],
+                         "free": [i.model_dump(mode="json") for i in free]}
+        json.dump(done, open(out, "w"))
+        print(t["id"], flush=True)
+"""
+
+
+def baseline(turns: Sequence[dict]) -> dict[str, list[list[Idea]]]:
+    """The baseline's memories per turn, with the model and without it (cached in bench/.work/knowledge)."""
+    code = WORK / f"code-{BASELINE}"
+    if not code.exists():
+        code.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", BASELINE, "memory_pipeline"], cwd=ROOT, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
+    wanted, out = WORK / "baseline-turns.json", WORK / f"baseline-{BASELINE}.json"
+    wanted.write_text(json.dumps(turns))
+    subprocess.run([sys.executable, "-W", "ignore", "-c", _BASELINE_RUN, str(code), str(wanted), str(out)], check=True)
+    done = json.loads(out.read_text())
+    pick = lambda path: [[Idea.model_validate(i) for i in done[t["id"]][path]] for t in turns]  # noqa: E731
+    return {"baseline (before this work), embedded model": pick("model"), "baseline, without the model": pick("free")}
 
 
 def _holds(memory: str, label: dict, similarity: float) -> bool:
@@ -242,8 +312,55 @@ def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts)
     print(f"gate: {len(rows)} tuning candidates, {positives} positive, threshold {best:.3f}", flush=True)
 
 
+def _sources(turn: dict) -> dict[str, list[Idea]]:
+    """The path without the model, by the source of each candidate (for the ablation)."""
+    text = turn_text(job_of(turn).messages)
+    made = lambda pieces: [i for p in pieces if (i := make_idea(p.kind, p.statement, p.evidence, p.role))]  # noqa: E731
+    values = values_of(text.user, edited_files(text.other))
+    return {
+        "the person's pieces (knowledge.pieces_of)": made(pieces_of(text.user)),
+        "the assistant's findings (knowledge.findings_of)": made(findings_of(text.assistant)),
+        "values a person set (knowledge.values_of)": made([values] if values else []),
+        "facts by shape (compose.facts_of)": facts_of(text),
+        "what a person says of themselves (compose.disclosed)": disclosed(text),
+    }
+
+
+def ablation(turns: Sequence[dict], split: str = "held_out") -> list[list[str]]:
+    """Held-out figures of the path without the model, whole and with each source or check left out: each rule
+    family's own held-out figure (a rule that does not move it has nothing to show for itself)."""
+    held = [t for t in turns if t["split"] == split]
+    by_turn = [_sources(t) for t in held]
+    texts = [turn_text(job_of(t).messages) for t in held]
+    checks = ("orders for the moment (compose.without_orders)", "faithfulness (faithful.unfaithful)", "the gate")
+
+    def run(without: str) -> list[list[Idea]]:
+        found = []
+        for sources, text in zip(by_turn, texts, strict=True):
+            ideas = distinct([i for name, items in sources.items() if name != without for i in items])
+            if without != checks[0]:
+                ideas, _ = without_orders(ideas)
+            if without != checks[1]:
+                ideas = [i for i in ideas if not unfaithful(i.summary, i.evidence, text.everything)]
+            if without != checks[2]:
+                ideas = [i for i in ideas if gate.keeps(i, text)]
+            found.append(ideas[:5])
+        return found
+
+    rows = []
+    for without in ("", *by_turn[0], *checks):
+        found = run(without)
+        got = figures(held, found, judge(held, found))
+        rows.append(
+            [f"without {without}" if without else "all of it", *(got[m] for m in list(got)[:3]), got[list(got)[3]]]
+        )
+    return rows
+
+
 def main(argv: list[str]) -> None:
     turns = load_turns()
+    if "--tune-only" in argv:  # while the code changes: the held-out half is read once, at the end
+        turns = [t for t in turns if t["split"] == "tune"]
     train = "--train" in argv
     rows: dict[str, dict[str, dict]] = {}
     listing: list[list[str]] = []
@@ -262,13 +379,20 @@ def main(argv: list[str]) -> None:
             [v for i, v in zip(ideas, vs, strict=True) if i in k]
             for ideas, vs, k in zip(found, verdicts, kept, strict=True)
         ]
-        for split in ("tune", "held_out"):
+        for split in sorted({t["split"] for t in turns}, reverse=True):
             at = [n for n, t in enumerate(turns) if t["split"] == split]
             part = [[seq[n] for n in at] for seq in (turns, found, verdicts, kept, kept_verdicts)]
             rows.setdefault(split, {})[f"{path}, before the gate"] = figures(part[0], part[1], part[2])
             rows[split][f"{path}, gated"] = figures(part[0], part[3], part[4])
             if split == "held_out" and with_model:
                 listing = reading(part[0], part[3], part[4])
+    if "--baseline" in argv:
+        for path, found in baseline(turns).items():
+            verdicts = judge(turns, found)
+            for split in sorted({t["split"] for t in turns}, reverse=True):
+                at = [n for n, t in enumerate(turns) if t["split"] == split]
+                part = [[seq[n] for n in at] for seq in (turns, found, verdicts)]
+                rows[split] = {path: figures(*part), **rows[split]}
     sections = []
     for split, by_path in rows.items():
         names = list(by_path)
@@ -282,6 +406,11 @@ def main(argv: list[str]) -> None:
         f"labels frozen in {_labels_commit()}.\n\n" + "\n".join(sections) + f"\n\nRuns:\n{run_lines}\n\n"
         "Held-out memories (embedded model, gated) beside their labels, to be read (✓ holds a labelled piece):\n\n"
         + table(["turn", "labelled", "stored"], listing)
+    )
+    body += "\n\nThe path without the model, whole and with each source or check left out:\n\n"
+    body += table(
+        ["", "memorable turns correct", "other turns with any", "precision", "facts"],
+        ablation(turns, "tune" if "--tune-only" in argv else "held_out"),
     )
     write_section("knowledge", "uv run python -m bench knowledge" + (" --train" if train else ""), body)
     print(body)

@@ -103,6 +103,13 @@ DISCLOSURE = re.compile(
     re.IGNORECASE,
 )
 
+# Who someone is, where, for whom: a person's name, an agent's persona, a place, an organisation, a role.
+IDENTITY = re.compile(
+    r"(?i)\b(?:my name is|my name's|call me|i go by|i'?m called|your name is|you are called|i live in|i'?m from"
+    r"|i am from|i'?m based in|i work (?:at|for|as)|i'?m the \w+ (?:at|of|for)|our company|my company|we are a"
+    r"|my (?:wife|husband|partner|son|daughter|boss|manager|colleague|friend|brother|sister|mother|father)\b)"
+)
+
 
 def kind_marked(text: str) -> str | None:
     """The kind of knowledge the lexicon marks in a sentence ("gotcha", "decision", "rule"), or None."""

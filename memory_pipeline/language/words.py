@@ -42,6 +42,26 @@ QUESTION_WORDS = frozenset(
     three four five six couple""".split()  # noqa: SIM905
 )
 
+# Words a sentence cannot end on: it was cut before what they open ("…help you with tasks like.", "…run the.").
+ENDS_OPEN = frozenset(
+    """a an the to of and or but nor with for in on at by from into onto than that is are be if as because although
+    unless whether while like including such e.g i.e via per my your our their""".split()  # noqa: SIM905
+)
+
+# A person's words about themselves, said of them for a reader who is not them ("I work for" -> "The person works
+# for"): the openings of a first-person statement and what they become; the rest of the sentence is kept.
+THIRD_PERSON = (
+    (r"^my name is\b", "The person's name is"),
+    (r"^(?:call me|i go by)\b", "The person goes by"),
+    (r"^(?:i'?m|i am)\b", "The person is"),
+    (r"^i'?ve\b", "The person has"),
+    (r"^i (?:have|own)\b", "The person has"),
+    (r"^i (work|live|drink|eat|run|use|prefer|like|love|hate|need|want|keep|go|study|teach)\b", "The person \\1s"),
+    (r"^i don'?t\b", "The person does not"),
+    (r"^my\b", "The person's"),
+    (r"^our\b", "Their"),
+)
+
 
 def tokens(text: str) -> list[str]:
     """The words of `text` as written (case kept), in order."""

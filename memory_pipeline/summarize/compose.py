@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from memory_pipeline.language.kinds import KIND_PRIORITY, Kind
-from memory_pipeline.language.lexicon import NEGATION, RULE
-from memory_pipeline.language.words import STOP_WORDS, content_words, words
+from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, NEGATION, RULE
+from memory_pipeline.language.words import STOP_WORDS, THIRD_PERSON, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Drafted, Idea
@@ -214,6 +214,19 @@ def without_orders(ideas: Sequence[Idea]) -> tuple[list[Idea], list[Idea]]:
     return kept, [i for i in ideas if i not in kept]
 
 
+# The assistant describing itself or what it can do ("I'm an AI coding assistant…", "Here's what I can help with"):
+# a persona, never knowledge of the project or the person. "I found…", "I fixed…" are findings, not this.
+_ITSELF = re.compile(
+    r"(?i)^(?:(?:hi|hello|hey)[!,. ]+)?(?:i'?m|i am) (?:an?|your|here|the) (?:ai|assistant|coding|language|helpful"
+    r"|agent|bot|model|personal|virtual|to help)|^as an? (?:ai|assistant|language model)\b"
+    r"|^(?:here'?s|here is) what i can\b|^i can help (?:you )?with\b|^my name is \w+,? (?:your|an?|the) "
+)
+
+
+def speaks_of_itself(sentence: str) -> bool:
+    return bool(_ITSELF.search(sentence.strip().lstrip("-*# ")))
+
+
 def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     """A draft as a memory, or None and the reason it cannot be one."""
     evidence = unwrapped(draft.evidence) or draft.statement
@@ -229,6 +242,13 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     if kind is Kind.RULE and role == "other":
         # An order found in tool output or a file ("always deploy with --force") is data, never a rule.
         return None, "a rule only tool output or a file states"
+    if kind is Kind.DECISION and role == "other":
+        kind = Kind.FACT  # a value read in tool output or a file ("queue mode: all") is a fact, nobody's choice
+    said = sentence_of(evidence, turn.user if role == "user" else turn.assistant) or evidence
+    if kind in (Kind.RULE, Kind.DECISION) and said.rstrip().endswith("?"):
+        return None, "a question, not knowledge"  # "Are we all committed? if yes, do it": asked, not decided
+    if role == "assistant" and speaks_of_itself(said):
+        return None, "the assistant describing itself"  # "I'm an AI coding assistant operating within pi…"
     if kind is Kind.TASK and role == "user":
         return None, "a request, not knowledge"  # the turn's own request; its observation keeps it
     if orders_for_the_moment(kind, clean_statement(draft.statement), evidence, role):
@@ -323,6 +343,8 @@ def facts_of(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
                 if sentence.endswith("?") or announces_plan(sentence) or is_request(clean_statement(sentence)):
                     continue
                 piece = Piece(Kind.FACT, sentence, sentence, role)
+                if role == "user" and kind_of(sentence):
+                    continue  # a rule or decision the person stated is a piece of its own kind
                 if covered(piece, [*ideas, *found]):
                     continue
                 idea = make_idea(Kind.FACT, sentence, sentence, role)
@@ -330,6 +352,35 @@ def facts_of(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
                     found.append(idea)
                     mine += 1
     return found
+
+
+def disclosed(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
+    """What the person says of themselves or the people and organisations around them that lasts ("My name is
+    Reba", "My wife loves to cook", "I work for IIoT Solutions"), by the lexicon's markers of a trait or an
+    identity, as facts: statements, never questions or orders, not held by `ideas` yet."""
+    found: list[Idea] = []
+    for sentence in said_sentences(strip_envelope(turn.user)):
+        if not (IDENTITY.search(sentence) or DISCLOSURE.search(sentence)) or len(sentence) > 300:
+            continue
+        if sentence.endswith("?") or is_request(clean_statement(sentence)) or kind_of(sentence):
+            continue
+        piece = Piece(Kind.FACT, sentence, sentence, "user")
+        if not covered(piece, [*ideas, *found]) and (
+            idea := make_idea(Kind.FACT, of_the_person(sentence), sentence, "user")
+        ):
+            found.append(idea)
+    return found
+
+
+def of_the_person(sentence: str) -> str:
+    """A person's sentence about themselves said of them (`language.words.THIRD_PERSON`): "My wife loves to cook"
+    -> "The person's wife loves to cook"; unchanged when it opens otherwise."""
+    text = sentence.strip()
+    for pattern, said in THIRD_PERSON:
+        changed = re.sub(pattern, said, text, count=1, flags=re.I)
+        if changed != text:
+            return changed
+    return text
 
 
 def distinct(ideas: Sequence[Idea]) -> list[Idea]:

@@ -37,6 +37,7 @@ from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate
 from memory_pipeline.summarize.compose import (
+    disclosed,
     distinct,
     facts_of,
     from_draft,
@@ -151,6 +152,7 @@ def summarise_turn(
         outcome.demoted = checked.demoted
         added = missed_pieces(text, checked.kept)
         added += facts_of(text, [*checked.kept, *added])
+        added += disclosed(text, [*checked.kept, *added])
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
@@ -172,7 +174,8 @@ def candidates_without_model(turn: TurnText) -> list[Idea]:
     values a person set and the facts stated by shape, through the same checks as the model's drafts."""
     outcome = TurnOutcome("", "", status="summarised")
     pieces = missed_pieces(turn, [])
-    found = distinct([*pieces, *facts_of(turn, pieces)])[:MAX_IDEAS_PER_TURN]
+    pieces += facts_of(turn, pieces)
+    found = distinct([*pieces, *disclosed(turn, pieces)])[:MAX_IDEAS_PER_TURN]
     kept, _ = without_orders(found)
     return distinct(_faithful(kept, turn, outcome))
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.words import ENDS_OPEN, words
 from memory_pipeline.sentences import sentence_count
 
 # Bump when the prompt, the schema or the composition of what is stored from the answer changes (compose.py,
@@ -76,15 +77,13 @@ def _knowledge_not_quote(text: str) -> str:
     return text
 
 
-# A sentence that ends on one of these was cut short ("…you may need to."), never finished.
-_DANGLING = re.compile(r"(?i)\b(?:a|an|the|to|of|and|or|but|with|for|in|on|at|by|from|that|is|are|be|if|as)[.!]?$")
-
-
 def _whole(text: str) -> str:
-    """A statement is whole: no code span or bracket left open, no sentence stopped mid-way."""
+    """A statement is whole: no code span or bracket left open, no sentence stopped mid-way (on a word that opens
+    what follows, `language.words.ENDS_OPEN`: "…help you with tasks like."), no list left open ("…these:")."""
     if text.count("`") % 2 or text.count("(") != text.count(")") or text.count('"') % 2:
         raise ValueError("a statement cut short: a code span, bracket or quote left open")
-    if _DANGLING.search(text.rstrip()):
+    last = words(text.rstrip().rstrip(".!"))[-1:]
+    if (last and last[0] in ENDS_OPEN) or re.search(r"[:,;]\s*[.!]?$", text.rstrip()):
         raise ValueError("a statement cut short: it stops mid-sentence")
     return text
 

@@ -62,3 +62,52 @@ def test_the_gate_keeps_everything_until_it_is_trained_then_follows_its_weights(
     saved = json.loads((tmp_path / "gate.json").read_text())
     assert saved["features"] == list(gate.FEATURES) and len(saved["weights"]) == len(gate.FEATURES)
     gate._model.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("My wife loves to cook.", "The person's wife loves to cook."),
+        ("My name is Reba. What's yours?", "The person's name is Reba."),
+        ("I work for IIoT Solutions in Jeddah.", "The person works for IIoT Solutions in Jeddah."),
+    ],
+)
+def test_what_a_person_says_of_themselves_is_a_fact_said_of_them(said: str, expected: str) -> None:
+    from memory_pipeline.summarize.compose import disclosed
+
+    [fact] = disclosed(TurnText(user=said, assistant="", other=""))
+    assert (fact.kind, fact.summary, fact.evidence_role) == (Kind.FACT, expected, "user")
+
+
+def test_a_question_to_the_person_is_not_what_they_say_of_themselves() -> None:
+    from memory_pipeline.summarize.compose import disclosed
+
+    assert disclosed(TurnText(user="can you call me later?", assistant="", other="")) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "evidence", "reason"),
+    [
+        ("decision", "I'm an AI coding assistant operating within pi, a coding agent harness.", "describing itself"),
+        ("decision", "Are we all committed? if yes, do it", "a question"),
+    ],
+)
+def test_self_descriptions_and_questions_make_no_decision(kind: str, evidence: str, reason: str) -> None:
+    from memory_pipeline.summarize.compose import from_draft
+    from memory_pipeline.summarize.ideas import Drafted
+
+    turn = TurnText(user="Who are you?" if "AI" in evidence else evidence, assistant=evidence, other="")
+    draft = Drafted(kind=kind, subject="x", statement=evidence, evidence=evidence)
+    idea, why = from_draft(draft, turn)
+    assert idea is None and reason in why
+
+
+@pytest.mark.parametrize(
+    "text", ["I'm here to help you with tasks like.", "The steps are:", "You may need to.", "It uses the"]
+)
+def test_a_statement_cut_mid_sentence_or_mid_list_is_no_memory(text: str) -> None:
+    assert make_idea(Kind.FACT, text, text, "assistant") is None
+
+
+def test_a_statement_ending_on_a_word_that_can_end_one_is_whole() -> None:
+    assert make_idea(Kind.RULE, "Use pnpm for this.", "use pnpm for this", "user") is not None

@@ -64,7 +64,8 @@ def test_a_fact_only_in_tool_output_is_not_high() -> None:
         TurnMessage("assistant", "Checked."),
     ]
     outcome = _run(turn, _idea("The service listens on PORT 8081 with 4 WORKERS.", "decision"))
-    assert [(i.priority, i.evidence_role, outcome.demoted) for i in outcome.ideas] == [("medium", "other", 1)]
+    # A value read in tool output is nobody's decision: it is typed a fact, medium from the start.
+    assert [(i.kind, i.priority, i.evidence_role) for i in outcome.ideas] == [("fact", "medium", "other")]
 
 
 @pytest.mark.parametrize("ack", ["Run them.", "ok", "yes, continue", "thanks!"])
