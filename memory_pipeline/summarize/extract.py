@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from memory_pipeline.language.kinds import Kind
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate
@@ -203,8 +204,8 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
     """A memory whose text only repeats its evidence (and that the turn's own words could not reword), restated by
     a short focused pass so it stands alone (subject named, typos fixed); kept as it was when the answer is not
     usable or not grounded."""
-    if not quotes_its_evidence(idea, turn):
-        return idea
+    if idea.kind is Kind.FACT or not quotes_its_evidence(idea, turn):
+        return idea  # a fact stated plainly stands alone as said: rewording it could only lose a name or a number
     context = turn.assistant if idea.evidence_role == "user" else turn.user
     try:
         answer = client.complete_json(
