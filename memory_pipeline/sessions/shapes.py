@@ -119,7 +119,7 @@ def identifier(token: str) -> bool:
 def machine_made(token: str) -> bool:
     """Whether `token` (a TOKEN match) looks minted by a machine: a vendor-like prefix and a long random body,
     or a long random run of all three character classes; never an identifier."""
-    if _DIGEST.match(token) or _UUID.match(token) or identifier(token):
+    if _DIGEST.match(token) or _UUID.match(token):
         return False
     prefix = _PREFIX.match(token)
     if prefix:
@@ -132,6 +132,7 @@ def machine_made(token: str) -> bool:
             and any(c.isdigit() for c in core)
             and any(c.isalpha() for c in core)
             and _random_body(entropy(core), class_changes(core))
+            and not identifier(token)  # last: the dearest test, on the few tokens that pass the others
         )
     if "/" in token or "=" in token.rstrip("="):  # a path, a `name=value`: base64 pads only at its end
         return False
@@ -143,6 +144,7 @@ def machine_made(token: str) -> bool:
         and _share(core, str.islower) >= MIN_CASE_SHARE
         and entropy(core) >= MIN_ENTROPY_BARE
         and class_changes(core) >= MIN_CHANGES
+        and not identifier(token)
     )
 
 
