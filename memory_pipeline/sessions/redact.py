@@ -465,9 +465,17 @@ def _named_value(match: re.Match[str]) -> bool:
         return shapes.url_secret_name(name) and len(value) > 12 and not _PLACEHOLDER_WORDS.match(value)
     if _PLACEHOLDER.match(value) or _CODE_VALUE.match(value) or _VERSION.match(value):
         return False
-    if " " in value and _PROSE.search(value):
+    if " " in value and (_PROSE.search(value) or _MARKUP.search(value)):
+        return False
+    if _vendor_owned(value):  # `AIzaSy…` under any name: gcp-api-key's rule decides
+        return False
+    if not name.isupper() and shapes.identifier(value):  # `"bucket_key": "SalesResults-1.2"` names a thing
         return False
     return name.isupper() or bool(_SYMBOL.search(value)) or bool(_APP_PASSWORD.match(value))
+
+
+# Code or markup, not a passphrase: `telegram_api_token = "<xsd:element name="…`.
+_MARKUP = re.compile(r"[<>=(){}]")
 
 
 # A version (`"cookie-signature": "1.0.6"` in a lockfile, `^7.16.0`): a package's name is no secret's name.
@@ -475,8 +483,79 @@ _VERSION = re.compile(r"^[\^~>=<v]*\d+(?:\.\d+)+[\w.\-+]*$")
 
 
 def _machine_token(match: re.Match[str]) -> bool:
-    """A machine-made token, unless it is a data URI's content (`data:image/png;base64,…`: an image, no key)."""
-    return not match.string.endswith("base64,", 0, match.start()) and shapes.machine_made(match.group(0))
+    """A machine-made token, unless it is a data URI's content (`data:image/png;base64,…`: an image, no key), a
+    file's name (`…-OTA-97B6C6C5.bfu`), a piece of a `~`-joined string the token pattern sees only in parts
+    (CloudFront signatures, image-service URLs; azure-ad-client-secret owns the secrets with `Q~`), inside a
+    public key's armour, a vendor's (`_vendor_owned`) or under a public name (`publicToken = "…"`)."""
+    text, start, end = match.string, match.start(), match.end()
+    if text.endswith("base64,", 0, start) or not shapes.machine_made(match.group(0)):
+        return False
+    if _FILE_EXTENSION.match(text, end) or text.startswith("~", end) or text.endswith("~", 0, start):
+        return False
+    return not (_in_public_armour(text, start) or _vendor_owned(match.group(0)) or _public_name_before(match))
+
+
+def _url_token(token: str) -> bool:
+    """A URL's path segment or user that is machine-made, not a vendor's, and not hex: in a path, hex is an
+    object's id (a commit, a page: `notion.site/API-BD80F56C…`)."""
+    return shapes.machine_made(token) and not _vendor_owned(token) and not _HEX_TAIL.search(token)
+
+
+_HEX_TAIL = re.compile(r"(?:^|[_\-])[0-9a-fA-F]{16,}$")
+
+
+_FILE_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}(?![\w.])")
+_ARMOUR = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----")
+
+
+def _in_public_armour(text: str, position: int) -> bool:
+    """Whether `position` is inside a `-----BEGIN … PUBLIC KEY…-----` block or a certificate: published keys."""
+    begin = text.rfind("-----BEGIN ", 0, position)
+    header = _ARMOUR.match(text, begin) if begin >= 0 else None
+    return (
+        header is not None
+        and ("PUBLIC KEY" in header.group(1) or "CERTIFICATE" in header.group(1))
+        and text.find("-----END ", begin, position) < 0
+    )
+
+
+# The generic rule's keywords name no vendor, nor do an environment's words (`live_`, `test_`: Stripe's
+# keywords, and in many vendors' `…_live_…` tokens): a vendor keyword that is one of them is no vendor's.
+_GENERIC_WORDS = frozenset(
+    {"access", "api", "auth", "key", "credential", "creds", "passwd", "password", "secret", "token", "live", "test"}
+)
+
+
+@cache
+def _vendor_keywords() -> ahocorasick.Automaton:
+    """The keywords of the rules that name a vendor's format (gitleaks' but its generic rule, the prefixed
+    tokens), 4 characters or more (shorter ones occur in random text by chance) and not a generic word: where
+    one occurs, that rule knows the format (its length, its checksum, its allowlist) better than a shape does."""
+    automaton = ahocorasick.Automaton()
+    rules = (*(r for r in gitleaks_rules() if r.name != _GENERIC), *PREFIXED_TOKENS)
+    for keyword in {k for rule in rules for k in rule.keywords}:
+        if len(keyword) >= 4 and keyword.strip("_-.") not in _GENERIC_WORDS:
+            automaton.add_word(keyword, keyword)
+    automaton.make_automaton()
+    return automaton
+
+
+def _vendor_owned(token: str) -> bool:
+    """Whether a vendor's rule owns `token`: it holds the vendor's keyword (`AIzaSy…` of the wrong kind, an
+    `sntryu_…` with a bad checksum). That rule saw the text and found no secret of its format. A vendor named
+    beside the token decides nothing: `AZURE_DEVOPS_EXT_PAT` is no format azure's rules know."""
+    return next(_vendor_keywords().iter(token.lower()), None) is not None
+
+
+# The name a value is written under, just before it on its line: `publicToken = "`, `"public_key": "`.
+_NAME_BEFORE = re.compile(r"([A-Za-z_][\w.\-]*)\\?['\"]?\s*(?:=|:=|:|=>)\s*\\?['\"]?$")
+
+
+def _public_name_before(match: re.Match[str]) -> bool:
+    """Whether the name the token is written under says it is public (`publicToken = "…"`)."""
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    name = _NAME_BEFORE.search(match.string, max(line_start, match.start() - 80), match.start())
+    return name is not None and bool(shapes.PUBLIC_PARTS.intersection(shapes.name_parts(name.group(1))))
 
 
 _PLACEHOLDER_WORDS = re.compile(r"(?i).*(?:x{6}|\*{4}|\.\.\.|…|example|your[_-]|<[^>]*>|\{[^}]*\}|\$)")
@@ -514,13 +593,13 @@ SHAPE_RULES: tuple[Rule, ...] = (
             r"(?:/(?P<secret>[A-Za-z0-9_\-]{20,})(?=[/?#\s'\"<>)\]]|$)|(?=[\s'\"<>)\]]|$))"
         ),
         ("://",),
-        check=lambda m: bool(m.group("secret")) and shapes.machine_made(m.group("secret")),
+        check=lambda m: bool(m.group("secret")) and _url_token(m.group("secret")),
     ),
     Rule(
         "url-token",
         re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://(?P<secret>[^\s:/@'\"<>]{16,})@"),
         ("://",),
-        check=lambda m: shapes.machine_made(m.group("secret")),
+        check=lambda m: _url_token(m.group("secret")),
     ),
     # A password typed beside an email address, no label: `me@gmail.com / Hunter2024!`, `me@x.io pass: …`.
     Rule(

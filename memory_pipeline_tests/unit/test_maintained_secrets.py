@@ -21,11 +21,11 @@ def test_one_example_of_every_rule_is_masked_everywhere_and_false_positives_stay
     for context, (masked, total) in figures.recall.items():
         assert total == len(first) and masked == total, (context, figures.missed)
     assert figures.around[0] == figures.around[1]  # no other line of a context changed
-    # The named rules leave gitleaks' false positives alone; the shape rules mask some by design (random
-    # strings gitleaks rejects by their format or checksum: `AIzaSy…` keys of the wrong kind, sentry tokens
-    # with a bad checksum), and some by mistake (bench/results.md lists them): at most a quarter.
+    # The named rules leave gitleaks' false positives alone (311/313 before the shape rules); with the shape
+    # rules 304/313 (bench/results.md, `secrets_heldout`, lists the nine). Restoring 99% (310) would need the shape
+    # rules to stand aside wherever a line names a vendor, which leaks held-out formats of vendors gitleaks knows.
     named = measure(Redactor(base=[r for r in DEFAULT_RULES if r not in SHAPE_RULES]), chosen)  # type: ignore[arg-type]
     intact, negatives = named.fp_intact
     assert negatives >= 300 and intact / negatives >= 0.99, named.changed_fps
     intact, negatives = figures.fp_intact
-    assert intact / negatives >= 0.75, figures.changed_fps
+    assert intact / negatives >= 0.97, figures.changed_fps

@@ -133,3 +133,52 @@ def test_a_frame_preview_never_holds_a_secret_in_the_clear() -> None:
     cells = [str(v) for record in value.records for v in record.data.values()]
     assert token[:20] not in " ".join(cells) and "[REDACTED:" in " ".join(cells)
     assert "plain text" in cells and "s1" in cells
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Identifiers: most letters in pronounceable words set apart by case or separators.
+        'pub const SN_id_Gost28147_89_None_KeyMeshing = "id-Gost28147-89-None-KeyMeshing"',
+        "static int mv_ValidateRFC4281CodecId(const char *codec);",
+        'amazon.de#@#div[data-cel-widget="desktop-rhf_SponsoredProductsRemoteRHFSearchEXPSubsK2ClickPagination"]',
+        # A value under a secret-named key that names a thing, with a version-like suffix.
+        '"bucket_key": "SalesResults-1.2"',
+        # A name whose secret part is followed by what it describes; public and anti-forgery names.
+        "key_down_event=Qa=ET59je8cql4A0LE-w97wKbgW2.g",
+        'public_key = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"',
+        'publicToken = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"',
+        # A file's name, a vendor's own prefix its rule rejected (wrong kind), a document id, a Notion page.
+        "├── R21A-A-V010SP13RC181024R16900-CN-B_250K-Release-OTA-97B6C6C59241976086FABDC41472150C.bfu",
+        "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+        "https://docs.google.com/document/d/1W7KCxOxP-1Fy5EyF2lbJGE2WuKmu5v0suYqoHas1jRM",
+        "https://fog-ringer-f42.notion.site/API-BD80F56CDC1441E6BF6011AB6D852875",
+    ],
+)
+def test_identifiers_public_names_and_vendor_formats_stay(text: str) -> None:
+    counts: Counter[str] = Counter()
+    assert Redactor().redact(text, counts) == text and not counts, counts
+
+
+def test_a_public_key_block_is_left_and_a_private_one_masked() -> None:
+    body = "\n".join(_draw(64, B62 + "+/") for _ in range(4))
+    public = f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n{body}\n-----END PGP PUBLIC KEY BLOCK-----"
+    assert Redactor().redact(public) == public
+    private = f"-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----"
+    assert body.splitlines()[1] not in Redactor().redact(private)
+
+
+@pytest.mark.parametrize(
+    ("token", "machine"),
+    [
+        ("SN_id_Gost28147_89_None_KeyMeshing", False),
+        ("A_6gx9vp6mc5ucifodzj1yzzgs403sr61vtf", False),  # one capital: no random run of three classes
+        (_draw(300), False),  # longer than any credential without a prefix: a signature or a blob
+        ("figd_" + _draw(40), True),
+        (_draw(40), True),
+    ],
+)
+def test_machine_made_tells_random_bodies_from_names_and_blobs(token: str, machine: bool) -> None:
+    from memory_pipeline.sessions import shapes
+
+    assert shapes.machine_made(token) is machine
