@@ -110,3 +110,18 @@ def test_the_first_ctrl_c_interrupts_and_the_next_ones_are_ignored_until_the_blo
             time.sleep(0.05)
     assert signal.getsignal(signal.SIGINT) is before
 
+
+def test_the_instance_the_project_writes_opens_the_ui_without_dagsters_community_modal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster import DagsterInstance
+
+    from memory_pipeline.instance import prepare_dagster_home
+    from memory_pipeline.settings import load_settings
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("DAGSTER_POSTGRES_URL", raising=False)
+    home = prepare_dagster_home(load_settings(memory_pipeline_state_dir=tmp_path / "state"))
+    with DagsterInstance.from_config(str(home)) as instance:
+        # What the UI's `shouldShowNux` query answers from (with "not seen yet", true in a fresh home).
+        assert instance.nux_enabled is False
