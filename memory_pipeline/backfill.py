@@ -1,4 +1,4 @@
-"""Backfilling session days from the command line (the UI's "materialize missing", as few runs as possible).
+"""Backfilling session days from the command line (the UI's "materialize missing"), the most recent first.
 
 A day is done when every asset of `memory_job` is materialised for it and the
 latest run that covered it ran the whole job and succeeded with every check
@@ -43,7 +43,7 @@ JOB = "memory_job"
 @dataclass
 class Plan:
     days: list[str]  # days with sessions, within [start, end]
-    todo: list[str]  # of those, the ones to run
+    todo: list[str]  # of those, the ones to run, the most recent first
     added: list[str]  # days that became partitions now
     problems: list[Problem] = field(default_factory=list)
     why: dict[str, list[str]] = field(default_factory=dict)  # each day to run: why
@@ -77,7 +77,7 @@ def plan_backfill(
         if with_llm:
             for day, failed in failed_turns_by_day(es, sorted(done)).items():
                 why.setdefault(day, []).append(f"{failed} failed turn(s) to read again")
-    return Plan(days, sorted(why), added, problems, why)
+    return Plan(days, sorted(why, reverse=True), added, problems, why)
 
 
 def job_asset_keys() -> list[AssetKey]:
@@ -133,6 +133,19 @@ def day_ranges(days: list[str], order: list[str]) -> list[tuple[str, str]]:
             ranges.append((ranges.pop()[0], day) if previous_wanted else (day, day))
         previous_wanted = day in wanted
     return ranges
+
+
+def newest_first_runs(days: list[str], order: list[str]) -> list[tuple[str, str]]:
+    """Runs for `days`, the most recent day first, so a long history is useful within minutes: the newest day
+    alone, then the next 2, 4, 8… days (few runs still: a year of days is 9), each run a range of neighbouring
+    partitions (`day_ranges`: only days that are to run; a tier that crosses a gap is two runs)."""
+    tier = {day: (rank + 1).bit_length() - 1 for rank, day in enumerate(sorted(days, reverse=True))}
+    position = {day: i for i, day in enumerate(order)}
+    runs: list[tuple[str, str]] = []
+    for level in sorted(set(tier.values())):
+        ranges = day_ranges([d for d in days if tier[d] == level], order)
+        runs += sorted(ranges, key=lambda r: max(order[position[r[0]] : position[r[1]] + 1]), reverse=True)
+    return runs
 
 
 StepProgress = Callable[[int, int], None]  # (steps finished, steps in the run)

@@ -359,12 +359,12 @@ def backfill(
 ) -> None:
     """Run every day that has sessions and is not done: never run, failed, half done, a failed check, files
     changed since they were indexed (new, grown, rewritten, gone), turns that failed, or ingested without the
-    chat model; as one run per stretch of days. Says why for each day."""
+    chat model; the most recent first: the newest day alone, then runs of 2, 4, 8… days. Says why for each day."""
     from elasticsearch import ConnectionError as ElasticsearchConnectionError
     from rich.console import Console
     from rich.progress import Progress
 
-    from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
+    from memory_pipeline.backfill import newest_first_runs, plan_backfill, run_backfill
     from memory_pipeline.instance import open_instance
     from memory_pipeline.jobs import assets_to_run
     from memory_pipeline.partitions import ordered_days
@@ -408,7 +408,7 @@ def backfill(
                 f"nothing to backfill under {settings.sessions_dir}: {len(plan.days)} day(s) with sessions, all done"
             )
             return
-        ranges = day_ranges(plan.todo, ordered_days(instance))
+        ranges = newest_first_runs(plan.todo, ordered_days(instance))
         click.echo(
             f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)"
             + ("" if with_llm else ", without the chat model"),
