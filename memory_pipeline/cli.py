@@ -417,18 +417,27 @@ def backfill(
         for day in plan.todo:
             click.echo(f"  {day}: {'; '.join(plan.why[day])}", err=True)
         failed = 0
-        # A bar per run on a terminal (steps done of the job's); the event log only when asked (--verbose).
+        # A bar per run on a terminal (steps done of the job's), with the turns read, left and the time to go
+        # beside it (a plain line each when not a terminal); the event log only when asked (--verbose).
         console = Console(stderr=True)
+        plain = not as_json and not console.is_terminal
         with Progress(
             *Progress.get_default_columns(), console=console, disable=as_json or not console.is_terminal
         ) as bar:
             for first, last in ranges:
                 task = bar.add_task(f"{first}..{last}", total=None)
+
+                def turns(line: str, task: int = task, days: str = f"{first}..{last}") -> None:
+                    bar.update(task, description=f"{days} {line}")
+                    if plain:
+                        click.echo(f"{days} {line}", err=True)
+
                 result = run_backfill(
                     instance,
                     first,
                     last,
                     on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
+                    on_turns=turns,
                     log_level="DEBUG" if verbose else "WARNING",
                     asset_selection=assets_to_run(with_llm),
                 )
