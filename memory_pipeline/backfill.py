@@ -1,4 +1,4 @@
-"""Backfilling session days from the command line (the UI's "materialize missing", as few runs as possible).
+"""Backfilling session days from the command line (the UI's "materialize missing"), the most recent first.
 
 A day is done when every asset of `memory_job` is materialised for it and the
 latest run that covered it ran the whole job and succeeded with every check
@@ -36,6 +36,7 @@ from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
 from memory_pipeline.stores.raw_store import read_manifest
 from memory_pipeline.stores.summary_store import failed_turns_by_day
+from memory_pipeline.summarize.progress import PREFIX
 
 JOB = "memory_job"
 
@@ -43,7 +44,7 @@ JOB = "memory_job"
 @dataclass
 class Plan:
     days: list[str]  # days with sessions, within [start, end]
-    todo: list[str]  # of those, the ones to run
+    todo: list[str]  # of those, the ones to run, the most recent first
     added: list[str]  # days that became partitions now
     problems: list[Problem] = field(default_factory=list)
     why: dict[str, list[str]] = field(default_factory=dict)  # each day to run: why
@@ -77,7 +78,7 @@ def plan_backfill(
         if with_llm:
             for day, failed in failed_turns_by_day(es, sorted(done)).items():
                 why.setdefault(day, []).append(f"{failed} failed turn(s) to read again")
-    return Plan(days, sorted(why), added, problems, why)
+    return Plan(days, sorted(why, reverse=True), added, problems, why)
 
 
 def job_asset_keys() -> list[AssetKey]:
@@ -135,17 +136,48 @@ def day_ranges(days: list[str], order: list[str]) -> list[tuple[str, str]]:
     return ranges
 
 
+def newest_first_runs(days: list[str], order: list[str]) -> list[tuple[str, str]]:
+    """Runs for `days`, the most recent day first, so a long history is useful within minutes: the newest day
+    alone, then the next 2, 4, 8… days (few runs still: a year of days is 9), each run a range of neighbouring
+    partitions (`day_ranges`: only days that are to run; a tier that crosses a gap is two runs)."""
+    tier = {day: (rank + 1).bit_length() - 1 for rank, day in enumerate(sorted(days, reverse=True))}
+    position = {day: i for i, day in enumerate(order)}
+    runs: list[tuple[str, str]] = []
+    for level in sorted(set(tier.values())):
+        ranges = day_ranges([d for d in days if tier[d] == level], order)
+        runs += sorted(ranges, key=lambda r: max(order[position[r[0]] : position[r[1]] + 1]), reverse=True)
+    return runs
+
+
 StepProgress = Callable[[int, int], None]  # (steps finished, steps in the run)
+TurnsProgress = Callable[[str], None]  # the newest "turns: … done, … left, about … to go" line of the run
 _STEP_ENDS = {DagsterEventType.STEP_SUCCESS, DagsterEventType.STEP_FAILURE, DagsterEventType.STEP_SKIPPED}
 
 
-def _watch_steps(
-    instance: DagsterInstance, run_id: str, total: int, report: StepProgress, done: threading.Event
+def _watch(
+    instance: DagsterInstance,
+    run_id: str,
+    total: int,
+    on_step: StepProgress | None,
+    on_turns: TurnsProgress | None,
+    done: threading.Event,
 ) -> None:
-    """Report finished steps of `run_id` as they land in the event log, until `done`, and once more then."""
-    while not done.wait(0.5):
-        report(min(len(instance.all_logs(run_id, of_type=_STEP_ENDS)), total), total)
-    report(min(len(instance.all_logs(run_id, of_type=_STEP_ENDS)), total), total)
+    """Report finished steps of `run_id`, and the summarising's progress lines, as they land in the event log
+    (read on from where the last look stopped), until `done`, and once more then."""
+    cursor, steps = None, 0
+    while True:
+        finished = done.wait(0.5)
+        page = instance.get_records_for_run(run_id, cursor=cursor)
+        cursor = page.cursor or cursor
+        entries = [record.event_log_entry for record in page.records]
+        steps += sum(e.dagster_event is not None and e.dagster_event.event_type in _STEP_ENDS for e in entries)
+        if on_step:
+            on_step(min(steps, total), total)
+        lines = [e.user_message for e in entries if e.dagster_event is None and e.user_message.startswith(PREFIX)]
+        if on_turns and lines:
+            on_turns(lines[-1])
+        if finished:
+            return
 
 
 def run_backfill(
@@ -155,14 +187,16 @@ def run_backfill(
     definitions: Definitions | None = None,
     run_config: dict[str, Any] | None = None,
     on_step: StepProgress | None = None,
+    on_turns: TurnsProgress | None = None,
     log_level: str = "DEBUG",
     asset_selection: Sequence[AssetKey] | None = None,
     tags: dict[str, str] | None = None,
 ) -> ExecuteInProcessResult:
     """One run of the job over the partitions [first, last] (the assets' single-run backfill policy), with
-    the code location's definitions unless others are given; `on_step` hears of each finished step, and the
-    console shows the run's events from `log_level` up; `asset_selection` runs a part of the job (`assets_to_run`);
-    `tags` name who asked (the CLI's backfill by default)."""
+    the code location's definitions unless others are given; `on_step` hears of each finished step and
+    `on_turns` of the summarising's progress (turns done, left, time to go), and the console shows the run's
+    events from `log_level` up; `asset_selection` runs a part of the job (`assets_to_run`); `tags` name who
+    asked (the CLI's backfill by default)."""
     if definitions is None:
         from memory_pipeline.definitions import defs as definitions
 
@@ -171,10 +205,10 @@ def run_backfill(
     run_id = make_new_run_id()
     done = threading.Event()
     watcher = None
-    if on_step:
+    if on_step or on_turns:
         watcher = threading.Thread(
-            target=_watch_steps,
-            args=(instance, run_id, len(job.nodes_in_topological_order), on_step, done),
+            target=_watch,
+            args=(instance, run_id, len(job.nodes_in_topological_order), on_step, on_turns, done),
             daemon=True,
         )
         watcher.start()

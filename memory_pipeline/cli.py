@@ -204,29 +204,38 @@ def status(as_json: bool) -> None:
 @click.option("--port", default=UI_PORT, show_default=True, help="Port of the Dagster UI (bound to 127.0.0.1).")
 @click.option("--no-local", is_flag=True, help="Do not start the local runtime first.")
 def dev(port: int, no_local: bool) -> None:
-    """Bring the local runtime up, then open the Dagster UI with the pipeline loaded."""
-    from memory_pipeline.local.supervise import run_in_foreground
+    """Bring the local runtime up, then open the Dagster UI with the pipeline loaded. Ctrl-C stops what it
+    started and exits 0, quietly: it is how `dev` ends, not an error (as for `dagster dev` itself), and `make
+    run` reports no error for it."""
+    from memory_pipeline.local.supervise import Part, interrupted_once, run_in_foreground, uninterrupted
 
     settings = _settings()
     runtime = _runtime(settings, _echo_progress)
-    started: list[ServiceName] = []
-    if not no_local:
-        before = {r.name for r in runtime.status() if r.state == "running"}
-        rows = _run(runtime.up)
-        click.echo(_table(rows))
-        # Ctrl-C stops what this command started, and leaves running what was running before it.
-        started = sorted({_kind(r.name) for r in rows if r.mode == "local" and r.name not in before})
-    env = _part_env(settings)
-    click.echo(
-        f"Dagster UI on http://127.0.0.1:{port} (sessions: {env.get('SESSIONS_DIR', settings.sessions_dir)})", err=True
-    )
-    workspace = str(PROJECT_DIR / "workspace.yaml")
-    code = run_in_foreground(
-        [sys.executable, "-m", "dagster", "dev", "-w", workspace, "-h", "127.0.0.1", "-p", str(port)], env
-    )
-    if started:
-        click.echo(f"stopping the servers this command started: {', '.join(started)}", err=True)
-        runtime.down(started)
+    before = set() if no_local else runtime.running()
+    code = 0
+    with interrupted_once():
+        try:
+            if not no_local:
+                click.echo(_table(_run(runtime.up)))
+            env = _part_env(settings)
+            sessions = env.get("SESSIONS_DIR", settings.sessions_dir)
+            click.echo(f"Dagster UI on http://127.0.0.1:{port} (sessions: {sessions})", err=True)
+            workspace = str(PROJECT_DIR / "workspace.yaml")
+            # Dagster's command line after the package's filter: no "dagster dev is superseded" on every start.
+            dagster = [sys.executable, "-m", "memory_pipeline.local.dagster_cli"]
+            ui = Part("dagster-ui", [], port, f"http://127.0.0.1:{port}/server_info")
+            code = run_in_foreground(
+                [*dagster, "dev", "-w", workspace, "-h", "127.0.0.1", "-p", str(port)], env, started=ui.healthy
+            )
+        except KeyboardInterrupt:  # while the servers start; once Dagster runs, Ctrl-C stops it instead
+            click.echo("", err=True)  # a new line after the terminal's "^C"
+        finally:
+            with uninterrupted():
+                # Ctrl-C stops what this command started (also half way), and leaves running what ran before it.
+                started = sorted({_kind(name) for name in runtime.running() - before}) if not no_local else []
+                if started:
+                    click.echo(f"stopping the servers this command started: {', '.join(started)}", err=True)
+                    runtime.down(started)
     sys.exit(code)
 
 
@@ -350,12 +359,12 @@ def backfill(
 ) -> None:
     """Run every day that has sessions and is not done: never run, failed, half done, a failed check, files
     changed since they were indexed (new, grown, rewritten, gone), turns that failed, or ingested without the
-    chat model; as one run per stretch of days. Says why for each day."""
+    chat model; the most recent first: the newest day alone, then runs of 2, 4, 8… days. Says why for each day."""
     from elasticsearch import ConnectionError as ElasticsearchConnectionError
     from rich.console import Console
     from rich.progress import Progress
 
-    from memory_pipeline.backfill import day_ranges, plan_backfill, run_backfill
+    from memory_pipeline.backfill import newest_first_runs, plan_backfill, run_backfill
     from memory_pipeline.instance import open_instance
     from memory_pipeline.jobs import assets_to_run
     from memory_pipeline.partitions import ordered_days
@@ -399,7 +408,7 @@ def backfill(
                 f"nothing to backfill under {settings.sessions_dir}: {len(plan.days)} day(s) with sessions, all done"
             )
             return
-        ranges = day_ranges(plan.todo, ordered_days(instance))
+        ranges = newest_first_runs(plan.todo, ordered_days(instance))
         click.echo(
             f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)"
             + ("" if with_llm else ", without the chat model"),
@@ -408,18 +417,27 @@ def backfill(
         for day in plan.todo:
             click.echo(f"  {day}: {'; '.join(plan.why[day])}", err=True)
         failed = 0
-        # A bar per run on a terminal (steps done of the job's); the event log only when asked (--verbose).
+        # A bar per run on a terminal (steps done of the job's), with the turns read, left and the time to go
+        # beside it (a plain line each when not a terminal); the event log only when asked (--verbose).
         console = Console(stderr=True)
+        plain = not as_json and not console.is_terminal
         with Progress(
             *Progress.get_default_columns(), console=console, disable=as_json or not console.is_terminal
         ) as bar:
             for first, last in ranges:
                 task = bar.add_task(f"{first}..{last}", total=None)
+
+                def turns(line: str, task: int = task, days: str = f"{first}..{last}") -> None:
+                    bar.update(task, description=f"{days} {line}")
+                    if plain:
+                        click.echo(f"{days} {line}", err=True)
+
                 result = run_backfill(
                     instance,
                     first,
                     last,
                     on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
+                    on_turns=turns,
                     log_level="DEBUG" if verbose else "WARNING",
                     asset_selection=assets_to_run(with_llm),
                 )

@@ -77,7 +77,9 @@ def session_files_sensor(context: SensorEvaluationContext, sessions: SessionsRes
             touched[previous[2]].append(f"{relative}:deleted")
     context.update_cursor(json.dumps(after, sort_keys=True))
     requests = []
-    for day, states in sorted(touched.items()):
+    # The most recent day first: one run at a time (the queue is first in, first out), so a history found at
+    # once is useful within minutes, not after its oldest days.
+    for day, states in sorted(touched.items(), reverse=True):
         run_key = f"{day}:{hashlib.sha1(chr(10).join(sorted(states)).encode()).hexdigest()[:16]}"
         requests.append(
             RunRequest(

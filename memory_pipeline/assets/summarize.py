@@ -47,6 +47,7 @@ from memory_pipeline.summarize.frames import (
 )
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry, TurnJournal
+from memory_pipeline.summarize.progress import TurnProgress
 
 SUMMARIZE = "summarize"
 _common = daily_assets(SUMMARIZE)
@@ -97,6 +98,7 @@ def llm_ideas(
             + (f"; read because: {dict(Counter(why.values()))}" if why else "")
         )
         begin = time.perf_counter()
+        progress = TurnProgress(len(todo))
 
         def record(outcome: TurnOutcome) -> None:
             key = (outcome.session_id, outcome.turn_id)
@@ -108,6 +110,8 @@ def llm_ideas(
                 f"{outcome.session_id}/{outcome.turn_id}: {outcome.status} ({len(outcome.ideas)} ideas, "
                 f"{outcome.seconds:.1f}s){': ' + outcome.reason if outcome.reason else ''}"
             )
+            if progress.finished_one():  # turns done, left, time to go: `backfill` shows it beside its bar
+                context.log.info(progress.line())
 
         outcomes = summarise_turns(
             client,

@@ -151,6 +151,17 @@ class LocalRuntime:
     def status(self) -> list[ServiceStatus]:
         return [self._status(service) for service in self.services(recorded=True)]
 
+    def running(self) -> set[str]:
+        """The names of the local servers running now (`elasticsearch`, `elasticsearch-2`, `chat`, …), from their
+        records alone: no request to a server, which may be the one that hangs."""
+        return {
+            s.name
+            for s in self.services(recorded=True)
+            if self.settings.is_local(s.kind)
+            and (record := read_record(self.run_dir, s.name)) is not None
+            and owned_process(record) is not None
+        }
+
     def _stop(self, service: LocalService) -> bool:
         record = read_record(self.run_dir, service.name)
         if record is None:

@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -209,12 +210,17 @@ def parts_status(settings: Settings) -> list[ServiceStatus]:
     return rows
 
 
-def run_in_foreground(argv: list[str], env: Mapping[str, str], grace: float = 30.0) -> int:
-    """Run `argv` (`dagster dev`) until it exits; Ctrl-C or SIGTERM to us stops it; its exit code.
+def run_in_foreground(argv: list[str], env: Mapping[str, str], started: Callable[[], bool], grace: float = 30.0) -> int:
+    """Run `argv` (`dagster dev`) until it exits; Ctrl-C or SIGTERM to us stops it; its exit code (0 when it
+    stopped cleanly because it was asked to).
 
     dagster dev shuts down cleanly on SIGINT only, and a shell's background job inherits SIGINT ignored: so the
-    child leads its own process group with SIGINT restored, and whatever stops us becomes a SIGINT to that group,
-    then a SIGKILL if it lingers past `grace` seconds."""
+    child leads its own process group with SIGINT restored, and the first signal that stops us becomes a SIGINT to
+    it, then a SIGKILL to its group if it lingers past `grace` seconds. To it alone: it stops its webserver,
+    daemon and code server itself. Once it has `started` (its UI answers), or after `grace` seconds: while it
+    starts them, an interrupt ends it with "Aborted!" and tracebacks. Only the first: `uv run` repeats the
+    terminal's Ctrl-C to us 200 ms later, and a second SIGINT cuts dagster dev's own shutdown short ("Aborted!",
+    exit 1, which `make` reports as an error)."""
     proc = subprocess.Popen(
         argv,
         env=dict(env),
@@ -222,17 +228,55 @@ def run_in_foreground(argv: list[str], env: Mapping[str, str], grace: float = 30
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline: list[float] = []
+    asked: list[float] = []  # when we were first asked to stop
+    sent: list[float] = []  # when the SIGINT went
 
-    def stop(signum: int, _frame: object) -> None:
-        os.killpg(proc.pid, signal.SIGINT)
-        deadline.append(time.monotonic() + grace)
+    def stop(_signum: int, _frame: object) -> None:
+        if not asked:
+            asked.append(time.monotonic())
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    while True:
-        try:
-            return proc.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            if deadline and time.monotonic() > deadline[0]:
+    with _handling((signal.SIGTERM, signal.SIGINT), stop):
+        while True:
+            try:
+                return proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if asked and not sent and (now > asked[0] + grace or started()):
+                os.kill(proc.pid, signal.SIGINT)
+                sent.append(now)
+            elif sent and now > sent[0] + grace:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextmanager
+def interrupted_once() -> Iterator[None]:
+    """The first Ctrl-C in the block raises KeyboardInterrupt; later ones are ignored until it ends (the copy of
+    the terminal's that `uv run` sends 200 ms later, or an impatient second one, would otherwise interrupt the
+    stopping of what was started, with a traceback)."""
+
+    def first(_signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    with _handling((signal.SIGINT,), first):
+        yield
+
+
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """A block a Ctrl-C must not cut short (stopping the servers a command started: a second Ctrl-C, or the one
+    `uv run` repeats, would leave one half stopped and print a traceback)."""
+    with _handling((signal.SIGINT,), signal.SIG_IGN):
+        yield
+
+
+@contextmanager
+def _handling(signals: tuple[signal.Signals, ...], handler: Callable[[int, object], None] | int) -> Iterator[None]:
+    """`handler` for `signals` during the block; the previous handlers after it."""
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, before in previous.items():
+            signal.signal(signum, before)

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from dagster import AssetKey, DailyPartitionsDefinition, PartitionKeyRange, build_input_context, build_output_context
 
-from memory_pipeline.backfill import day_ranges, plan_backfill
+from memory_pipeline.backfill import day_ranges, newest_first_runs, plan_backfill
 from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.partitions import instance_with_days, ordered_days
 from memory_pipeline.sessions import load
@@ -159,10 +159,12 @@ def test_backfill_makes_every_session_day_a_partition_however_old_or_far_ahead(s
         (sessions / name).write_text(json.dumps(header) + "\n")
     instance = instance_with_days([])
     plan = plan_backfill(instance, sessions, everything=False)
-    assert plan.days == plan.todo == plan.added == ["2019-03-02", "2024-01-15", "2026-03-18", "9999-12-31"]
+    assert plan.days == plan.added == ["2019-03-02", "2024-01-15", "2026-03-18", "9999-12-31"]
+    assert plan.todo == plan.days[::-1]  # the most recent first
     assert ordered_days(instance) == plan.days
     again = plan_backfill(instance, sessions, everything=False, start="2025-01-01")
-    assert again.days == again.todo == ["2026-03-18", "9999-12-31"] and again.added == []
+    assert again.days == ["2026-03-18", "9999-12-31"] and again.todo == ["9999-12-31", "2026-03-18"]
+    assert again.added == []
 
 
 def test_backfill_runs_cover_only_wanted_days_in_partition_order() -> None:
@@ -174,3 +176,31 @@ def test_backfill_runs_cover_only_wanted_days_in_partition_order() -> None:
     ]
     assert day_ranges(order, order) == [("2026-01-01", "2019-05-09")]
     assert day_ranges([], order) == []
+
+
+def test_backfill_runs_the_newest_day_first_then_doubling_stretches() -> None:
+    order = [f"2026-01-{d:02d}" for d in range(1, 11)]  # ten days, added in date order
+    assert newest_first_runs(order, order) == [
+        ("2026-01-10", "2026-01-10"),  # useful after one day's run
+        ("2026-01-08", "2026-01-09"),
+        ("2026-01-04", "2026-01-07"),
+        ("2026-01-01", "2026-01-03"),
+    ]
+    # A done day (01-08) splits a tier into two runs, the newer first; every run covers only days to run.
+    todo = [d for d in order if d != "2026-01-08"]
+    assert newest_first_runs(todo, order) == [
+        ("2026-01-10", "2026-01-10"),
+        ("2026-01-09", "2026-01-09"),
+        ("2026-01-07", "2026-01-07"),
+        ("2026-01-03", "2026-01-06"),
+        ("2026-01-01", "2026-01-02"),
+    ]
+    # A history found later than newer days: partitions in insertion order, runs still newest first.
+    found_late = ["2026-01-01", "2026-01-02", "2019-05-01", "2019-05-02"]
+    assert newest_first_runs(found_late, found_late) == [
+        ("2026-01-02", "2026-01-02"),
+        ("2026-01-01", "2026-01-01"),  # its tier's other day, 2019-05-02, is no neighbour: a run of its own
+        ("2019-05-02", "2019-05-02"),
+        ("2019-05-01", "2019-05-01"),
+    ]
+    assert newest_first_runs([], order) == []

@@ -161,7 +161,15 @@ def test_sessions_from_any_year_get_a_partition(tmp_path: Path) -> None:
     _session(tmp_path / "old.jsonl", "old", "2019-03-02")
     _session(tmp_path / "ahead.jsonl", "ahead", "9999-12-31")
     result, _ = _tick(tmp_path, None)
-    assert [r.partition_key for r in result] == ["2019-03-02", "9999-12-31"]
+    assert [r.partition_key for r in result] == ["9999-12-31", "2019-03-02"]
+
+
+def test_a_history_found_at_once_is_requested_the_most_recent_day_first(tmp_path: Path) -> None:
+    days = ["2026-01-05", "2025-12-31", "2026-02-01", "2024-07-14"]
+    for i, day in enumerate(days):
+        _session(tmp_path / f"s{i}.jsonl", f"s{i}", day)
+    result, _ = _tick(tmp_path, None)
+    assert [r.partition_key for r in result] == sorted(days, reverse=True)
 
 
 def test_symlink_loops_are_logged_not_followed_forever(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
