@@ -10,7 +10,8 @@ for the names it may take from there):
   negation the evidence makes is not lost where the statement keeps what it negates ("Never push to main" is
   not "Push to main").
 - **Direction.** When both put one thing in another's place, the chosen and the replaced are the same, never
-  swapped; a statement never negates what its evidence chooses.
+  swapped; a statement never negates what its evidence chooses, and one that names the choice names what it
+  replaced too ("Postgres on 55432 for local dev." of "…uses Postgres instead of SQLite" reads as a new choice).
 - **Particulars.** Every number, port, path, file, command, URL and code name the statement holds is in the
   evidence or its turn: none invented, none swapped.
 
@@ -76,6 +77,8 @@ def unfaithful(statement: str, evidence: str, turn: str = "") -> str:
             return f"swaps what is chosen ({chosen}) and what it replaces ({replaced})"
     if added and not NEGATION.search(evidence):
         return "adds a negation the evidence does not make"
+    if said and _same(statement, said[0]) and not _same(statement, said[1]):
+        return f"names the choice ({said[0]}) but not what it replaced ({said[1]})"
     lost = (_negated(evidence) - _negated(statement)) & content_words(statement)
     if lost and not NEGATION.search(statement):
         return "loses the evidence's negation"

@@ -213,6 +213,7 @@ _CHOICE = "From now on local development uses Postgres instead of SQLite."
         ("The dev database listens on port 5432.", _DEV_DB, "5432"),
         ("Start it with `docker compose up db`.", _DEV_DB, "docker compose up db"),
         ("Never use npm.", "we use pnpm for everything", "negation"),
+        ("Postgres on 55432 for local dev.", _CHOICE, "not what it replaced"),
     ],
 )
 def test_a_statement_that_says_what_its_evidence_does_not_is_caught(statement: str, evidence: str, reason: str) -> None:
