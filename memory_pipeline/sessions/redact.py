@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Literal
 import ahocorasick
 
 from memory_pipeline.sessions import shapes
+from memory_pipeline.sessions.reach import holds_keyword, line_reach
 
 GITLEAKS_RULES = Path(__file__).with_name("rules") / "gitleaks.toml"
 MARKER = re.compile(r"\[REDACTED:[\w.\-]+\]")
@@ -70,6 +72,10 @@ class Rule:
     block: bool = False  # masks a block of lines (a PEM or PuTTY key): its span crosses line breaks whole
     # A last say on a match a regex cannot give (the shape rules: is the token random enough, is it a name).
     check: Callable[[re.Match[str]], bool] | None = field(default=None, compare=False)
+    # When > 0: every match lies in a run of at least this many `_RUN` characters and reads no character past
+    # the run's ends (its lookbehind aside, which reads the whole text in any scan): a rule with no keyword
+    # need look only at such runs.
+    in_runs: int = 0
 
     @classmethod
     def of(
@@ -226,9 +232,10 @@ _NOT_A_PASSWORD = (
 # Tokens whose prefix names them, masked wherever they stand (prose, `printenv` output, a k8s `value:`, tool
 # arguments): gitleaks gates most of these on a vendor word next to them, which real sessions rarely hold.
 _B = r"(?<![A-Za-z0-9_\-])"  # not inside a longer word
+# Without a keyword (discord's bot token) a rule reads only runs of token characters: 59 at least, its shortest.
 _E = r"(?![A-Za-z0-9_\-])"
 PREFIXED_TOKENS: tuple[Rule, ...] = tuple(
-    Rule.of(name, _B + regex + _E, keywords=(keyword,) if keyword else ())
+    Rule(name, re.compile(_B + regex + _E), (keyword,) if keyword else (), in_runs=0 if keyword else 59)
     for name, regex, keyword in (
         ("aws-session-token", r"IQoJb3JpZ2luX2Vj[A-Za-z0-9+/=]{60,}", "iqojb3jpz2lux2vj"),
         ("aws-session-token", r"FwoGZXIvYXdzE[A-Za-z0-9+/=]{60,}", "fwogzxivyxdze"),
@@ -446,6 +453,7 @@ OWN_RULES: tuple[Rule, ...] = (
         ),
         (),
         entropy=4.3,
+        in_runs=40,
     ),
 )
 
@@ -612,12 +620,16 @@ SHAPE_RULES: tuple[Rule, ...] = (
         allow=_NOT_A_PASSWORD,
     ),
     # Last: any token that looks machine-made, wherever it stands.
-    Rule("machine-token", re.compile(shapes.TOKEN), (), check=lambda m: _machine_token(m)),
+    Rule("machine-token", re.compile(shapes.TOKEN), (), check=lambda m: _machine_token(m), in_runs=20),
 )
 
 
 class Redactor:
-    """Applies the rules to text; counts what it masked, per rule."""
+    """Applies the rules to text; counts what it masked, per rule.
+
+    `redact` reads only where a rule can match (see `_fast_spans`); `redact_reference` reads the whole text
+    with every rule whose keyword occurs, as the rules are written. Their output is the same byte for byte
+    (bench `redaction_speed` and the unit tests compare them on every corpus)."""
 
     def __init__(self, extra_rules: Iterable[Rule] = (), base: Iterable[Rule] | None = None) -> None:
         """`base` replaces the built-in rules (the benchmark compares rule sets); extras always come last."""
@@ -628,6 +640,8 @@ class Redactor:
         for keyword in {k for rule in self.rules for k in rule.keywords}:
             self._keywords.add_word(keyword, keyword)
         self._keywords.make_automaton()
+        # Per rule, the lines around a keyword its matches stay within; None: the whole text (see reach.py).
+        self._reach = tuple(_line_reach(rule) for rule in self.rules)
 
     @classmethod
     def with_patterns(cls, patterns: Iterable[str]) -> Redactor:
@@ -637,30 +651,29 @@ class Redactor:
     def redact(self, text: str, counts: Counter[str] | None = None) -> str:
         if not text:
             return text
+        spans = self._fast_spans(text)
+        breaks = _wrap_breaks(text)
+        if breaks:
+            joined, junctions, removed = _join_at(text, breaks)
+            for start, end, name in self._fast_spans(joined, junctions):
+                first = start + removed[bisect_right(junctions, start)]
+                last = end - 1 + removed[bisect_right(junctions, end - 1)] + 1
+                _keep_crossing(text, breaks, first, last, name, spans)
+        return _apply(text, spans, counts)
+
+    def redact_reference(self, text: str, counts: Counter[str] | None = None) -> str:
+        """`redact` as the rules are written: every rule on the whole text, and on the whole text again with
+        wrapped line breaks removed. The fast path's reference."""
+        if not text:
+            return text
         spans = self._spans(text)
         # A token a terminal wrapped: look again with such line breaks removed, keep what spans a break.
         breaks = [b.span() for b in _WRAP.finditer(text)]
         if breaks:
             joined, origin = _join(text, breaks)
             for start, end, name in self._spans(joined):
-                first, last = origin[start], origin[end - 1] + 1
-                crossed = [b_end for b_start, b_end in breaks if first < b_start and b_end < last]
-                # A next line that starts a `NAME=` or `key:` of its own is a line, not the token's tail:
-                # joining it would erase it (`env` output: GITHUB_TOKEN=…, then LOG_LEVEL=info).
-                if crossed and not any(_OWN_LINE.match(text, b_end) for b_end in crossed):
-                    spans.append((first, last, name))
-        if not spans:
-            return text
-        merged = _merge(spans)
-        if counts is not None:
-            counts.update(name for _, _, name in merged)
-        out, position = [], 0
-        for start, end, name in merged:
-            out.append(text[position:start])
-            out.append(f"[REDACTED:{name}]" + "\n" * text.count("\n", start, end))
-            position = end
-        out.append(text[position:])
-        return "".join(out)
+                _keep_crossing(text, breaks, origin[start], origin[end - 1] + 1, name, spans)
+        return _apply(text, spans, counts)
 
     def _spans(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, rule) of every secret in `text`, in rule order (the earlier rule names a merged span)."""
@@ -671,22 +684,196 @@ class Redactor:
             # Most text holds no rule's keyword at all, and a regex scan costs far more than the lookup.
             if rule.keywords and present.isdisjoint(rule.keywords):
                 continue
-            for match in rule.pattern.finditer(text):
-                span = _trimmed(text, rule.secret_span(match), rule.block)
-                if span is None or span[0] == span[1] or any(s < span[1] and span[0] < e for s, e in masked):
-                    continue
-                secret = text[span[0] : span[1]]
-                if rule.entropy is not None and shannon_entropy(secret) < rule.entropy:
-                    continue
-                if rule.check is not None and not rule.check(match):
-                    continue
-                line_start = text.rfind("\n", 0, match.start()) + 1
-                line_end = text.find("\n", match.end())
-                line = text[line_start : line_end if line_end >= 0 else len(text)]
-                if any(a.allows(secret, match.group(0), line) for a in rule.allow):
-                    continue
-                found.append((span[0], span[1], rule.name))
+            found.extend(_accepted(rule, rule.pattern.finditer(text), masked))
         return found
+
+    def _fast_spans(self, text: str, junctions: list[int] | None = None) -> list[tuple[int, int, str]]:
+        """`_spans`, reading each rule only where it can match: a rule whose every match holds one of its
+        keywords and at most n line breaks, only in the lines within n of each keyword (`reach.py`); a rule
+        without keywords whose matches are runs of token characters (`in_runs`), only in such runs. With
+        `junctions`, only the stretches holding one (where a wrapped line was joined), for `redact`."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a character whose lower case is longer: positions would not line up
+            return self._spans(text)
+        hits: dict[str, list[int]] = {}
+        if len(self._keywords):
+            for end, keyword in self._keywords.iter(lowered):
+                hits.setdefault(keyword, []).append(end - len(keyword) + 1)
+        masked = [m.span() for m in MARKER.finditer(text)]
+        lines: _Lines | None = None
+        runs: list[tuple[int, int]] | None = None
+        found: list[tuple[int, int, str]] = []
+        for rule, reach in zip(self.rules, self._reach, strict=True):
+            if rule.keywords and not any(k in hits for k in rule.keywords):
+                continue
+            if rule.in_runs:
+                runs = runs if runs is not None else _runs(text, junctions)
+                windows = [(a, b) for a, b in runs if b - a >= rule.in_runs]
+            elif reach is not None:
+                lines = lines or _Lines(text)
+                windows = lines.around(sorted(p for k in rule.keywords for p in hits.get(k, ())), reach)
+            else:
+                windows = [(0, len(text))]
+            if junctions is not None:
+                windows = [w for w in windows if _holds_junction(w, junctions)]
+            spans = _scan(rule, text, windows, masked, exact_ends=bool(rule.in_runs) or reach is None)
+            found.extend(spans if spans is not None else _accepted(rule, rule.pattern.finditer(text), masked))
+        return found
+
+
+def _line_reach(rule: Rule) -> int | None:
+    """The lines either side of a keyword that hold all of `rule`'s matches; None: it must read the whole text."""
+    if rule.block or rule.in_runs or not holds_keyword(rule.pattern, rule.keywords):
+        return None
+    return line_reach(rule.pattern)
+
+
+def _scan(
+    rule: Rule, text: str, windows: list[tuple[int, int]], masked: list[tuple[int, int]], exact_ends: bool
+) -> list[tuple[int, int, str]] | None:
+    """The rule's secrets in `windows`; None when a match reaches a window's end short of the text's (there `$`
+    holds and a lookahead sees nothing, unlike in the whole text): the caller reads the whole text instead."""
+    matches: list[re.Match[str]] = []
+    for start, end in windows:
+        matches.extend(rule.pattern.finditer(text, start, end))
+        if not exact_ends and end < len(text) and matches and matches[-1].end() >= end - 1:
+            return None
+    return _accepted(rule, matches, masked)
+
+
+def _accepted(
+    rule: Rule, matches: Iterable[re.Match[str]], masked: list[tuple[int, int]]
+) -> list[tuple[int, int, str]]:
+    """The matches that are secrets: trimmed, outside an earlier mask, random enough, passing the rule's check
+    and no allowlist's."""
+    found = []
+    for match in matches:
+        text = match.string
+        span = _trimmed(text, rule.secret_span(match), rule.block)
+        if span is None or span[0] == span[1] or any(s < span[1] and span[0] < e for s, e in masked):
+            continue
+        secret = text[span[0] : span[1]]
+        if rule.entropy is not None and shannon_entropy(secret) < rule.entropy:
+            continue
+        if rule.check is not None and not rule.check(match):
+            continue
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        line_end = text.find("\n", match.end())
+        line = text[line_start : line_end if line_end >= 0 else len(text)]
+        if any(a.allows(secret, match.group(0), line) for a in rule.allow):
+            continue
+        found.append((span[0], span[1], rule.name))
+    return found
+
+
+class _Lines:
+    """Where a text's lines start and end, to turn keyword positions into stretches of whole lines."""
+
+    def __init__(self, text: str) -> None:
+        self.size = len(text)
+        self.breaks = [m.start() for m in _NEWLINE.finditer(text)]
+
+    def around(self, positions: list[int], reach: int) -> list[tuple[int, int]]:
+        """The lines within `reach` of each position (line breaks included), overlapping stretches merged."""
+        windows: list[tuple[int, int]] = []
+        for position in positions:
+            line = bisect_left(self.breaks, position)
+            first, last = line - reach, line + reach
+            start = self.breaks[first - 1] + 1 if first > 0 else 0
+            end = self.breaks[last] + 1 if last < len(self.breaks) else self.size
+            if windows and start <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+            else:
+                windows.append((start, end))
+        return windows
+
+
+_NEWLINE = re.compile("\n")
+# The characters of the runs `in_runs` rules match in, and anything their lookaheads test (`\w` in full:
+# a token followed by `é` is no token, in a run or in the whole text).
+_RUN = re.compile(r"(?<![\w.\-+/@=])[\w.\-+/@=]{20,}")
+_RUN_CHAR = re.compile(r"[\w.\-+/@=]")
+
+
+def _runs(text: str, junctions: list[int] | None) -> list[tuple[int, int]]:
+    """The runs of 20 or more run characters (the shortest `in_runs` match, machine-token's, is 20); with
+    `junctions`, only the runs around them, found by looking out from each."""
+    if junctions is None:
+        return [m.span() for m in _RUN.finditer(text)]
+    runs: list[tuple[int, int]] = []
+    for junction in junctions:
+        start = junction
+        while start > 0 and _RUN_CHAR.match(text, start - 1):
+            start -= 1
+        end = junction
+        while end < len(text) and _RUN_CHAR.match(text, end):
+            end += 1
+        if end - start >= 20 and (not runs or runs[-1] != (start, end)):
+            runs.append((start, end))
+    return runs
+
+
+def _holds_junction(window: tuple[int, int], junctions: list[int]) -> bool:
+    """Whether a junction lies strictly inside `window`: only a match across one is kept."""
+    i = bisect_right(junctions, window[0])
+    return i < len(junctions) and junctions[i] < window[1]
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=")
+
+
+def _wrap_breaks(text: str) -> list[tuple[int, int]]:
+    """`_WRAP`'s matches, tried only at line breaks after a token character (it can match nowhere else):
+    its look-behind tried at every position was a fifth of the time of reading a long text."""
+    breaks = []
+    newline = text.find("\n")
+    while newline >= 0:
+        start = newline - 1 if newline and text[newline - 1] == "\r" else newline
+        if start >= 8 and text[start - 1] in _TOKEN_CHARS:
+            match = _WRAP.match(text, start)
+            if match:
+                breaks.append(match.span())
+        newline = text.find("\n", newline + 1)
+    return breaks
+
+
+def _join_at(text: str, breaks: list[tuple[int, int]]) -> tuple[str, list[int], list[int]]:
+    """`text` without the wrapping line breaks; where each break was in it (a junction); and how many
+    characters were removed before the k-th junction's right side (`removed[k]`, `removed[0] == 0`)."""
+    parts, junctions, removed, position = [], [], [0], 0
+    for start, end in breaks:
+        parts.append(text[position:start])
+        junctions.append(start - removed[-1])
+        removed.append(removed[-1] + end - start)
+        position = end
+    parts.append(text[position:])
+    return "".join(parts), junctions, removed
+
+
+def _keep_crossing(
+    text: str, breaks: list[tuple[int, int]], first: int, last: int, name: str, spans: list[tuple[int, int, str]]
+) -> None:
+    """Adds a span found on the joined text (`first`..`last` in `text`) when it crosses a wrapping break."""
+    crossed = [b_end for b_start, b_end in breaks if first < b_start and b_end < last]
+    # A next line that starts a `NAME=` or `key:` of its own is a line, not the token's tail:
+    # joining it would erase it (`env` output: GITHUB_TOKEN=…, then LOG_LEVEL=info).
+    if crossed and not any(_OWN_LINE.match(text, b_end) for b_end in crossed):
+        spans.append((first, last, name))
+
+
+def _apply(text: str, spans: list[tuple[int, int, str]], counts: Counter[str] | None) -> str:
+    if not spans:
+        return text
+    merged = _merge(spans)
+    if counts is not None:
+        counts.update(name for _, _, name in merged)
+    out, position = [], 0
+    for start, end, name in merged:
+        out.append(text[position:start])
+        out.append(f"[REDACTED:{name}]" + "\n" * text.count("\n", start, end))
+        position = end
+    out.append(text[position:])
+    return "".join(out)
 
 
 # What a gitleaks pattern's secret may end on without being part of it: its terminator (`(?:[\s;"']|$)`).
