@@ -143,7 +143,7 @@ from memory_pipeline.summarize.compose import missed_pieces
 from memory_pipeline.summarize.extract import TurnJob, summarise_turns
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1])
-turns, out = json.load(open(sys.argv[2])), sys.argv[3]
+turns, out, with_model = json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4] == "model"
 done = json.load(open(out)) if __import__("os").path.exists(out) else {}
 with chat_client(load_settings(), timeout=600) as client:
     context = client.context_size() or 4096
@@ -160,17 +160,20 @@ with chat_client(load_settings(), timeout=600) as client:
             else:
                 msgs.append(TurnMessage(m["role"], m["text"]))
         job = TurnJob(session_id=t["id"], turn_id=t["id"], project=t.get("project") or "", messages=msgs)
-        [o] = summarise_turns(client, [job], context_tokens=context, max_output_tokens=512)
+        ideas = []
+        if with_model:
+            [o] = summarise_turns(client, [job], context_tokens=context, max_output_tokens=512)
+            ideas = [i.model_dump(mode="json") for i in o.ideas]
         free = missed_pieces(turn_text(msgs), [])
-        done[t["id"]] = {"model": [i.model_dump(mode="json") for i in o.ideas],
-                         "free": [i.model_dump(mode="json") for i in free]}
+        done[t["id"]] = {"model": ideas, "free": [i.model_dump(mode="json") for i in free]}
         json.dump(done, open(out, "w"))
         print(t["id"], flush=True)
 """
 
 
-def baseline(turns: Sequence[dict]) -> dict[str, list[list[Idea]]]:
-    """The baseline's memories per turn, with the model and without it (cached in bench/.work/knowledge)."""
+def baseline(turns: Sequence[dict], with_model: bool) -> dict[str, list[list[Idea]]]:
+    """The baseline's memories per turn, without the model and (`with_model`) with it (cached in
+    bench/.work/knowledge)."""
     code = WORK / f"code-{BASELINE}"
     if not code.exists():
         code.mkdir(parents=True)
@@ -178,12 +181,17 @@ def baseline(turns: Sequence[dict]) -> dict[str, list[list[Idea]]]:
             ["git", "archive", BASELINE, "memory_pipeline"], cwd=ROOT, capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
-    wanted, out = WORK / "baseline-turns.json", WORK / f"baseline-{BASELINE}.json"
+    mode = "model" if with_model else "free"
+    wanted, out = WORK / "baseline-turns.json", WORK / f"baseline-{BASELINE}-{mode}.json"
     wanted.write_text(json.dumps(turns))
-    subprocess.run([sys.executable, "-W", "ignore", "-c", _BASELINE_RUN, str(code), str(wanted), str(out)], check=True)
+    argv = [sys.executable, "-W", "ignore", "-c", _BASELINE_RUN, str(code), str(wanted), str(out), mode]
+    subprocess.run(argv, check=True)
     done = json.loads(out.read_text())
     pick = lambda path: [[Idea.model_validate(i) for i in done[t["id"]][path]] for t in turns]  # noqa: E731
-    return {"baseline (before this work), embedded model": pick("model"), "baseline, without the model": pick("free")}
+    found = {"baseline (26d47ad, before this work), without the model": pick("free")}
+    if with_model:
+        found["baseline (26d47ad), embedded model"] = pick("model")
+    return found
 
 
 def _holds(memory: str, label: dict, similarity: float) -> bool:
@@ -387,9 +395,11 @@ def main(argv: list[str]) -> None:
             rows[split][f"{path}, gated"] = figures(part[0], part[3], part[4])
             if split == "held_out" and with_model:
                 listing = reading(part[0], part[3], part[4])
-    if "--baseline" in argv:  # the held-out half (the figure that counts), to spare an hour of the model
-        turns_before = [t for t in turns if t["split"] == "held_out"]
-        for path, found in baseline(turns_before).items():
+    # The code before this work on the held-out half, in the same run: without the model always, with it when
+    # asked (`--baseline-model`: another half-hour of the model).
+    turns_before = [t for t in turns if t["split"] == "held_out"]
+    if turns_before:
+        for path, found in baseline(turns_before, "--baseline-model" in argv).items():
             verdicts = judge(turns_before, found)
             rows["held_out"] = {path: figures(turns_before, found, verdicts), **rows["held_out"]}
     sections = []

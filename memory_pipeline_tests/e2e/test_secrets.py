@@ -26,3 +26,26 @@ def test_no_planted_secret_is_stored_or_sent_anywhere(local_runtime: Settings, t
     probe = settings.memory_pipeline_state_dir / "probe.txt"
     probe.write_text("\n".join(p.text for p in planted))
     assert find_leaks(settings, planted, []) == {"state probe.txt": {p.kind for p in planted}}
+
+
+def test_no_held_out_credential_is_stored_anywhere_with_the_chat_model_on(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    """One sample of each credential format no rule names (bench/corpus/heldout_secrets, frozen before the shape
+    rules were written), on its carrier line and standing alone, in every text field of a session: the whole job
+    with the chat model on stores none of them in any index, any file under the state folder (Dagster's storage,
+    parquet, journals), the memory workspace, nor sends one to a server."""
+    from testkit.corpora.heldout_corpus import carrier, samples
+    from testkit.corpora.secrets_corpus import Planted
+
+    first = {}
+    for sample in samples():
+        first.setdefault(sample.format, sample)
+    planted = [
+        Planted(kind=s.format, text=f"{carrier(s)} and alone: {s.token}", core=max(s.secrets, key=len))
+        for s in first.values()
+    ]
+    settings = isolated_settings(local_runtime, tmp_path)
+    runs, found, requests = run_planted(settings, planted)
+    assert len(runs) == 1 and runs[0].success and requests > len(FIELDS)
+    assert found == {}, found
