@@ -286,8 +286,8 @@ def reading(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) ->
 
 def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) -> None:
     """Fit the gate on the tuning half's candidates (a candidate is positive when it holds a labelled piece) and
-    choose its threshold there: the lowest that keeps precision on the tuning half at 0.9 or more, else the one
-    with the best F1. The held-out half is never read here."""
+    choose its threshold there: the one with the best F1 (the higher on a tie). The held-out half is never read
+    here."""
     rows, targets = [], []
     for t, ideas, vs in zip(turns, found, verdicts, strict=True):
         if t["split"] != "tune":
@@ -305,10 +305,7 @@ def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts)
         hit = sum(kept)
         precision, recall = (hit / len(kept) if kept else 0.0), (hit / positives if positives else 0.0)
         f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
-        if precision >= 0.9 and recall > 0:
-            best = float(threshold)
-            break
-        if f1 > best_f1:
+        if f1 >= best_f1:
             best, best_f1 = float(threshold), f1
     gate.save(
         weights,

@@ -46,7 +46,14 @@ FEATURES = (
     "the person's message, log chars / 10",
     "the assistant speaks of itself",
     "the message addresses the agent as a prompt",
+    "the message is a document (headings, many list lines)",
+    "the statement opens on code or a path",
+    "share of the statement's words that are code",
+    "a fact the assistant states",
+    "tool output in the turn, log chars / 10",
 )
+_STRUCTURE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
+_CODE_WORD = re.compile(r"[`/._()\[\]{}=→<>#:]|[a-z][A-Z]")
 
 
 def features(idea: Idea, turn: TurnText) -> list[float]:
@@ -68,6 +75,11 @@ def features(idea: Idea, turn: TurnText) -> list[float]:
         math.log1p(len(turn.user)) / 10,
         float(role == "assistant" and bool(_SELF.match(evidence.strip()))),
         float(bool(_ADDRESSED.search(turn.user))),
+        float(len(_STRUCTURE.findall(turn.user)) >= 5),
+        float(text[:1] in "`/." or text.lower().startswith(("file", "src/", "//"))),
+        sum(bool(_CODE_WORD.search(w)) for w in text.split()) / max(len(text.split()), 1),
+        float(role == "assistant" and idea.kind is Kind.FACT),
+        math.log1p(len(turn.other)) / 10,
     ]
 
 

@@ -139,7 +139,8 @@ def test_the_backfill_command_exits_0_and_then_has_nothing_to_do(rough) -> None:
     command = [sys.executable, "-m", "memory_pipeline", "backfill"]
     everything = subprocess.run([*command, "--all"], env=env, capture_output=True, text=True, timeout=900)
     assert everything.returncode == 0, everything.stderr[-2000:]
-    assert "backfilling 3 of 3 day(s) in 1 run(s)" in everything.stderr and "success" in everything.stdout
+    # Newest first: the most recent day alone, then the two before it together.
+    assert "backfilling 3 of 3 day(s) in 2 run(s)" in everything.stderr and "success" in everything.stdout
     assert "not a session file" in everything.stderr  # what the scan skipped is said, by file and line
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to backfill" in again.stdout and "3 day(s) with sessions" in again.stdout
