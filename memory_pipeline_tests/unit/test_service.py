@@ -78,6 +78,9 @@ class FakeSearch:
         turn = [{"role": "user", "content": "always use pnpm", "doc_id": "s1_t1_0"}]
         return [r.to_dict() | {"source_turn": turn} for r in ROWS if r.id in ids]
 
+    def has_history(self) -> bool:
+        return True
+
 
 @pytest.fixture
 def fake() -> FakeSearch:
@@ -411,3 +414,66 @@ def test_the_browsers_form_filters_are_the_apis(client: TestClient, fake: FakeSe
     assert client.get("/api/v1/search", params=form).status_code == 200
     page, api = fake.calls[-2][1], fake.calls[-1][1]
     assert page == api == Filters(until="2026-03-31", priority=("high",), kind=("summary",))
+
+
+class _EmptyIndices:
+    """The `indices` API of an Elasticsearch that holds no index yet, as a real one answers."""
+
+    def exists(self, index: str) -> bool:
+        return False
+
+    def get_field_mapping(self, index: list[str], fields: str, ignore_unavailable: bool = False) -> object:
+        # A real cluster answers 404 even with ignore_unavailable when none of the indices exists.
+        from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+        from elasticsearch import NotFoundError
+
+        meta = ApiResponseMeta(404, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "127.0.0.1", 9200))
+        raise NotFoundError("index_not_found_exception", meta, {"error": {"type": "index_not_found_exception"}})
+
+
+class _EmptyCluster:
+    """An Elasticsearch before the pipeline's first run: every index missing; searches that allow missing
+    indices answer no hits."""
+
+    indices = _EmptyIndices()
+
+    def msearch(self, searches: list[dict], **options: object) -> dict:
+        return {"responses": [{"hits": {"hits": []}} for _ in searches[::2]]}
+
+    def search(self, **options: object) -> dict:
+        return {"hits": {"hits": []}, "aggregations": {"newest": {"value": None}}}
+
+
+class _Embedder:
+    base_url = "http://embed.test"
+
+    def embed(self, texts: list[str], purpose: str = "document") -> list[list[float]]:
+        return [[0.1, 0.2, 0.3] for _ in texts]
+
+
+def test_before_the_first_run_search_answers_empty_and_the_page_says_no_history_is_indexed(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.search.engine import MemorySearch
+
+    empty = MemorySearch(_EmptyCluster(), _Embedder())  # type: ignore[arg-type]
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[MemorySearch]:
+        yield empty
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        answer = c.get("/api/v1/search", params={"q": "pnpm"})
+        assert answer.status_code == 200 and answer.json()["count"] == 0 and answer.json()["data"] == []
+        assert c.get("/api/v1/search", params={"q": "pnpm", "mode": "knn"}).json()["count"] == 0
+        page = c.get("/", params={"q": "pnpm"})
+        assert page.status_code == 200 and 'id="no-history"' in page.text and "No history is indexed yet" in page.text
+        assert 'id="no-history"' in c.get("/").text
+
+    # Once something is indexed, an empty answer is "nothing matched", not "nothing indexed".
+    @contextmanager
+    def indexed(settings: Settings) -> Iterator[FakeSearch]:
+        yield FakeSearch()
+
+    with TestClient(create_app(settings, indexed), base_url="http://127.0.0.1") as c:
+        page = c.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
+        assert 'id="no-history"' not in page and "No memory matches" in page
