@@ -477,3 +477,65 @@ def test_before_the_first_run_search_answers_empty_and_the_page_says_no_history_
     with TestClient(create_app(settings, indexed), base_url="http://127.0.0.1") as c:
         page = c.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
         assert 'id="no-history"' not in page and "No memory matches" in page
+
+
+class _NoteStore:
+    """The store's note writes, kept in a dict (the real one is tested end to end)."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, dict] = {}
+
+    def add_note(self, doc_id: str, document: dict) -> None:
+        self.notes[doc_id] = document
+
+    def turn_roles(self, session_id: str, turn_id: str) -> None:
+        return None
+
+
+class _NoteSearch(FakeSearch):
+    def __init__(self, store: _NoteStore) -> None:
+        super().__init__()
+        self.store = store
+
+    def get(self, ids: list[str]) -> list[Row]:
+        return [
+            Row(id=i, kind="note", time=str(n["established_at"]), priority=str(n["priority"]),
+                summary=str(n["summary"]), project=str(n["project"]), session_id="", turn_id="",
+                author=str(n["author"]))
+            for i, n in self.store.notes.items() if i in ids
+        ]  # fmt: skip
+
+
+def test_a_note_is_a_persons_only_from_their_browser_session_never_from_a_token(tmp_path) -> None:  # noqa: ANN001
+    store = _NoteStore()
+    search = _NoteSearch(store)
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[_NoteSearch]:
+        yield search
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    claim = {"text": "Deploy on Fridays is fine.", "project": "/work/shop", "author": "person", "priority": "high"}
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        c.app.state.store = store  # type: ignore[attr-defined]
+        c.headers["X-Memory-Token"] = settings.service_token()
+        stored = c.post("/api/v1/memories", json=claim)
+        assert stored.status_code == 201 and stored.json()["priority"] == "medium"
+        assert [n["author"] for n in store.notes.values()] == ["agent"]
+        # The same claim from the browser the person logged in with is theirs, at the priority they gave.
+        del c.headers["X-Memory-Token"]
+        code = settings.service_login_path.read_text().strip()
+        assert c.get(f"/login?code={code}", follow_redirects=False).status_code == 303
+        mine = c.post("/api/v1/memories", json=claim | {"text": "Never deploy on Fridays."})
+        assert mine.status_code == 201 and mine.json()["priority"] == "high"
+        assert sorted(n["author"] for n in store.notes.values()) == ["agent", "person"]
+
+    async def session() -> None:  # MCP has no author to claim: a model's note is an agent's
+        async with Client(build_mcp(lambda: search, Redactor, get_store=lambda: store)) as c:  # type: ignore[arg-type,return-value]
+            made = await c.call_tool(
+                "memory_remember", {"text": "Keep the cache warm.", "project": "/w", "priority": "high"}
+            )
+            assert not made.is_error and made.structured_content["priority"] == "medium"
+
+    anyio.run(session)
+    assert sorted(n["author"] for n in store.notes.values()) == ["agent", "agent", "person"]
