@@ -31,8 +31,10 @@ def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple
         "subject": row.subject,
         "evidence": row.evidence,
     }
-    correction = Correction.of(memory, **change)
-    return correction, KIND_INDEX[row.kind]
+    index = KIND_INDEX[row.kind]
+    # The index too: a re-run that words an edited memory anew gives it back the id the person edited.
+    correction = Correction.of(memory, index=index, **change)
+    return correction, index
 
 
 def forget(
