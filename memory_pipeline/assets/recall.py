@@ -19,6 +19,7 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
 from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource
+from memory_pipeline.stores.indices import OBSERVATION_INDEX
 from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,
@@ -53,7 +54,7 @@ def turn_observations(
     LLM, so search works before any summary exists and every memory can be cited back to its turn. People's
     corrections apply: an observation they forgot is not made again, one they edited keeps their text."""
     observed = observe_turns(turns, raw_messages)
-    frame = correct_frame(observed, read_corrections(workspace.root))
+    frame = correct_frame(observed, read_corrections(workspace.root), OBSERVATION_INDEX)
     return Output(
         frame,
         metadata={

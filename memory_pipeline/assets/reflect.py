@@ -39,6 +39,7 @@ from memory_pipeline.resources import (
     MemoryWorkspaceResource,
     ReflectPolicyResource,
 )
+from memory_pipeline.stores.indices import SUMMARY_INDEX
 from memory_pipeline.stores.reflect_store import (
     Reflection,
     active_reflections_before,
@@ -74,7 +75,7 @@ def daily_log(
     sessions, as people corrected them (forgotten ones left out); what the review loop rejects is archived at
     its end. Written from the LLM's ideas directly,
     before anything else of the day's reflection, so a reader has it even when Elasticsearch is down."""
-    ideas = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root))
+    ideas = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root), SUMMARY_INDEX)
     written, unchanged = [], 0
     for project, day in llm_ideas.select("project", "partition").unique().sort("project", "partition").iter_rows():
         rows = ideas.filter((pl.col("project") == project) & (pl.col("partition") == day)) if ideas.height else ideas

@@ -34,6 +34,7 @@ from memory_pipeline.curation.corrections import correct_frame, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
+from memory_pipeline.stores.indices import SUMMARY_INDEX
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
 from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns, timed_out
 from memory_pipeline.summarize.frames import (
@@ -188,7 +189,7 @@ def memory_summary_index(
     with es.get_client() as client:
         # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
         corrections = read_corrections(workspace.root)
-        documents = correct_frame(summary_documents(llm_ideas), corrections)
+        documents = correct_frame(summary_documents(llm_ideas), corrections, SUMMARY_INDEX)
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
         checks = [
             source_refs_exist(client, keys),

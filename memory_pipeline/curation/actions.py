@@ -8,6 +8,8 @@ from typing import Literal
 
 from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.curation.trail import record
+from memory_pipeline.reflect.proposals import follow_memory
+from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import KIND_INDEX
 from memory_pipeline.stores.memory_store import MemoryStore
@@ -17,7 +19,8 @@ class UnknownMemory(KeyError):
     pass
 
 
-def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple[Correction, str]:
+def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple[Correction, str, str]:
+    """The correction of the memory `memory_id`, its index and its project."""
     rows = search.get([memory_id])
     if not rows:
         raise UnknownMemory(memory_id)
@@ -31,17 +34,20 @@ def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple
         "subject": row.subject,
         "evidence": row.evidence,
     }
-    correction = Correction.of(memory, **change)
-    return correction, KIND_INDEX[row.kind]
+    index = KIND_INDEX[row.kind]
+    # The index too: a re-run that words an edited memory anew gives it back the id the person edited.
+    correction = Correction.of(memory, index=index, **change)
+    return correction, index, row.project
 
 
 def forget(
     search: MemorySearch, store: MemoryStore, workspace: Path, memory_id: str, who: str = "person"
 ) -> Correction:
     """Forget a memory: recorded (ids and hashes, never its text), then removed from its index."""
-    correction, index = _correction(search, memory_id, action="forget", who=who)
+    correction, index, project = _correction(search, memory_id, action="forget", who=who)
     record(workspace, correction)
     store.delete(index, memory_id)
+    _follow(workspace, project, memory_id, None)
     return correction
 
 
@@ -50,11 +56,12 @@ def forget_turn(
 ) -> Correction:
     """Forget a memory and the whole turn it came from: recorded, then the turn's messages, its observation and
     every memory of it removed from every index; the pipeline's next runs neither index nor read it again."""
-    correction, _ = _correction(search, memory_id, action="forget_turn", who=who)
+    correction, _, project = _correction(search, memory_id, action="forget_turn", who=who)
     if not correction.session_id or not correction.turn_id:
         raise ValueError(f"{memory_id} cites no turn: forget the memory alone")
     record(workspace, correction)
     store.delete_turn(correction.session_id, correction.turn_id)
+    _follow(workspace, project, memory_id, None)
     return correction
 
 
@@ -69,7 +76,18 @@ def edit(
 ) -> Correction:
     """Change a memory's text or priority: recorded, then written, with a new vector for a new text when the
     embedding server is up (else the next run embeds it: its text no longer matches its vector's hash)."""
-    correction, index = _correction(search, memory_id, action="edit", text=text, priority=priority, who=who)
+    correction, index, project = _correction(search, memory_id, action="edit", text=text, priority=priority, who=who)
     record(workspace, correction)
-    store.update(index, memory_id, (correction.text or "").strip() or None, correction.priority)
+    new_text = (correction.text or "").strip() or None
+    store.update(index, memory_id, new_text, correction.priority)
+    if new_text:
+        _follow(workspace, project, memory_id, new_text)
     return correction
+
+
+def _follow(workspace: Path, project: str, memory_id: str, text: str | None) -> None:
+    """The project's proposals follow the change (`follow_memory`): a forgotten rule is never promoted, an
+    edited one is promoted as the person wrote it. Here, so every surface that edits or forgets gets it."""
+    folder = project_dir(workspace, project)
+    if folder.is_dir():
+        follow_memory(folder, project, memory_id, text)

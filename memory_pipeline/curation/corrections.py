@@ -47,6 +47,7 @@ class Correction(BaseModel):
     priority: Literal["high", "medium", "low"] | None = None
     who: str = "person"
     at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+    index: str = Field("", description="The index the memory lives in ('' in trails written before it was kept).")
 
     @model_validator(mode="after")
     def _an_edit_changes_something(self) -> Correction:
@@ -125,23 +126,33 @@ def edited_ids(frame: pl.DataFrame, corrections: list[Correction]) -> set[str]:
     return {str(m["doc_id"]) for m in frame.iter_rows(named=True) if any(_matches(c, m) for c in edits)}
 
 
-def apply_corrections(memories: Iterable[dict], corrections: list[Correction]) -> list[dict]:
+def apply_corrections(memories: Iterable[dict], corrections: list[Correction], index: str = "") -> list[dict]:
     """`memories` as people corrected them: forgotten ones left out, edits applied (the latest wins; a memory
-    keeps its id, its citation, whatever its text becomes)."""
+    keeps its id, its citation, whatever its text becomes).
+
+    `index`: where these memories are stored. An edited memory of it keeps the id the person edited even when
+    this run's model worded it anew (its id, a hash of its words, would change and the old id answer 404);
+    one memory per id is kept, the one the model worded as before first."""
     ordered = sorted(corrections, key=lambda c: c.at)
-    kept = []
+    kept: dict[str, dict] = {}
     for memory in memories:
         mine = [c for c in ordered if _matches(c, memory)]
         if any(c.action in FORGETS for c in mine):
             continue
+        own_id = memory.get("doc_id")
         memory = dict(memory)
         for edit in mine:
             if edit.text and edit.text.strip():
                 memory["summary"] = edit.text.strip()
             if edit.priority:
                 memory["priority"] = edit.priority
-        kept.append(memory)
-    return kept
+            if index and edit.index == index:
+                memory["doc_id"] = edit.memory_id
+        doc_id = str(memory.get("doc_id"))
+        if doc_id not in kept or own_id == doc_id:
+            # Two wordings of one edited memory in one turn are that one memory: stored once.
+            kept[doc_id] = memory
+    return list(kept.values())
 
 
 def forgotten_turns(corrections: list[Correction]) -> set[tuple[str, str]]:
@@ -161,8 +172,8 @@ def drop_forgotten_turns(messages: pl.DataFrame, corrections: list[Correction]) 
     return messages.join(gone, on=["session_id", "turn_id"], how="anti")
 
 
-def correct_frame(frame: pl.DataFrame, corrections: list[Correction]) -> pl.DataFrame:
-    """`apply_corrections` over a frame of memories (summaries, observations), schema kept."""
+def correct_frame(frame: pl.DataFrame, corrections: list[Correction], index: str = "") -> pl.DataFrame:
+    """`apply_corrections` over a frame of memories (summaries, observations) stored in `index`, schema kept."""
     if not corrections or frame.is_empty():
         return frame
-    return pl.DataFrame(apply_corrections(frame.iter_rows(named=True), corrections), schema=frame.schema)
+    return pl.DataFrame(apply_corrections(frame.iter_rows(named=True), corrections, index), schema=frame.schema)

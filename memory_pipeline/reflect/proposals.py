@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ class Registered(BaseModel):
     vector: list[float] = Field(default_factory=list)
     origins: list[str] = Field(default_factory=list)  # reflection, friction: what found it
     superseded_by: str | None = None  # a later decision replaced its evidence
+    withdrawn: str | None = None  # the forgotten memory it rested on alone: never staged nor promoted again
 
 
 @dataclass
@@ -197,3 +198,67 @@ def auto_promote(project_dir: Path, project: str, min_sessions: int) -> list[str
     if ticked:
         review_path.write_text(render_review(project, proposals))
     return ticked
+
+
+def _pending_text(entry: Registered) -> str:
+    return f"{entry.rule} {evidence_text(entry.sessions, entry.evidence_ids, entry.superseded_by)}"
+
+
+def _memory_line(memory: str, pid: str, change: Callable[[str], str | None]) -> str:
+    """MEMORY.md with the line promoted from proposal `pid` changed by `change` (None removes it); the rest as
+    the person left it."""
+    lines = memory.split("\n")
+    for i, line in enumerate(lines):
+        if f"<!-- {pid} " in line:
+            new = change(line)
+            if new is None:
+                del lines[i]
+            else:
+                lines[i] = new
+            break
+    return "\n".join(lines)
+
+
+def follow_memory(project_dir: Path, project: str, memory_id: str, text: str | None = None) -> list[str]:
+    """Proposals follow a person's change to memory `memory_id` (the ids of those that changed).
+
+    Forgotten (`text` None): a proposal that rests on it alone is withdrawn (gone from REVIEW.md, marked in the
+    registry so no run stages it again and `review apply` never promotes it) and its line, if promoted, leaves
+    MEMORY.md; a proposal with other evidence only loses the id. Edited (`text`): a proposal that rests on it
+    alone says the new text, pending or promoted (a promoted line a person changed by hand is left alone); a
+    friction fix keeps its own wording."""
+    registry = load_registry(project_dir)
+    mine = [e for e in registry.values() if memory_id in e.evidence_ids and not e.withdrawn]
+    if not mine:
+        return []
+    review_path, memory_path = project_dir / "REVIEW.md", project_dir / "MEMORY.md"
+    review_before = review_path.read_text() if review_path.exists() else ""
+    memory_before = memory_path.read_text() if memory_path.exists() else ""
+    staged = {p.id: p for p in parse_review(review_before)}
+    memory = memory_before
+    for entry in mine:
+        alone = set(entry.evidence_ids) == {memory_id}
+        if text is None and alone:
+            entry.withdrawn = memory_id
+            staged.pop(entry.id, None)
+            memory = _memory_line(memory, entry.id, lambda line: None)
+        elif text is None:
+            entry.evidence_ids = [i for i in entry.evidence_ids if i != memory_id]
+        elif alone and "friction" not in entry.origins:
+            old, entry.rule = entry.rule, rule_line(text, entry.section)
+            memory = _memory_line(
+                memory, entry.id, lambda line, old=old, new=entry.rule: line.replace(f"- {old} ", f"- {new} ", 1)
+            )
+        else:
+            continue
+        if entry.id in staged:
+            proposal = staged[entry.id]
+            staged[entry.id] = Proposal(entry.id, proposal.section, _pending_text(entry), proposal.mark)
+    if review_before:
+        after = render_review(project, list(staged.values()))
+        if after != review_before:
+            review_path.write_text(after)
+    if memory != memory_before:
+        memory_path.write_text(memory)
+    save_registry(project_dir, registry)
+    return [e.id for e in mine]

@@ -96,7 +96,12 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
     report = ApplyReport()
     if not review_path.exists():
         return report
-    proposals = parse_review(review_path.read_text())
+    from memory_pipeline.reflect.proposals import load_registry  # it builds on this module
+
+    # A proposal withdrawn because its memory was forgotten is never promoted, however its box is marked.
+    withdrawn = {i for i, e in load_registry(project_dir).items() if e.withdrawn}
+    listed = parse_review(review_path.read_text())
+    proposals = [p for p in listed if p.id not in withdrawn]
     memory = memory_path.read_text() if memory_path.exists() else ""
     already = set(_ID_IN_MEMORY.findall(memory))
     promote = [p for p in proposals if p.mark == "x" and p.id not in already]
@@ -112,7 +117,7 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
             text = text.rstrip("\n") + "\n\n## Archived by review\n"
         text = text.rstrip("\n") + "\n" + "".join(f"- rejected {p.id} ({p.section}): {p.text}\n" for p in rejected)
         log.write_text(text)
-    if promote or rejected or len(keep) != len(proposals):
+    if promote or rejected or len(keep) != len(listed):
         review_path.write_text(render_review(project, keep))
     report.promoted = [p.id for p in promote]
     report.rejected = [p.id for p in rejected]

@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import date
 from typing import Any, Literal
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
@@ -83,6 +83,10 @@ class MemorySearch:
     def _existing(self, indices: list[str]) -> list[str]:
         return [i for i in indices if self._es.indices.exists(index=i)]
 
+    def has_history(self) -> bool:
+        """Whether any memory index was made yet (False before the first run: every search answers empty)."""
+        return bool(self._existing(list(SEARCH_INDICES)))
+
     def _hits(self, filters: Filters, size: int, **body: Any) -> list[dict[str, Any]]:
         """One search over the kinds `filters` allows (nothing while none of their indices exists)."""
         indices = self._existing(filters.indices())
@@ -145,7 +149,11 @@ class MemorySearch:
         down has none)."""
         key = (field, tuple(wanted))
         if key not in self._vector_indices:
-            mappings = self._es.indices.get_field_mapping(index=wanted, fields=field, ignore_unavailable=True)
+            try:
+                mappings = self._es.indices.get_field_mapping(index=wanted, fields=field, ignore_unavailable=True)
+            except NotFoundError:
+                # None of them made yet (before the first run): `ignore_unavailable` still answers 404 then.
+                return []
             indices = [index for index, found in mappings.body.items() if found.get("mappings")]
             if len(indices) < len(wanted):
                 return indices

@@ -43,7 +43,10 @@ class Note(BaseModel):
         None, description="Default: high from a person, medium from an agent (at most medium from an agent)."
     )
     tags: list[str] = Field(default_factory=list, max_length=10)
-    author: Literal["agent", "person"] = "agent"
+    # The service sets it from how the write was authenticated (`service/deps.author_of`): a claim is not trusted.
+    author: Literal["agent", "person"] = Field(
+        "agent", description="Who stores it. Over the API: a person's only from their logged-in browser."
+    )
     agent: str | None = Field(None, max_length=40, description="Which agent stored it (pi, an MCP client).")
 
     @field_validator("text")

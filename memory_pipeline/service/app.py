@@ -24,7 +24,7 @@ from memory_pipeline.fresh.queue import FreshIngest
 from memory_pipeline.fresh.run import fresh_ingest
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import DOWN, open_search, unavailable
-from memory_pipeline.service.deps import TOKEN_HEADER
+from memory_pipeline.service.deps import TOKEN_HEADER, mark_person
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, review
 from memory_pipeline.service.web import routes as web
@@ -116,9 +116,11 @@ def create_app(
         # checks above, cannot change memory.
         sent = request.headers.get(TOKEN_HEADER, "")
         cookie = request.cookies.get(SESSION_COOKIE, "")
+        by_person = secrets.compare_digest(cookie.encode(), session.encode())
+        if by_person:
+            mark_person(request)  # what it writes is the person's (a note's author); a token is an agent's
         if request.method not in SAFE_METHODS and not (
-            secrets.compare_digest(sent.encode(), token.encode())
-            or secrets.compare_digest(cookie.encode(), session.encode())
+            secrets.compare_digest(sent.encode(), token.encode()) or by_person
         ):
             detail = (
                 f"a write needs the {TOKEN_HEADER} header (the token in {settings.service_token_path}), or a "

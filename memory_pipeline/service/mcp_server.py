@@ -124,7 +124,13 @@ def build_mcp(
             raise ToolError("name the project (its working directory) the note belongs to")
         try:
             note = Note(
-                text=text, project=where, priority=priority, session_id=session_id, turn_id=turn_id, agent="mcp"
+                text=text,
+                project=where,
+                priority=priority,
+                session_id=session_id,
+                turn_id=turn_id,
+                agent="mcp",
+                author="agent",  # an MCP client is a model: never a person's note, whatever it is told
             )
             return Memory.of(remember(get_search(), _store(get_store), note, get_redactor()))
         except ValidationError as exc:

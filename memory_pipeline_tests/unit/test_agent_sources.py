@@ -350,3 +350,30 @@ def test_claude_codes_reminders_to_its_model_are_not_the_sessions_words() -> Non
     frame = _frame(path)
     assert not frame.filter(pl.col("content").str.contains("<system-reminder>")).height
     assert frame.filter(pl.col("content").str.contains("elixirc_paths")).height  # the file's text stays
+
+
+def _reply_tokens(path: Path) -> tuple[int, int]:
+    """(tokens counted once per API reply, tokens counted once per line), straight from the JSON: a reply
+    split over several lines repeats its `message.id`; its last line holds its whole output count."""
+    last: dict[str, dict] = {}
+    per_line = 0
+    for line in _lines(path):
+        message = line.get("message") or {}
+        usage = message.get("usage") if line.get("type") == "assistant" and line.get("uuid") else None
+        if not usage:
+            continue
+        fields = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        total = sum(usage.get(f) or 0 for f in fields)
+        per_line += total
+        last[message.get("id") or line["uuid"]] = total
+    return sum(last.values()), per_line
+
+
+@pytest.mark.parametrize(
+    "name", ["ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", "tool_heavy.jsonl", "subagent.jsonl", "short.jsonl"]
+)
+def test_claude_code_tokens_are_counted_once_per_api_reply(name: str) -> None:
+    path = CLAUDE / "spotter-2.1.38" / name
+    once, per_line = _reply_tokens(path)
+    assert per_line > once  # these files do split replies: the test could fail
+    assert _frame(path)["total_tokens"].sum() == once

@@ -158,3 +158,54 @@ def test_forgetting_a_turn_drops_its_messages_observation_and_every_memory_of_it
     assert kept.select("session_id", "turn_id").rows() == [("s1", "t2"), ("s2", "t1")]
     assert drop_forgotten_turns(messages, [_forget(IDEAS[0])]).height == 4
     assert drop_forgotten_turns(messages.clear(), [whole]).is_empty()
+
+
+class _OneMemory:
+    """The search and the store of one stored memory, as the curation actions use them."""
+
+    def __init__(self, row: object) -> None:
+        self.row, self.updates, self.deleted = row, [], []
+
+    def get(self, ids: list[str]) -> list:
+        return [self.row] if self.row.id in ids else []  # type: ignore[attr-defined]
+
+    def update(self, index: str, memory_id: str, text: str | None, priority: str | None) -> None:
+        self.updates.append((index, memory_id, text, priority))
+
+    def delete(self, index: str, memory_id: str) -> None:
+        self.deleted.append((index, memory_id))
+
+
+def _summary_row(text: str, evidence: str) -> dict:
+    from memory_pipeline.stores.summary_store import summary_doc_id
+
+    return {"doc_id": summary_doc_id("s1", "t1", text), "session_id": "s1", "turn_id": "t1", "summary": text,
+            "priority": "high", "kind": "rule", "tags": ["rule"], "evidence": evidence,
+            "subject": "package manager"}  # fmt: skip
+
+
+def test_an_edited_memory_keeps_its_id_through_re_runs_that_word_it_anew(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.curation import actions
+    from memory_pipeline.curation.trail import read_corrections
+    from memory_pipeline.search.models import Row
+    from memory_pipeline.stores.indices import SUMMARY_INDEX
+
+    said = "always use pnpm here, never npm"
+    first = _summary_row("Use pnpm, never npm.", said)
+    row = Row(id=first["doc_id"], kind="summary", time="2026-03-10T10:00:00Z", priority="high",
+              summary=first["summary"], project="/work/shop", session_id="s1", turn_id="t1", knowledge="rule",
+              evidence=said, subject="package manager")  # fmt: skip
+    memory = _OneMemory(row)
+    actions.edit(memory, memory, tmp_path, row.id, text="Use pnpm 9 for every package; never npm.")  # type: ignore[arg-type]
+    # Written in place, under its id; the change is in the trail, with who made it.
+    assert memory.updates == [(SUMMARY_INDEX, row.id, "Use pnpm 9 for every package; never npm.", None)]
+    [change] = read_corrections(tmp_path, row.id)
+    assert change.action == "edit" and change.who == "person" and change.index == SUMMARY_INDEX
+    # The summarise stage runs again: a new model words the rule anew (another hash, another id), and says the
+    # old wording again beside it. The edited memory keeps its id and the person's text, once.
+    reworded = _summary_row("Always use pnpm rather than npm.", said)
+    assert reworded["doc_id"] != row.id
+    for run in ([first], [reworded], [first, reworded], [reworded, first]):
+        frame = correct_frame(pl.DataFrame(run), read_corrections(tmp_path), SUMMARY_INDEX)
+        assert frame["doc_id"].to_list() == [row.id], run
+        assert frame["summary"].to_list() == ["Use pnpm 9 for every package; never npm."]

@@ -140,3 +140,104 @@ def test_review_apply_job_in_dagster(tmp_path: Path) -> None:
     assert "p-20261129-001" in (folder / "MEMORY.md").read_text()
     [event] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
     assert event.event_specific_data.metadata["promoted"].value == 2
+
+
+# --- proposals follow a person's edit or forget of their memory -------------------------------------------
+
+SHOP = "/work/shop"
+PNPM, MIXED, OTHER = "p-20261130-001", "p-20261130-002", "p-20261130-003"
+
+
+class _Memories:
+    """Search and store of the memories m1 (the pnpm rule) and m9, as the curation actions use them."""
+
+    def __init__(self) -> None:
+        from memory_pipeline.search.models import Row
+
+        self.rows = {
+            i: Row(id=i, kind="summary", time="2026-11-30T10:00:00Z", priority="high", summary=text, project=SHOP,
+                   session_id=f"s-{i}", turn_id="t1", knowledge="rule")
+            for i, text in (("m1", "Use pnpm for every package, never npm."), ("m9", "Run pytest -x first."))
+        }  # fmt: skip
+
+    def get(self, ids: list[str]) -> list:
+        return [self.rows[i] for i in ids if i in self.rows]
+
+    def update(self, index: str, memory_id: str, text: str | None, priority: str | None) -> None:
+        self.rows[memory_id] = self.rows[memory_id].model_copy(update={"summary": text or ""})
+
+    def delete(self, index: str, memory_id: str) -> None:
+        del self.rows[memory_id]
+
+
+def _staged(tmp_path: Path) -> tuple[Path, _Memories]:
+    """The shop's REVIEW.md as the reflect stage staged it: the pnpm rule (from m1 alone) ticked, a rule from
+    m1 and m9, and one from m9 alone."""
+    from memory_pipeline.reflect.proposals import Candidate, stage
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+
+    folder = ensure_project_dir(tmp_path, SHOP)
+    candidates = [
+        Candidate("Hard rules", "Use pnpm for every package, never npm.", ["s-m1"], ["m1"]),
+        Candidate("Hard rules", "Check the lockfile in.", ["s-m1", "s-m9"], ["m1", "m9"]),
+        Candidate("Hard rules", "Run pytest -x first.", ["s-m9"], ["m9"]),
+    ]
+    report = stage(folder, SHOP, candidates, "2026-11-30")
+    assert report.new == [PNPM, MIXED, OTHER]
+    review = folder / "REVIEW.md"
+    review.write_text(review.read_text().replace(f"- [ ] {PNPM}", f"- [x] {PNPM}"))  # ticked, not applied yet
+    return folder, _Memories()
+
+
+def test_forgetting_a_memory_withdraws_its_proposal_and_review_apply_never_promotes_it(tmp_path: Path) -> None:
+    from memory_pipeline.curation import actions
+    from memory_pipeline.reflect.proposals import Candidate, load_registry, stage
+
+    folder, memories = _staged(tmp_path)
+    ticked = (folder / "REVIEW.md").read_text()
+    actions.forget(memories, memories, tmp_path, "m1")  # type: ignore[arg-type]
+    waiting = {p.id: p for p in parse_review((folder / "REVIEW.md").read_text())}
+    assert set(waiting) == {MIXED, OTHER}  # withdrawn: it rested on m1 alone
+    assert "m1" not in waiting[MIXED].text and "m9" in waiting[MIXED].text  # the other keeps its other evidence
+    registry = load_registry(folder)
+    assert registry[PNPM].withdrawn == "m1" and registry[MIXED].evidence_ids == ["m9"]
+    # A REVIEW.md still open in an editor, saved back with the box ticked: apply promotes nothing of it.
+    (folder / "REVIEW.md").write_text(ticked)
+    report = apply_review(folder, SHOP, "2026-12-01")
+    assert PNPM not in report.promoted and report.promoted == []
+    assert "pnpm" not in ((folder / "MEMORY.md").read_text() if (folder / "MEMORY.md").exists() else "")
+    assert PNPM not in (folder / "REVIEW.md").read_text()
+    # The next reflect run sees the rule again (an older reflection of m1): it stays withdrawn.
+    again = stage(folder, SHOP, [Candidate("Hard rules", "Use pnpm for every package, never npm.", ["s-m1"], ["m1"])],
+                  "2026-12-01")  # fmt: skip
+    assert again.new == [] and PNPM not in (folder / "REVIEW.md").read_text()
+
+
+def test_forgetting_a_promoted_rules_only_memory_takes_its_line_out_of_memory_md(tmp_path: Path) -> None:
+    from memory_pipeline.curation import actions
+
+    folder, memories = _staged(tmp_path)
+    assert apply_review(folder, SHOP, "2026-11-30").promoted == [PNPM]
+    (folder / "MEMORY.md").write_text((folder / "MEMORY.md").read_text() + "\nMy own note on pnpm stays.\n")
+    assert "- Use pnpm for every package, never npm. <!-- p-20261130-001 -->" in (folder / "MEMORY.md").read_text()
+    actions.forget(memories, memories, tmp_path, "m1")  # type: ignore[arg-type]
+    memory = (folder / "MEMORY.md").read_text()
+    assert PNPM not in memory and "never npm" not in memory and "My own note on pnpm stays." in memory
+
+
+def test_editing_a_memory_rewrites_its_pending_proposal_and_promote_writes_the_new_text(tmp_path: Path) -> None:
+    from memory_pipeline.curation import actions
+
+    folder, memories = _staged(tmp_path)
+    actions.edit(memories, memories, tmp_path, "m1", text="Use pnpm 9 for every package; never npm or yarn.")  # type: ignore[arg-type]
+    waiting = {p.id: p for p in parse_review((folder / "REVIEW.md").read_text())}
+    assert waiting[PNPM].rule == "Use pnpm 9 for every package; never npm or yarn." and waiting[PNPM].mark == "x"
+    assert waiting[MIXED].rule == "Check the lockfile in."  # merged from two memories: not one memory's words
+    assert apply_review(folder, SHOP, "2026-11-30").promoted == [PNPM]
+    memory = (folder / "MEMORY.md").read_text()
+    assert "- Use pnpm 9 for every package; never npm or yarn. <!-- p-20261130-001 -->" in memory
+    assert "Use pnpm for every package, never npm." not in memory
+    # Edited again once promoted: the line follows (the person did not change it by hand).
+    actions.edit(memories, memories, tmp_path, "m1", text="Use pnpm 10; never npm.")  # type: ignore[arg-type]
+    memory = (folder / "MEMORY.md").read_text()
+    assert "- Use pnpm 10; never npm. <!-- p-20261130-001 -->" in memory and memory.count("pnpm") == 1

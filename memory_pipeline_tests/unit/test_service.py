@@ -78,6 +78,9 @@ class FakeSearch:
         turn = [{"role": "user", "content": "always use pnpm", "doc_id": "s1_t1_0"}]
         return [r.to_dict() | {"source_turn": turn} for r in ROWS if r.id in ids]
 
+    def has_history(self) -> bool:
+        return True
+
 
 @pytest.fixture
 def fake() -> FakeSearch:
@@ -411,3 +414,128 @@ def test_the_browsers_form_filters_are_the_apis(client: TestClient, fake: FakeSe
     assert client.get("/api/v1/search", params=form).status_code == 200
     page, api = fake.calls[-2][1], fake.calls[-1][1]
     assert page == api == Filters(until="2026-03-31", priority=("high",), kind=("summary",))
+
+
+class _EmptyIndices:
+    """The `indices` API of an Elasticsearch that holds no index yet, as a real one answers."""
+
+    def exists(self, index: str) -> bool:
+        return False
+
+    def get_field_mapping(self, index: list[str], fields: str, ignore_unavailable: bool = False) -> object:
+        # A real cluster answers 404 even with ignore_unavailable when none of the indices exists.
+        from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+        from elasticsearch import NotFoundError
+
+        meta = ApiResponseMeta(404, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "127.0.0.1", 9200))
+        raise NotFoundError("index_not_found_exception", meta, {"error": {"type": "index_not_found_exception"}})
+
+
+class _EmptyCluster:
+    """An Elasticsearch before the pipeline's first run: every index missing; searches that allow missing
+    indices answer no hits."""
+
+    indices = _EmptyIndices()
+
+    def msearch(self, searches: list[dict], **options: object) -> dict:
+        return {"responses": [{"hits": {"hits": []}} for _ in searches[::2]]}
+
+    def search(self, **options: object) -> dict:
+        return {"hits": {"hits": []}, "aggregations": {"newest": {"value": None}}}
+
+
+class _Embedder:
+    base_url = "http://embed.test"
+
+    def embed(self, texts: list[str], purpose: str = "document") -> list[list[float]]:
+        return [[0.1, 0.2, 0.3] for _ in texts]
+
+
+def test_before_the_first_run_search_answers_empty_and_the_page_says_no_history_is_indexed(tmp_path) -> None:  # noqa: ANN001
+    from memory_pipeline.search.engine import MemorySearch
+
+    empty = MemorySearch(_EmptyCluster(), _Embedder())  # type: ignore[arg-type]
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[MemorySearch]:
+        yield empty
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        answer = c.get("/api/v1/search", params={"q": "pnpm"})
+        assert answer.status_code == 200 and answer.json()["count"] == 0 and answer.json()["data"] == []
+        assert c.get("/api/v1/search", params={"q": "pnpm", "mode": "knn"}).json()["count"] == 0
+        page = c.get("/", params={"q": "pnpm"})
+        assert page.status_code == 200 and 'id="no-history"' in page.text and "No history is indexed yet" in page.text
+        assert 'id="no-history"' in c.get("/").text
+
+    # Once something is indexed, an empty answer is "nothing matched", not "nothing indexed".
+    @contextmanager
+    def indexed(settings: Settings) -> Iterator[FakeSearch]:
+        yield FakeSearch()
+
+    with TestClient(create_app(settings, indexed), base_url="http://127.0.0.1") as c:
+        page = c.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
+        assert 'id="no-history"' not in page and "No memory matches" in page
+
+
+class _NoteStore:
+    """The store's note writes, kept in a dict (the real one is tested end to end)."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, dict] = {}
+
+    def add_note(self, doc_id: str, document: dict) -> None:
+        self.notes[doc_id] = document
+
+    def turn_roles(self, session_id: str, turn_id: str) -> None:
+        return None
+
+
+class _NoteSearch(FakeSearch):
+    def __init__(self, store: _NoteStore) -> None:
+        super().__init__()
+        self.store = store
+
+    def get(self, ids: list[str]) -> list[Row]:
+        return [
+            Row(id=i, kind="note", time=str(n["established_at"]), priority=str(n["priority"]),
+                summary=str(n["summary"]), project=str(n["project"]), session_id="", turn_id="",
+                author=str(n["author"]))
+            for i, n in self.store.notes.items() if i in ids
+        ]  # fmt: skip
+
+
+def test_a_note_is_a_persons_only_from_their_browser_session_never_from_a_token(tmp_path) -> None:  # noqa: ANN001
+    store = _NoteStore()
+    search = _NoteSearch(store)
+
+    @contextmanager
+    def opened(settings: Settings) -> Iterator[_NoteSearch]:
+        yield search
+
+    settings = load_settings(memory_workspace=tmp_path, memory_pipeline_state_dir=tmp_path / "state")
+    claim = {"text": "Deploy on Fridays is fine.", "project": "/work/shop", "author": "person", "priority": "high"}
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as c:
+        c.app.state.store = store  # type: ignore[attr-defined]
+        c.headers["X-Memory-Token"] = settings.service_token()
+        stored = c.post("/api/v1/memories", json=claim)
+        assert stored.status_code == 201 and stored.json()["priority"] == "medium"
+        assert [n["author"] for n in store.notes.values()] == ["agent"]
+        # The same claim from the browser the person logged in with is theirs, at the priority they gave.
+        del c.headers["X-Memory-Token"]
+        code = settings.service_login_path.read_text().strip()
+        assert c.get(f"/login?code={code}", follow_redirects=False).status_code == 303
+        mine = c.post("/api/v1/memories", json=claim | {"text": "Never deploy on Fridays."})
+        assert mine.status_code == 201 and mine.json()["priority"] == "high"
+        assert sorted(n["author"] for n in store.notes.values()) == ["agent", "person"]
+
+    async def session() -> None:  # MCP has no author to claim: a model's note is an agent's
+        async with Client(build_mcp(lambda: search, Redactor, get_store=lambda: store)) as c:  # type: ignore[arg-type,return-value]
+            made = await c.call_tool(
+                "memory_remember", {"text": "Keep the cache warm.", "project": "/w", "priority": "high"}
+            )
+            assert not made.is_error and made.structured_content["priority"] == "medium"
+
+    anyio.run(session)
+    assert sorted(n["author"] for n in store.notes.values()) == ["agent", "agent", "person"]

@@ -19,7 +19,7 @@ from memory_pipeline.search.open import briefing_note
 from memory_pipeline.search.remember import Note, RefusedNote, remember
 from memory_pipeline.search.render import details_text, file_text, missing_ids, rows_text
 from memory_pipeline.service.client import DEGRADED_HEADER
-from memory_pipeline.service.deps import FreshDep, RedactorDep, SearchDep, SettingsDep, StoreDep
+from memory_pipeline.service.deps import AuthorDep, FreshDep, RedactorDep, SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import (
     Briefing,
     CompactionSummary,
@@ -138,11 +138,12 @@ def compaction(
 
 
 @router.post("/memories", response_model=Memory, status_code=201, summary="Store a note on purpose")
-def remember_note(search: SearchDep, store: StoreDep, redactor: RedactorDep, note: Note) -> Memory:
+def remember_note(search: SearchDep, store: StoreDep, redactor: RedactorDep, author: AuthorDep, note: Note) -> Memory:
     """Keep `note` (redacted, vetted), cited to its session and turn; storing the same note again returns the
-    first. An agent's note is medium at most; a rule found only in the turn's tool output is refused (422)."""
+    first. A note sent with the service's token is an agent's, whatever its `author` says (a person's only
+    from their logged-in browser): medium at most; a rule found only in the turn's tool output is refused (422)."""
     try:
-        return Memory.of(remember(search, store, note, redactor))
+        return Memory.of(remember(search, store, note.model_copy(update={"author": author}), redactor))
     except RefusedNote as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
 

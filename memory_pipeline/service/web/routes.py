@@ -66,6 +66,8 @@ def search_page(
         agents=AGENTS,
         forgotten=forgotten,
         degraded=search.degraded,
+        # Before the first run the page says why it is empty, rather than that nothing matched.
+        no_history=not rows and not search.has_history(),
     )
 
 

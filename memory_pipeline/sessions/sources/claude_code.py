@@ -125,6 +125,7 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
     parent_of = {str(v["uuid"]): v.get("parentUuid") or v.get("logicalParentUuid") for _, v in lines if v.get("uuid")}
     conversation = {str(v["uuid"]) for _, v in lines if v.get("uuid") and v.get("type") in CONVERSATION}
     tool_names: dict[str, str] = {}
+    reply_ends = last_line_of_each_reply(lines)
     entries: list[tuple[int, Entry]] = []
     titles: list[tuple[str | None, str]] = []
     previous: dict[bool, str | None] = {False: None, True: None}  # the last entry of the main chain, of sidechains
@@ -151,6 +152,8 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
             above = _conversation_ancestor(parent_of.get(str(uuid)), parent_of, conversation)
             parent = above if above is not None else parent
         base = {"id": str(uuid), "parentId": parent, "timestamp": value.get("timestamp")}
+        if kind == "assistant" and not _ends_reply(value, number, reply_ends):
+            value = _without_usage(value)
         try:
             made = (
                 _own_thread(value, base, skipped) if own else _entries(value, base, tool_names, thread or side, skipped)
@@ -166,6 +169,37 @@ def parse(path: Path, display_path: str | None = None) -> ParsedSession:
     if title:
         entries.append((0, SessionInfoEntry(type="session_info", id="title", name=title)))
     return assemble_session(path, header, entries, problems, skipped, name, agent=AGENT, leaf=leaf)
+
+
+def last_line_of_each_reply(lines: list[tuple[int, dict[str, Any]]]) -> dict[str, int]:
+    """The line number of the last line with usage of each API reply (`message.id`). Claude Code writes one
+    reply as several lines, one per content block (thinking, text, each tool call), each repeating the reply's
+    id and its usage; the last holds the reply's whole output count (the earlier ones the count so far).
+    Counting usage on every line counted a real session's tokens 44% too high."""
+    ends: dict[str, int] = {}
+    for number, value in lines:
+        message = value.get("message")
+        if (
+            value.get("type") == "assistant"
+            and isinstance(message, dict)
+            and message.get("id")
+            and message.get("usage")
+        ):
+            ends[str(message["id"])] = number
+    return ends
+
+
+def _ends_reply(value: dict[str, Any], number: int, reply_ends: dict[str, int]) -> bool:
+    """Whether this assistant line carries its reply's usage: the reply's last line (or a line with no id)."""
+    message = value.get("message")
+    reply = message.get("id") if isinstance(message, dict) else None
+    return not reply or reply_ends.get(str(reply), number) == number
+
+
+def _without_usage(value: dict[str, Any]) -> dict[str, Any]:
+    """An earlier line of a reply: its blocks, without the usage its last line counts."""
+    message = {k: v for k, v in value["message"].items() if k != "usage"}
+    return {**value, "message": message}
 
 
 def _first_text(value: dict[str, Any]) -> str:
