@@ -46,19 +46,22 @@ def test_a_fact_the_assistant_states_is_the_assistants() -> None:
 
 
 def test_the_gate_keeps_everything_until_it_is_trained_then_follows_its_weights(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    idea = make_idea(Kind.RULE, "Always use pnpm, never npm.", "always use pnpm, never npm", "user")
-    selfish = make_idea(Kind.DECISION, "I'm an AI assistant for coding tasks.", "I'm an AI assistant for coding tasks.",
+    idea = make_idea(Kind.FACT, "The dev database listens on port 55432.", "dev db on port 55432", "user")
+    selfish = make_idea(Kind.FACT, "`src/app.ts`, `src/util.ts` were changed.", "`src/app.ts`, `src/util.ts`",
                         "assistant")  # fmt: skip
-    assert idea is not None and selfish is not None
-    turn = TurnText(user="always use pnpm, never npm", assistant="I'm an AI assistant for coding tasks.", other="")
+    rule = make_idea(Kind.RULE, "Always use pnpm, never npm.", "always use pnpm, never npm", "user")
+    assert idea is not None and selfish is not None and rule is not None
+    turn = TurnText(user="dev db on port 55432", assistant="`src/app.ts`, `src/util.ts`", other="")
     monkeypatch.setattr(gate, "WEIGHTS", tmp_path / "gate.json")
     gate._model.cache_clear()
     assert gate.keeps(idea, turn) and gate.keeps(selfish, turn)  # untrained: every candidate kept
-    # Train on rows where the assistant speaking of itself is never knowledge, the person's rule always is.
-    rows = [gate.features(idea, turn), gate.features(selfish, turn)] * 20
-    weights = gate.fit(rows, [1, 0] * 20)
+    # Train on rows where the assistant's file list is never knowledge and the person's fact always is; a rule
+    # scored like the file list is still kept: the gate judges facts only.
+    rows = [gate.features(idea, turn), gate.features(selfish, turn), gate.features(rule, turn)] * 20
+    weights = gate.fit(rows, [1, 0, 0] * 20)
     gate.save(weights, 0.5, {"trained_on": "test"})
     assert gate.keeps(idea, turn) and not gate.keeps(selfish, turn)
+    assert gate.score(rule, turn) < 0.5 and gate.keeps(rule, turn)  # it judges facts only
     saved = json.loads((tmp_path / "gate.json").read_text())
     assert saved["features"] == list(gate.FEATURES) and len(saved["weights"]) == len(gate.FEATURES)
     gate._model.cache_clear()

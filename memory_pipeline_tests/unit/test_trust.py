@@ -64,8 +64,11 @@ def test_a_fact_only_in_tool_output_is_not_high() -> None:
         TurnMessage("assistant", "Checked."),
     ]
     outcome = _run(turn, _idea("The service listens on PORT 8081 with 4 WORKERS.", "decision"))
-    # A value read in tool output is nobody's decision: it is typed a fact, medium from the start.
-    assert [(i.kind, i.priority, i.evidence_role) for i in outcome.ideas] == [("fact", "medium", "other")]
+    # A value read in tool output is nobody's decision: it is typed a fact, medium from the start (and the learned
+    # gate, which judges facts, may leave it out).
+    assert not any(i.priority == "high" for i in outcome.ideas)
+    assert all((i.kind, i.priority, i.evidence_role) == ("fact", "medium", "other") for i in outcome.ideas)
+    assert outcome.ideas or any("gate" in why for why, _ in outcome.dropped)
 
 
 @pytest.mark.parametrize("ack", ["Run them.", "ok", "yes, continue", "thanks!"])
