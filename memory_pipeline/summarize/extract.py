@@ -151,17 +151,15 @@ def summarise_turn(
         checked = review(ideas, text)
         outcome.dropped += checked.dropped
         outcome.demoted = checked.demoted
-        added = missed_pieces(text, checked.kept)
-        added += facts_of(text, [*checked.kept, *added])
-        added += disclosed(text, [*checked.kept, *added])
+        added = own_words(text, checked.kept)
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         kept = distinct(_faithful(kept, text, outcome))
-        outcome.dropped += [("not knowledge, by the learned gate", i.summary) for i in kept if not keep(i, text)]
-        kept = [i for i in kept if keep(i, text)]
+        kept, gated = _split(kept, lambda idea: keep(idea, text))
+        outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
@@ -170,14 +168,25 @@ def summarise_turn(
     return outcome
 
 
+def own_words(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
+    """What the turn's own words give that `ideas` do not hold yet: the person's pieces, the assistant's findings,
+    the values a person set, the facts stated by shape and what the person says of themselves."""
+    added = missed_pieces(turn, ideas)
+    added += facts_of(turn, [*ideas, *added])
+    return added + disclosed(turn, [*ideas, *added])
+
+
+def _split(ideas: Sequence[Idea], test: Callable[[Idea], bool]) -> tuple[list[Idea], list[Idea]]:
+    """(passing, failing), each test made once."""
+    verdicts = [(idea, test(idea)) for idea in ideas]
+    return [i for i, ok in verdicts if ok], [i for i, ok in verdicts if not ok]
+
+
 def candidates_without_model(turn: TurnText) -> list[Idea]:
-    """What the turn's own words give without the chat model: the person's pieces, the assistant's findings, the
-    values a person set and the facts stated by shape, through the same checks as the model's drafts."""
+    """What the turn's own words give without the chat model (`own_words`), through the same checks as the
+    model's drafts."""
     outcome = TurnOutcome("", "", status="summarised")
-    pieces = missed_pieces(turn, [])
-    pieces += facts_of(turn, pieces)
-    found = distinct([*pieces, *disclosed(turn, pieces)])[:MAX_IDEAS_PER_TURN]
-    kept, _ = without_orders(found)
+    kept, _ = without_orders(distinct(own_words(turn, []))[:MAX_IDEAS_PER_TURN])
     return distinct(_faithful(kept, turn, outcome))
 
 
