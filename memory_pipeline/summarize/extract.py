@@ -49,7 +49,7 @@ from memory_pipeline.summarize.compose import (
     typed_by_the_person,
     without_orders,
 )
-from memory_pipeline.summarize.faithful import unfaithful
+from memory_pipeline.summarize.faithful import strays, unfaithful
 from memory_pipeline.summarize.ideas import (
     MAX_IDEAS_PER_TURN,
     MEMORIES_SCHEMA,
@@ -196,6 +196,9 @@ def _faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) -> li
     counted (`recomposed`, `dropped`)."""
     kept = []
     for idea in ideas:
+        if strays(idea.summary, idea.evidence):
+            outcome.dropped.append(("unfaithful: says what its evidence does not hold", idea.summary))
+            continue
         why = unfaithful(idea.summary, idea.evidence, turn.everything)
         if not why:
             kept.append(idea)
@@ -236,6 +239,7 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
         or about_itself(better.summary)
         or claims_user(statement)
         or grounding(better.summary, turn.everything) < GROUNDED_AT
+        or strays(better.summary, idea.evidence)
     ):
         return idea
     outcome.restated += 1

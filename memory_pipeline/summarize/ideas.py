@@ -68,12 +68,19 @@ _ENVELOPE = re.compile(
 )
 
 
+# A data structure, not a sentence: a JSON object or array (a small model writes its tool calls as text, and a
+# restating pass may copy one).
+_STRUCTURE = re.compile(r'^\s*[\[{]|\{\s*"[^"]*"\s*:')
+
+
 def _knowledge_not_quote(text: str) -> str:
     """The statement is knowledge in its own words: never a quote of a person, never chat-envelope text."""
     if _BARE_QUOTE.search(text):
         raise ValueError("a memory states knowledge; a person's words are its evidence, not its text")
     if _ENVELOPE.search(text):
         raise ValueError("chat envelope text in a memory")
+    if _STRUCTURE.search(text):
+        raise ValueError("a data structure (JSON, a tool call written as text), not a statement")
     return text
 
 

@@ -105,8 +105,11 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     assert typed["rule"]["summary"] in rules and proposal["id"] in ids  # the promoted rule, whole, cited
     assert ids and all(f"`{i}`" in markdown for i in ids)
     cited = httpx.get(f"{base}/api/v1/memories", params={"ids": ids}).json()["data"]
-    # every memory id resolves, to session 1's turns (the rule's id is its proposal's, in MEMORY.md)
-    assert {m["session_id"] for m in cited} == {session_1_id}
+    # every memory id resolves, to session 1's turns or to an earlier attempt at session 2 (pi is run again when
+    # the small model garbles its call: `PiAgent.run`), never to session 2 itself (the rule's id is its
+    # proposal's, in MEMORY.md)
+    earlier = {session_of(f)["id"] for f in pi.session_files(project)} - {session_of(session_2)["id"]}
+    assert session_1_id in {m["session_id"] for m in cited} <= earlier, [(m["session_id"], m["summary"]) for m in cited]
     first_prompt = next(i for i, e in enumerate(log) if e.get("message", {}).get("role") == "user")
     assert log.index(brief) == first_prompt + 1  # injected with the first prompt, before any model reply
 

@@ -259,3 +259,30 @@ def test_an_unfaithful_draft_is_composed_again_from_its_evidence_and_counted() -
     kept = _faithful([inverted], TurnText(user=_DEV_DB, assistant="", other=""), outcome)
     assert [i.summary for i in kept] == ["Local development uses Postgres instead of SQLite."]
     assert outcome.recomposed and "negation" in outcome.recomposed[0][0]
+
+
+def test_a_memory_about_other_words_than_its_evidence_is_dropped_not_recomposed() -> None:
+    """Grounded in the turn is not enough: a memory rests on the words it cites. A plan the assistant wrote,
+    stored as a gotcha citing one line the person quoted, goes (recomposing it would store that line)."""
+    from memory_pipeline.summarize.extract import TurnOutcome, _faithful
+    from memory_pipeline.summarize.faithful import strays
+
+    line = "The issue is `color: \"gray\"` - should be a function."
+    plan = "To fix the test sources, we need to modify the color property in the select list and the editor."
+    assert strays(plan, line) and not strays("The `color` option should be a function, not \"gray\".", line)
+    assert not strays("Dùng pnpm cho dự án này.", "Dùng pnpm, không dùng npm.")  # another script: names decide
+    wandering = Idea(summary=plan, tags=["gotcha", "tests", "color"], priority="high", kind="gotcha", evidence=line)
+    outcome = TurnOutcome("s", "t", status="summarised")
+    assert _faithful([wandering], TurnText(user=line, assistant=plan, other=""), outcome) == []
+    assert outcome.dropped and not outcome.recomposed
+
+
+def test_the_agents_tool_call_written_as_text_is_never_the_persons_rule() -> None:
+    """Seen with pi and the 0.5B model: the reply was its memory_search call written as text, and the restating
+    pass copied it as the person's rule. A data structure is no statement: the person's rule stays."""
+    said = "Rule for this project: always use pnpm, never npm."
+    call = '{"name": "memory_search", "arguments": {"query": "use pnpm, never npm", "k": 8, "all_projects": true}}'
+    job = TurnJob("s", "t", "/p", [TurnMessage("user", said), TurnMessage("assistant", call)])
+    copied = json.dumps({"statement": call})
+    outcome = summarise_turn(chat_client([completion("[]"), completion(copied)], []), job, 4096, 256)
+    assert [(i.kind, i.summary) for i in outcome.ideas] == [("rule", "Always use pnpm, never npm.")]
