@@ -267,9 +267,9 @@ def test_a_memory_about_other_words_than_its_evidence_is_dropped_not_recomposed(
     from memory_pipeline.summarize.extract import TurnOutcome, _faithful
     from memory_pipeline.summarize.faithful import strays
 
-    line = "The issue is `color: \"gray\"` - should be a function."
+    line = 'The issue is `color: "gray"` - should be a function.'
     plan = "To fix the test sources, we need to modify the color property in the select list and the editor."
-    assert strays(plan, line) and not strays("The `color` option should be a function, not \"gray\".", line)
+    assert strays(plan, line) and not strays('The `color` option should be a function, not "gray".', line)
     assert not strays("Dùng pnpm cho dự án này.", "Dùng pnpm, không dùng npm.")  # another script: names decide
     wandering = Idea(summary=plan, tags=["gotcha", "tests", "color"], priority="high", kind="gotcha", evidence=line)
     outcome = TurnOutcome("s", "t", status="summarised")
