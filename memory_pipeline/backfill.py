@@ -29,11 +29,13 @@ from dagster._core.storage.partition_status_cache import AssetPartitionStatus
 from dagster._core.utils import make_new_run_id
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.jobs import LLM_FREE_ASSETS
+from memory_pipeline.jobs import LLM_FREE_ASSETS, assets_to_run
 from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
-from memory_pipeline.sessions.discovery import Roots, scan_sessions
+from memory_pipeline.sessions.discovery import Roots, agent_roots, scan_sessions
 from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
+from memory_pipeline.settings import Settings
+from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.raw_store import read_manifest
 from memory_pipeline.stores.summary_store import failed_turns_by_day
 from memory_pipeline.summarize.progress import PREFIX
@@ -225,3 +227,82 @@ def run_backfill(
         done.set()
         if watcher:
             watcher.join()
+
+
+class Unreachable(RuntimeError):
+    """Elasticsearch does not answer: what the backfill compares against is not there to read."""
+
+
+Say = Callable[[str], None]
+
+
+def plan_for(
+    settings: Settings, instance: DagsterInstance, everything: bool, start: str | None, end: str | None, with_llm: bool
+) -> Plan:
+    """The plan over every agent's sessions, compared with what Elasticsearch's file manifest and turn ledger
+    say was indexed. Raises `Unreachable`."""
+    from elasticsearch import ConnectionError as ElasticsearchConnectionError
+
+    roots = agent_roots(*settings.agent_folders)
+    try:
+        with make_client(settings, request_timeout=10, max_retries=1) as es:
+            return plan_backfill(instance, roots, everything, start, end, es=es, with_llm=with_llm)
+    except ElasticsearchConnectionError as exc:
+        raise Unreachable(
+            f"Elasticsearch at {', '.join(settings.elasticsearch_hosts)} does not answer ({exc.message}): "
+            "start it with `memory-pipeline local up`, or check ES_URL"
+        ) from None
+
+
+def run_plan(
+    instance: DagsterInstance,
+    plan: Plan,
+    definitions: Definitions,
+    *,
+    with_llm: bool,
+    verbose: bool,
+    quiet: bool,
+    out: Say,
+    err: Say,
+) -> list[dict[str, object]]:
+    """Run the plan's days, the most recent first (`newest_first_runs`), and say why each day runs (on `err`)
+    and each run's outcome (on `out`, unless `quiet`: the caller prints JSON instead). A bar per run on a
+    terminal (steps done of the job's), with the turns read, left and the time to go beside it (a plain line
+    each when not a terminal); the event log only when `verbose`. Each run's outcome, in order."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    ranges = newest_first_runs(plan.todo, ordered_days(instance))
+    err(
+        f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)"
+        + ("" if with_llm else ", without the chat model")
+    )
+    for day in plan.todo:
+        err(f"  {day}: {'; '.join(plan.why[day])}")
+    runs: list[dict[str, object]] = []
+    console = Console(stderr=True)
+    plain = not quiet and not console.is_terminal
+    with Progress(*Progress.get_default_columns(), console=console, disable=quiet or not console.is_terminal) as bar:
+        for first, last in ranges:
+            task = bar.add_task(f"{first}..{last}", total=None)
+
+            def turns(line: str, task: int = task, days: str = f"{first}..{last}") -> None:
+                bar.update(task, description=f"{days} {line}")
+                if plain:
+                    err(f"{days} {line}")
+
+            result = run_backfill(
+                instance,
+                first,
+                last,
+                definitions,
+                on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
+                on_turns=turns,
+                log_level="DEBUG" if verbose else "WARNING",
+                asset_selection=assets_to_run(with_llm),
+            )
+            bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
+            runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
+            if not quiet:  # the outcome is the command's output: stdout, whatever the bar does on stderr
+                out(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
+    return runs

@@ -1,61 +1,31 @@
-"""`memory-pipeline`: the local runtime and the Dagster UI from one command line."""
+"""`memory-pipeline`: the local runtime and the Dagster UI from one command line. A layer of commands: what
+they do is in the modules they call (the runtime's commands in `memory_pipeline.commands.runtime`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from memory_pipeline.commands.common import SAMPLE_SESSIONS, echo_progress
+from memory_pipeline.commands.common import load as _settings
+from memory_pipeline.commands.common import run as _run
+from memory_pipeline.commands.runtime import dev, down_all, local, status_all, supervise, up_all
 from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
-from memory_pipeline.ports import SERVICE_PORT, UI_PORT
+from memory_pipeline.ports import SERVICE_PORT
 
 # Only click at the top: `--help` and the commands that ask the service load nothing else (settings, pydantic,
 # Dagster and the clients are imported by the commands that need them).
 if TYPE_CHECKING:
-    from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus
-    from memory_pipeline.settings import ServiceName, Settings
+    from memory_pipeline.service.access import MemoryAccess
+    from memory_pipeline.settings import Settings
 
-PROJECT_DIR = Path(__file__).resolve().parents[1]
-
-SERVICES: tuple[ServiceName, ...] = ("elasticsearch", "chat", "embed", "postgres")
-
-
-def _runtime(settings: Settings, progress: Callable[[str], None] = print) -> LocalRuntime:
-    """The local runtime (imported when a command needs it: `--help` and searches stay light)."""
-    from memory_pipeline.local.runtime import LocalRuntime
-
-    return LocalRuntime(settings, progress=progress)
-
-
-SAMPLE_SESSIONS = PROJECT_DIR / "data" / "sessions"
-
-
-def _settings() -> Settings:
-    """The configuration; with no SESSIONS_DIR and no `~/.pi/agent/sessions`, the sample sessions (as `make
-    run` has it, for every command). A SESSIONS_DIR that is set must exist."""
-    from memory_pipeline.settings import ConfigError, load_settings
-
-    try:
-        settings = load_settings()
-        if "sessions_dir" in settings.model_fields_set:
-            if not settings.sessions_dir.is_dir():
-                raise click.ClickException(
-                    f"SESSIONS_DIR={settings.sessions_dir} does not exist: set it to the folder pi writes sessions "
-                    "to (~/.pi/agent/sessions), or unset it"
-                )
-            return settings
-        if not settings.sessions_dir.exists() and SAMPLE_SESSIONS.is_dir():
-            return load_settings(sessions_dir=SAMPLE_SESSIONS)
-        return settings
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+__all__ = ["SAMPLE_SESSIONS", "main"]
 
 
 class _OneLineErrors(click.Group):
@@ -86,250 +56,13 @@ class _OneLineErrors(click.Group):
             raise
 
 
-def _echo_progress(message: str) -> None:
-    click.echo(message, err=True)
-
-
-def _table(rows: list[ServiceStatus]) -> str:
-    headers = ["server", "url", "state", "pid", "rss", "version", "model", "health"]
-    cells = [
-        [
-            r.name,
-            r.url,
-            r.state,
-            str(r.pid or "-"),
-            f"{r.rss_mb:.0f} MB" if r.rss_mb else "-",
-            r.version,
-            r.model,
-            r.health,
-        ]
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(lines)
-
-
 @click.group(cls=_OneLineErrors)
 def main() -> None:
     """Persistent memory for coding agents: ingest pi sessions, summarise, search."""
 
 
-@main.group()
-def local() -> None:
-    """The embedded default: real Elasticsearch and llama-servers on 127.0.0.1."""
-
-
-only_option = click.option(
-    "--only", "only", multiple=True, type=click.Choice(SERVICES), help="Limit to these servers (repeatable)."
-)
-
-
-def _run(action):  # noqa: ANN001, ANN202 - tiny local decorator
-    from memory_pipeline.local.process import RuntimeProblem
-
-    try:
-        return action()
-    except RuntimeProblem as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-@local.command()
-@only_option
-@click.option(
-    "--nodes",
-    type=click.IntRange(1, 5),
-    default=None,
-    help="Run Elasticsearch as this many nodes (3: a cluster with one replica of every index); remembered "
-    "until changed. Default: as last time, else 1.",
-)
-@click.option(
-    "--postgres/--sqlite",
-    "postgres",
-    default=None,
-    help="Keep Dagster's runs, events and schedules in a local PostgreSQL (Debian's, installed if missing), or "
-    "in SQLite under DAGSTER_HOME; remembered until changed. Default: as last time, else SQLite.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the servers' status as JSON.")
-def up(only: tuple[ServiceName, ...], nodes: int | None, postgres: bool | None, as_json: bool) -> None:
-    """Start the local servers that are not running (idempotent); wait until ready."""
-    settings = _settings()
-    if nodes is not None:
-        settings = settings.model_copy(update={"local_es_nodes": nodes})
-    if postgres is not None:
-        settings = settings.model_copy(update={"local_postgres": postgres})
-        # Remembered, so every later command keeps Dagster's storage where this one put it.
-        settings.postgres_choice_path.parent.mkdir(parents=True, exist_ok=True)
-        settings.postgres_choice_path.write_text("postgres\n" if postgres else "sqlite\n")
-    runtime = _runtime(settings, _echo_progress)
-    rows = _run(lambda: runtime.up(only or None))
-    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
-    if not as_json and any(r.name == "elasticsearch" for r in rows):
-        click.echo(_reach_elasticsearch(settings))
-
-
-def _reach_elasticsearch(settings: Settings) -> str:
-    """How a person reaches the local Elasticsearch: security is on, its password in an owner-only file."""
-    from memory_pipeline.settings import LOCAL_ES_USER
-
-    path = settings.es_password_path
-    return (
-        f"elasticsearch: user {LOCAL_ES_USER!r}, password in {path} (owner-only); e.g.\n"
-        f'  curl -u "{LOCAL_ES_USER}:$(cat {path})" {settings.elasticsearch_url}/_cat/indices'
-    )
-
-
-@local.command()
-@only_option
-@click.option("--json", "as_json", is_flag=True, help="Print the stopped servers as JSON.")
-def down(only: tuple[ServiceName, ...], as_json: bool) -> None:
-    """Stop the servers `up` started (and nothing else)."""
-    stopped = _run(lambda: _runtime(_settings(), _echo_progress).down(only or None))
-    if as_json:
-        click.echo(json.dumps({"stopped": stopped}))
-    else:
-        click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
-
-
-@local.command()
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def status(as_json: bool) -> None:
-    """Each server: URL, state, PID, memory, version, model and health."""
-    rows = _runtime(_settings()).status()
-    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
-
-
-@main.command()
-@click.option("--port", default=UI_PORT, show_default=True, help="Port of the Dagster UI (bound to 127.0.0.1).")
-@click.option("--no-local", is_flag=True, help="Do not start the local runtime first.")
-def dev(port: int, no_local: bool) -> None:
-    """Bring the local runtime up, then open the Dagster UI with the pipeline loaded. Ctrl-C stops what it
-    started and exits 0, quietly: it is how `dev` ends, not an error (as for `dagster dev` itself), and `make
-    run` reports no error for it."""
-    from memory_pipeline.local.supervise import Part, interrupted_once, run_in_foreground, uninterrupted
-
-    settings = _settings()
-    runtime = _runtime(settings, _echo_progress)
-    before = set() if no_local else runtime.running()
-    code = 0
-    with interrupted_once():
-        try:
-            if not no_local:
-                click.echo(_table(_run(runtime.up)))
-            env = _part_env(settings)
-            sessions = env.get("SESSIONS_DIR", settings.sessions_dir)
-            click.echo(f"Dagster UI on http://127.0.0.1:{port} (sessions: {sessions})", err=True)
-            workspace = str(PROJECT_DIR / "workspace.yaml")
-            # Dagster's command line after the package's filter: no "dagster dev is superseded" on every start.
-            dagster = [sys.executable, "-m", "memory_pipeline.local.dagster_cli"]
-            ui = Part("dagster-ui", [], port, f"http://127.0.0.1:{port}/server_info")
-            code = run_in_foreground(
-                [*dagster, "dev", "-w", workspace, "-h", "127.0.0.1", "-p", str(port)], env, started=ui.healthy
-            )
-        except KeyboardInterrupt:  # while the servers start; once Dagster runs, Ctrl-C stops it instead
-            click.echo("", err=True)  # a new line after the terminal's "^C"
-        finally:
-            with uninterrupted():
-                # Ctrl-C stops what this command started (also half way), and leaves running what ran before it.
-                started = sorted({_kind(name) for name in runtime.running() - before}) if not no_local else []
-                if started:
-                    click.echo(f"stopping the servers this command started: {', '.join(started)}", err=True)
-                    runtime.down(started)
-    sys.exit(code)
-
-
-def _kind(name: str) -> ServiceName:
-    """The kind of a server from its name (`elasticsearch-2`, a second node, is Elasticsearch)."""
-    return name.split("-")[0]  # type: ignore[return-value]
-
-
-def _part_env(settings: Settings) -> dict[str, str]:
-    """The environment of Dagster and the service: DAGSTER_HOME prepared (the project's dagster.yaml is the
-    source of truth; DAGSTER_HOME only holds run history), and the sample sessions named when they stand in."""
-    from memory_pipeline.instance import prepare_dagster_home
-
-    _run(lambda: prepare_dagster_home(settings))  # exports DAGSTER_HOME (and the storage URL)
-    env = dict(os.environ)
-    if settings.sessions_dir == SAMPLE_SESSIONS:
-        env["SESSIONS_DIR"] = str(SAMPLE_SESSIONS)
-        click.echo("~/.pi/agent/sessions does not exist: using the sample sessions in data/sessions", err=True)
-    return env
-
-
-ports = [
-    click.option("--port", default=SERVICE_PORT, show_default=True, help="Port of the memory service (127.0.0.1)."),
-    click.option("--ui-port", default=UI_PORT, show_default=True, help="Port of the Dagster UI (127.0.0.1)."),
-]
-
-
-def _with_ports(command):  # noqa: ANN001, ANN202
-    for option in reversed(ports):
-        command = option(command)
-    return command
-
-
-@main.command(name="up")
-@_with_ports
-@click.option("--no-local", is_flag=True, help="Leave the servers alone (your own, or started already).")
-@click.option("--json", "as_json", is_flag=True, help="Print every part's status as JSON.")
-def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
-    """Start everything the memory needs in the background and return: the local servers, then the memory
-    service, Dagster's daemon (sensor, schedules) and its UI, kept running by a supervisor that restarts a part
-    that dies (logged in <state>/logs/supervisor.log). Idempotent; `down` stops it all."""
-    from memory_pipeline.local.supervise import start_all
-
-    settings = _settings()
-    if not no_local:
-        _run(_runtime(settings, _echo_progress).up)
-    env = _part_env(settings)
-    _run(lambda: start_all(settings, env, port, ui_port, _echo_progress))
-    rows = _all_status(settings)
-    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
-
-
-@main.command(name="down")
-@click.option("--keep-servers", is_flag=True, help="Stop the service and Dagster only; leave the servers running.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was stopped as JSON.")
-def down_all(keep_servers: bool, as_json: bool) -> None:
-    """Stop exactly what `up` started: the supervisor and its parts, then the local servers."""
-    from memory_pipeline.local.supervise import stop_all
-
-    settings = _settings()
-    stopped = stop_all(settings, _echo_progress)
-    if not keep_servers:
-        stopped += _run(lambda: _runtime(settings, _echo_progress).down())
-    if as_json:
-        click.echo(json.dumps({"stopped": stopped}))
-    else:
-        click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
-
-
-@main.command(name="status")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
-def status_all(as_json: bool) -> None:
-    """Every part of the memory: the servers, the supervisor, the service, Dagster's daemon and UI, with URL,
-    state, PID, memory and health."""
-    rows = _all_status(_settings())
-    click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
-
-
-def _all_status(settings: Settings) -> list[ServiceStatus]:
-    from memory_pipeline.local.supervise import parts_status
-
-    return _runtime(settings).status() + parts_status(settings)
-
-
-@main.command(hidden=True)
-@_with_ports
-def supervise(port: int, ui_port: int) -> None:
-    """The supervisor `up` starts (not for direct use)."""
-    from memory_pipeline.local.supervise import parts, timestamped
-    from memory_pipeline.local.supervise import supervise as keep_running
-
-    settings = _settings()
-    log = timestamped(settings.memory_pipeline_state_dir / "logs" / "supervisor.log")
-    keep_running(settings, dict(os.environ), parts(port, ui_port), log)
+for command in (local, dev, up_all, down_all, status_all, supervise):
+    main.add_command(command)
 
 
 @main.command()
@@ -360,111 +93,57 @@ def backfill(
     """Run every day that has sessions and is not done: never run, failed, half done, a failed check, files
     changed since they were indexed (new, grown, rewritten, gone), turns that failed, or ingested without the
     chat model; the most recent first: the newest day alone, then runs of 2, 4, 8… days. Says why for each day."""
-    from elasticsearch import ConnectionError as ElasticsearchConnectionError
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from memory_pipeline.backfill import newest_first_runs, plan_backfill, run_backfill
+    from memory_pipeline.backfill import Unreachable, plan_for, run_plan
+    from memory_pipeline.definitions import build_definitions
     from memory_pipeline.instance import open_instance
-    from memory_pipeline.jobs import assets_to_run
-    from memory_pipeline.partitions import ordered_days
-    from memory_pipeline.sessions.discovery import agent_roots
-    from memory_pipeline.stores.elasticsearch import make_client
 
-    if chat_timeout is not None:  # before the settings (and the definitions built from them) are read
-        os.environ["LLAMA_TIMEOUT"] = str(chat_timeout)
-    settings = _settings()
+    # The chat timeout is a setting like any other: the runs' resources are built from these settings.
+    settings = _settings() if chat_timeout is None else _settings(llama_timeout=chat_timeout)
     with_llm = not (no_llm or settings.memory_pipeline_no_llm)
     opened = ExitStack()
     instance = _run(lambda: opened.enter_context(open_instance(settings)))
     with opened:
-        # What changed since the days were indexed is in Elasticsearch's file manifest and turn ledger.
         try:
-            with make_client(settings, request_timeout=10, max_retries=1) as es:
-                plan = plan_backfill(
-                    instance, agent_roots(*settings.agent_folders), everything, start, end, es=es, with_llm=with_llm
-                )
-        except ElasticsearchConnectionError as exc:
-            raise click.ClickException(
-                f"Elasticsearch at {', '.join(settings.elasticsearch_hosts)} does not answer ({exc.message}): "
-                "start it with `memory-pipeline local up`, or check ES_URL"
-            ) from None
+            plan = plan_for(settings, instance, everything, start, end, with_llm)
+        except Unreachable as exc:
+            raise click.ClickException(str(exc)) from None
         for problem in plan.problems:
             click.echo(f"skipped {problem}", err=True)
-        runs: list[dict[str, object]] = []
         report = {
             "days": len(plan.days),
             "todo": plan.todo,
             "why": plan.why,
             "with_llm": with_llm,
             "problems": [str(p) for p in plan.problems],
-            "runs": runs,
+            "runs": [],
         }
-        if not plan.todo:
-            if as_json:
-                click.echo(json.dumps(report, indent=2))
-                return
+        if plan.todo:
+            report["runs"] = runs = run_plan(
+                instance,
+                plan,
+                build_definitions(settings),
+                with_llm=with_llm,
+                verbose=verbose,
+                quiet=as_json,
+                out=click.echo,
+                err=echo_progress,
+            )
+        elif not as_json:
             click.echo(
                 f"nothing to backfill under {settings.sessions_dir}: {len(plan.days)} day(s) with sessions, all done"
             )
             return
-        ranges = newest_first_runs(plan.todo, ordered_days(instance))
-        click.echo(
-            f"backfilling {len(plan.todo)} of {len(plan.days)} day(s) in {len(ranges)} run(s)"
-            + ("" if with_llm else ", without the chat model"),
-            err=True,
-        )
-        for day in plan.todo:
-            click.echo(f"  {day}: {'; '.join(plan.why[day])}", err=True)
-        failed = 0
-        # A bar per run on a terminal (steps done of the job's), with the turns read, left and the time to go
-        # beside it (a plain line each when not a terminal); the event log only when asked (--verbose).
-        console = Console(stderr=True)
-        plain = not as_json and not console.is_terminal
-        with Progress(
-            *Progress.get_default_columns(), console=console, disable=as_json or not console.is_terminal
-        ) as bar:
-            for first, last in ranges:
-                task = bar.add_task(f"{first}..{last}", total=None)
-
-                def turns(line: str, task: int = task, days: str = f"{first}..{last}") -> None:
-                    bar.update(task, description=f"{days} {line}")
-                    if plain:
-                        click.echo(f"{days} {line}", err=True)
-
-                result = run_backfill(
-                    instance,
-                    first,
-                    last,
-                    on_step=lambda done, total, task=task: bar.update(task, completed=done, total=total),
-                    on_turns=turns,
-                    log_level="DEBUG" if verbose else "WARNING",
-                    asset_selection=assets_to_run(with_llm),
-                )
-                bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
-                runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
-                if not as_json:  # the outcome is the command's output: stdout, whatever the bar does on stderr
-                    click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
-                failed += not result.success
     if as_json:
         click.echo(json.dumps(report, indent=2))
-    if failed:
+    if plan.todo and not all(run["success"] for run in runs):
         sys.exit(1)
 
 
-def _service(settings: Settings) -> str | None:
-    from memory_pipeline.service.client import running_service
+def _access(settings: Settings | None = None, ask_service: bool = True) -> MemoryAccess:
+    """The memory, through its running service when there is one, else in-process."""
+    from memory_pipeline.service.access import MemoryAccess
 
-    return running_service(settings.memory_id)
-
-
-def _ask(base: str, path: str, params: dict[str, object]):  # noqa: ANN202 - the service's Answer
-    from memory_pipeline.service.client import ServiceRefused, ask
-
-    try:
-        return ask(base, path, params)
-    except ServiceRefused as exc:
-        raise click.ClickException(str(exc)) from None
+    return MemoryAccess(settings or _settings(), ask_service=ask_service)
 
 
 def _search():  # noqa: ANN202 - a context manager of MemorySearch
@@ -484,13 +163,8 @@ filter_options = [
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
-def _filters(project, since, until, priority, kind, agent=None):  # noqa: ANN001, ANN202
-    from memory_pipeline.service.models import FilterParams
-
-    asked = FilterParams(
-        project=project, since=since, until=until, priority=list(priority), kind=list(kind), agent=agent
-    )
-    return asked.filters()
+def _filters(project, since, until, priority, kind, agent=None) -> dict[str, object]:  # noqa: ANN001
+    return {"project": project, "since": since, "until": until, "priority": priority, "kind": kind, "agent": agent}
 
 
 def _with_filters(command):  # noqa: ANN001, ANN202
@@ -499,13 +173,11 @@ def _with_filters(command):  # noqa: ANN001, ANN202
     return command
 
 
-def _print_rows(rows, as_json: bool, query: str | None = None, degraded: str | None = None, everything=False) -> None:  # noqa: ANN001
+def _print_rows(rows, as_json: bool) -> None:  # noqa: ANN001
     from memory_pipeline.search.render import as_json as dumps
     from memory_pipeline.search.render import rows_text
 
-    if degraded:
-        click.echo(f"note: {degraded}", err=True)
-    click.echo(dumps([r.to_dict() for r in rows]) if as_json else rows_text(rows, query=query, everything=everything))
+    click.echo(dumps([r.to_dict() for r in rows]) if as_json else rows_text(rows))
 
 
 @main.command()
@@ -520,26 +192,12 @@ def search(
     """Layer 1: a compact ranked list of memories for QUERY (hybrid BM25 + kNN, fused by RRF), with each
     one's BM25 score and similarity. Only rows that matched the query's words or meaning are shown (and the
     number of weaker guesses left out); when none did, it says so and shows the closest three."""
-    base = None if as_json or everything else _service(_settings())
-    if base:
-        from memory_pipeline.service.client import DEGRADED_HEADER
-
-        filters = {
-            "project": project,
-            "since": since,
-            "until": until,
-            "priority": priority,
-            "kind": kind,
-            "agent": agent,
-        }
-        answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
-        if degraded := answer.headers.get(DEGRADED_HEADER):
-            click.echo(f"note: {degraded}", err=True)
-        click.echo(answer.text)
-        return
-    with _search() as engine:
-        rows = engine.find(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
-        _print_rows(rows, as_json, query=query, degraded=engine.degraded, everything=everything)
+    filters = _filters(project, since, until, priority, kind, agent)
+    with _access() as memory:
+        found = _refused(lambda: memory.search(query, k, mode, filters, everything=everything, as_json=as_json))
+    if found.degraded:
+        click.echo(f"note: {found.degraded}", err=True)
+    click.echo(found.text)
 
 
 @main.command()
@@ -550,11 +208,13 @@ def search(
 @_with_filters
 def timeline(anchor: str, window: int, project, since, until, priority, kind, agent, as_json: bool) -> None:  # noqa: ANN001
     """Layer 2: the chronological neighbours of ANCHOR (a memory id, or a query's best match)."""
+    from memory_pipeline.service.access import parse_filters
+
     with _search() as engine:
-        _print_rows(
-            engine.timeline(anchor, window=window, filters=_filters(project, since, until, priority, kind, agent)),
-            as_json,
+        rows = engine.timeline(
+            anchor, window=window, filters=parse_filters(_filters(project, since, until, priority, kind, agent))
         )
+        _print_rows(rows, as_json)
 
 
 @main.command()
@@ -583,46 +243,24 @@ tokens_option = click.option(
 )
 
 
-def _notify(session_file: str) -> None:
-    """Tell the running service that a session file changed (its fast path ingests the day at once); without
-    a service the day's runs read it later, and stderr says so."""
-    from memory_pipeline.service.client import ServiceRefused, tell
+def _refused(read):  # noqa: ANN001, ANN202 - the read's own answer
+    """A read of the service, its refusal one line."""
+    from memory_pipeline.service.client import ServiceRefused
 
-    settings = _settings()
-    base = _service(settings)
-    if not base:
-        click.echo("memory hook: no memory service running; the day's runs will read the session", err=True)
-        return
     try:
-        state = tell(base, "/api/v1/ingest", {"session_file": session_file}, settings.service_token())
-    except (ServiceRefused, OSError) as exc:
-        click.echo(f"memory hook: {exc}", err=True)
-        return
-    click.echo(f"memory hook: {session_file}: day {state.get('day')} {state.get('state', 'queued')}", err=True)
+        return read()
+    except ServiceRefused as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _briefing(prompt: str, tokens: int, scope: str | None, agent: str | None = None) -> tuple[str, list[str]]:
-    """The briefing's markdown and ids, from the service when it runs (0.3 s), else searched in-process; a
-    server that is down is said on stderr (with what starts it), never an error."""
-    settings = _settings()
-    base = _service(settings)
-    if base:
-        params = {"prompt": prompt, "tokens": tokens, "project": scope, "agent": agent}
-        answer = _ask(base, "/api/v1/briefing", params).json()
-        markdown, ids, degraded, note = answer["markdown"], answer["ids"], answer.get("degraded"), None
-    else:
-        from memory_pipeline.search.briefing import build_briefing
-        from memory_pipeline.search.open import briefing_note
-
-        with _search() as engine:
-            workspace = settings.memory_workspace
-            made = build_briefing(engine, prompt, token_budget=tokens, project=scope, workspace=workspace, agent=agent)
-            markdown, ids, degraded, note = made.markdown, made.ids, briefing_note(made, settings), engine.degraded
-    if degraded:
-        click.echo(f"memory briefing: {degraded}", err=True)  # the server that is down, and what starts it
-    elif note:
-        click.echo(f"memory briefing: {note}", err=True)
-    return markdown, ids
+    """The briefing's markdown and ids; a server that is down is said on stderr (with what starts it), never
+    an error."""
+    with _access() as memory:
+        made = _refused(lambda: memory.briefing(prompt, tokens, scope, agent))
+    if made.said:
+        click.echo(f"memory briefing: {made.said}", err=True)
+    return made.markdown, made.ids
 
 
 @main.command(name="hook")
@@ -635,27 +273,24 @@ def hook_command(agent: str, tokens: int) -> None:
     …}}`, the project being the payload's `cwd`; `Stop` and `SessionEnd` tell the memory service (when it runs)
     that the session's transcript changed, so its turns are searchable seconds later. Exits 0 whatever
     happens, so the session goes on; what went wrong is on stderr."""
-    try:
-        payload = json.loads(click.get_text_stream("stdin").read() or "{}")
-    except ValueError as exc:
-        click.echo(f"memory hook: the hook payload is not JSON ({exc}); no briefing", err=True)
-        return
-    event = str(payload.get("hook_event_name") or "SessionStart")
-    if event in ("Stop", "SessionEnd") and payload.get("transcript_path"):
-        _notify(str(payload["transcript_path"]))
-        return
-    if event not in ("SessionStart", "UserPromptSubmit"):
-        click.echo(f"memory hook: {agent} event {event!r} takes no briefing", err=True)
-        return
-    project = str(payload.get("cwd") or Path.cwd())
-    try:
-        markdown, _ = _briefing(str(payload.get("prompt") or "(no prompt)"), tokens, project)
-    except click.ClickException as exc:
-        click.echo(f"memory hook: {exc.message}", err=True)
-        return
-    if markdown:
-        output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": markdown}}
-        click.echo(json.dumps(output, ensure_ascii=False))
+    from memory_pipeline.service.hooks import claude_code
+
+    def say(line: str) -> None:
+        click.echo(f"memory hook: {line}", err=True)
+
+    def brief(prompt: str, project: str) -> str:
+        try:
+            return _briefing(prompt, tokens, project)[0]
+        except click.ClickException as exc:
+            say(exc.message)
+            return ""
+
+    def notify(session_file: str) -> None:
+        with _access() as memory:
+            say(memory.notify(session_file))
+
+    if output := claude_code(click.get_text_stream("stdin").read(), brief, notify, say):
+        click.echo(output)
 
 
 @main.command(name="briefing")
@@ -703,13 +338,9 @@ def remember(
     from pydantic import ValidationError
 
     from memory_pipeline.search.remember import Note
-    from memory_pipeline.search.remember import remember as keep
     from memory_pipeline.search.render import as_json as dumps
     from memory_pipeline.search.render import row_line
-    from memory_pipeline.sessions.redact import Redactor
-    from memory_pipeline.stores.memory_store import open_store
 
-    settings = _settings()
     try:
         note = Note(
             text=text,
@@ -722,8 +353,8 @@ def remember(
         )
     except ValidationError as exc:
         raise click.ClickException("; ".join(e["msg"] for e in exc.errors())) from None
-    with _search() as engine, open_store(settings) as store:
-        row = keep(engine, store, note, Redactor.with_patterns(settings.redact_extra_patterns))
+    with _access(ask_service=False) as memory:
+        row = memory.remember(note)
     click.echo(dumps(row.to_dict()) if as_json else f"remembered {row_line(row, scores=False)}")
 
 

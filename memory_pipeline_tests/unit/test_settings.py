@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -247,6 +248,12 @@ def test_chat_timeout_and_llm_free_mode_reach_the_chat_resource(monkeypatch: pyt
     monkeypatch.setenv("LLAMA_TIMEOUT", "1")
     with pytest.raises(ConfigError, match="LLAMA_TIMEOUT"):
         load_settings()
+    # A command's option (backfill --chat-timeout) is passed as a setting, not written into the environment.
+    from memory_pipeline.commands.common import load
+
+    monkeypatch.delenv("LLAMA_TIMEOUT")
+    assert build_resources(load(llama_timeout=45.0))["llm"].timeout_seconds == 45.0
+    assert "LLAMA_TIMEOUT" not in os.environ
 
 
 def test_nothing_is_kept_in_the_folder_a_command_runs_from(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
