@@ -43,6 +43,7 @@ from dagster import materialize
 
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect
+from memory_pipeline.language.topics import task_topics, topics_of
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import DEFAULT_POLICY, BriefingPolicy, build_briefing, tokens
@@ -53,7 +54,6 @@ from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
 from memory_pipeline.stores.indices import PIPELINE_INDICES
 from memory_pipeline.stores.llm import ChatClient, chat_client
-from memory_pipeline.summarize.knowledge import task_topics, topics_of
 from testkit.corpora.make_next_session_corpus import OUT as CORPUS
 from testkit.ingest_helpers import MEMORY_ASSETS, RECALL_ASSETS
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from memory_pipeline.language.lexicon import kind_marked
+
 
 class Kind(StrEnum):
     RULE = "rule"  # a rule or preference: how work is to be done here
@@ -21,3 +23,9 @@ KIND_PRIORITY = {
     Kind.FACT: "medium",
     Kind.TASK: "low",
 }
+
+
+def kind_of(text: str) -> Kind | None:
+    """The kind of knowledge a person's sentence states, or None for a request, question or remark."""
+    marked = kind_marked(text)
+    return Kind(marked) if marked else None

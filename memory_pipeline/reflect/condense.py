@@ -30,13 +30,13 @@ from datetime import date, timedelta
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory_pipeline.language.lexicon import replacement
+from memory_pipeline.language.topics import TOPICS
 from memory_pipeline.language.words import content_words
 from memory_pipeline.reflect.models import PRIORITY_RANK, section_for
 from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
 from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.reflect_store import Memory, Reflection, Supersession, Tier
-from memory_pipeline.summarize.knowledge import TOPICS
 
 REFLECT_PROMPT_VERSION = "2"
 ATTEMPTS = 2

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from memory_pipeline.summarize.knowledge import files_of
+from memory_pipeline.language.topics import files_of
 
 if TYPE_CHECKING:  # the engine imports these rules; a row is only read here
     from memory_pipeline.search.models import Row

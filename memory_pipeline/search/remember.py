@@ -21,12 +21,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.kinds import Kind, kind_of
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Row
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.memory_store import MemoryStore
-from memory_pipeline.summarize.knowledge import kind_of
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, support
 
 MAX_NOTE_CHARS = 4000

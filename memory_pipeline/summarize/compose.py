@@ -24,8 +24,9 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from memory_pipeline.language.kinds import KIND_PRIORITY, Kind
+from memory_pipeline.language.kinds import KIND_PRIORITY, Kind, kind_of
 from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, NEGATION, RULE
+from memory_pipeline.language.topics import files_of, topics_of
 from memory_pipeline.language.words import STOP_WORDS, THIRD_PERSON, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
@@ -35,18 +36,15 @@ from memory_pipeline.summarize.knowledge import (
     announces_plan,
     clean_statement,
     edited_files,
-    files_of,
     findings_of,
     imperative,
     is_opinion,
     is_quote,
     is_request,
-    kind_of,
     mend_typos,
     pieces_of,
     said_sentences,
     stated_cause,
-    topics_of,
     unwrapped,
     values_of,
     with_subject,

@@ -12,11 +12,10 @@ memory as its evidence. This module holds what a small local model does badly an
   acknowledgements give nothing.
 - `findings_of`: what the assistant found (a root cause, a value chosen, a setting that matters), from its
   own sentences, for turns whose knowledge is in the answer rather than the question.
-- `topics_of`: the categories a statement's tools belong to ("pnpm" -> package manager), so a question that
-  names the category ("which package manager do we use?") finds the memory that names the tool.
-- `task_topics`: the categories a task touches, from the tools it names and the work it describes ("install a
-  library for the map" -> package manager), so a briefing can show the rule about the tool a task will use
-  although the task never names it.
+
+The categories of tools a statement or a task names (`topics_of`, `task_topics`) and the files it names
+(`files_of`) are in `memory_pipeline.language.topics`; the kind of a person's sentence (`kind_of`) is in
+`memory_pipeline.language.kinds`.
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import FINDING, kind_marked
+from memory_pipeline.language.kinds import Kind, kind_of
+from memory_pipeline.language.lexicon import FINDING
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
 
@@ -280,12 +279,6 @@ def about_itself(statement: str) -> bool:
     return bool(_ABOUT_ITSELF.match(statement.strip()))
 
 
-def kind_of(text: str) -> Kind | None:
-    """The kind of knowledge a person's sentence states, or None for a request, question or remark."""
-    marked = kind_marked(text)
-    return Kind(marked) if marked else None
-
-
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip() for p in _CLAUSE.split(sentence) if p and p.strip()]
     # Split only where every part states something; else the sentence is one piece.
@@ -474,164 +467,3 @@ def values_of(user_text: str, files: list[str]) -> Piece | None:
     pairs = ", ".join(f"{' '.join(m['name'].split())} {m['value']}" for m in found)
     where = f" in `{files[0].rsplit('/', 1)[-1]}`" if len(files) == 1 else ""
     return Piece(Kind.DECISION, f"Values set{where}: {pairs}.", " ".join(" ".join(lines).split()), "user")
-
-
-# --- categories, so a question naming the category finds the tool ---
-
-_TOPICS: dict[str, tuple[str, ...]] = {
-    "package-manager": (
-        "npm",
-        "pnpm",
-        "yarn",
-        "bun",
-        "pip",
-        "pipx",
-        "uv",
-        "poetry",
-        "pdm",
-        "conda",
-        "cargo",
-        "composer",
-        "gem",
-        "bundler",
-        "brew",
-        "apt",
-        "apt-get",
-    ),
-    "test-runner": (
-        "jest",
-        "vitest",
-        "mocha",
-        "pytest",
-        "unittest",
-        "jasmine",
-        "ava",
-        "playwright",
-        "cypress",
-        "junit",
-        "rspec",
-        "nose",
-    ),
-    "linter": ("eslint", "ruff", "flake8", "pylint", "biome", "clippy", "golangci-lint", "shellcheck", "mypy"),
-    "formatter": ("prettier", "black", "rustfmt", "gofmt", "isort", "dprint"),
-    "bundler": ("webpack", "vite", "rollup", "esbuild", "parcel", "turbopack", "tsup"),
-    "database": (
-        "postgres",
-        "postgresql",
-        "mysql",
-        "sqlite",
-        "mongodb",
-        "mongo",
-        "redis",
-        "mariadb",
-        "dynamodb",
-        "cassandra",
-        "elasticsearch",
-        "clickhouse",
-        "supabase",
-    ),
-    "orm": ("prisma", "drizzle", "sqlalchemy", "typeorm", "sequelize", "django-orm", "knex", "diesel"),
-    "web-framework": (
-        "react",
-        "vue",
-        "svelte",
-        "angular",
-        "nextjs",
-        "next.js",
-        "nuxt",
-        "django",
-        "flask",
-        "fastapi",
-        "express",
-        "rails",
-        "spring",
-        "remix",
-        "astro",
-    ),
-    "container": ("docker", "podman", "kubernetes", "k8s", "kubectl", "helm", "compose"),
-    "ci": ("github-actions", "gitlab-ci", "jenkins", "circleci", "buildkite", "travis"),
-    "type-checker": ("typescript", "tsc", "mypy", "pyright"),
-    "version-control": ("git", "jj", "mercurial", "svn"),
-    "task-queue": ("celery", "dramatiq", "arq", "rq", "huey", "sidekiq", "bullmq", "temporal"),
-    "charts": ("recharts", "echarts", "chart.js", "chartjs", "d3", "highcharts", "plotly", "nivo", "victory"),
-    "http-client": ("httpx", "requests", "aiohttp", "axios", "got", "ky", "fetch"),
-    "logging": ("structlog", "loguru", "slog", "zap", "zerolog", "logrus", "winston", "pino"),
-    "cli-framework": ("cobra", "urfave/cli", "click", "typer", "argparse", "clap", "commander", "yargs"),
-    "state-management": ("redux", "zustand", "mobx", "jotai", "recoil", "pinia", "vuex"),
-    "date-library": ("date-fns", "moment", "dayjs", "luxon", "pendulum", "arrow"),
-}
-TOPICS = frozenset(_TOPICS)
-_TOPIC_OF = {name: topic for topic, names in _TOPICS.items() for name in names}
-_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*[a-z0-9]|[a-z0-9]", re.I)
-
-
-def topics_of(text: str) -> list[str]:
-    """The categories of the tools a text names, in order of first mention."""
-    seen: list[str] = []
-    for name in _NAME.findall(text.lower()):
-        topic = _TOPIC_OF.get(name)
-        if topic and topic not in seen:
-            seen.append(topic)
-    return seen
-
-
-# The work that touches each category: a task saying it will use that category's tool whether it names the tool
-# or not ("add a dependency" runs the package manager). Words, not stems; plural forms listed.
-_TASK_WORDS: dict[str, tuple[str, ...]] = {
-    "package-manager": (
-        "install",
-        "installing",
-        "dependency",
-        "dependencies",
-        "library",
-        "libraries",
-        "package",
-        "packages",
-        "upgrade",
-        "lockfile",
-        "setup",
-    ),
-    "test-runner": ("test", "tests", "testing", "spec", "specs", "coverage", "e2e"),
-    "linter": ("lint", "linter", "linting", "lints"),
-    "formatter": ("formatting", "reformat"),
-    "bundler": ("bundle", "bundling", "build", "builds"),
-    "database": ("migration", "migrations", "migrate", "column", "columns", "schema", "table", "database", "db"),
-    "orm": ("migration", "migrations", "column", "columns", "model", "models"),
-    "container": ("deploy", "deployment", "deployments", "rollback", "cluster", "pod", "pods", "ingress", "image"),
-    "ci": ("ci", "workflow", "workflows", "pipeline"),
-    "task-queue": ("job", "jobs", "background", "worker", "workers", "queue", "nightly", "scheduled"),
-    "charts": ("chart", "charts", "graph", "graphs", "plot", "plots"),
-    "logging": ("log", "logs", "logging"),
-    "cli-framework": ("command", "commands", "subcommand", "subcommands", "flag", "flags", "cli"),
-    "date-library": ("date", "dates", "datetime", "timestamp", "timestamps", "timezone", "time", "times"),
-}
-_TASK_TOPIC: dict[str, list[str]] = {}
-for _topic, _words in _TASK_WORDS.items():
-    for _word in _words:
-        _TASK_TOPIC.setdefault(_word, []).append(_topic)
-
-
-def task_topics(text: str) -> list[str]:
-    """The categories a task touches: those of the tools it names, then those of the work it describes."""
-    found = topics_of(text)
-    for word in re.findall(r"[a-z0-9]+", text.lower().replace("set up", "setup").replace("roll back", "rollback")):
-        for topic in _TASK_TOPIC.get(word, ()):
-            if topic not in found:
-                found.append(topic)
-    return found
-
-
-_EXTENSIONS = (
-    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|mdx|yaml|yml|toml|ini|cfg|conf|env|lock|txt|rs|go|java|kt|rb|php|c|h"
-    "|cc|cpp|hpp|cs|swift|sh|bash|zsh|css|scss|html|sql|xml|vue|svelte|proto|gradle|tf|dockerfile"
-)
-_FILE = re.compile(rf"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]*\w\.(?:{_EXTENSIONS})(?![\w/])", re.I)
-
-
-def files_of(text: str) -> list[str]:
-    """File names and paths a statement names (`theme.ts`, `src/app.py`), in order."""
-    found = []
-    for match in _FILE.findall(text):
-        if match not in found:
-            found.append(match)
-    return found

@@ -27,12 +27,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.kinds import Kind, kind_of
 from memory_pipeline.language.lexicon import lasting
 from memory_pipeline.language.words import content_words, words
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Idea, Priority
-from memory_pipeline.summarize.knowledge import kind_of
 
 # Share of an idea's content words its turn must contain, chosen on labelled idea-turn pairs
 # (bench/summarize.py, "grounding" table): on the tuning half, the highest threshold that keeps as many

@@ -7,16 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.topics import files_of, task_topics, topics_of
 from memory_pipeline.summarize.compose import make_idea, tags_for, typed_by_the_person
-from memory_pipeline.summarize.knowledge import (
-    about_itself,
-    clean_statement,
-    files_of,
-    findings_of,
-    pieces_of,
-    task_topics,
-    topics_of,
-)
+from memory_pipeline.summarize.knowledge import about_itself, clean_statement, findings_of, pieces_of
 from memory_pipeline.summarize.trust import TurnText
 
 
