@@ -10,38 +10,20 @@ opening of a memory tool's call (see pi/first_tool_call.ts); the model writes th
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
-import pytest
 
-from memory_pipeline.settings import Settings, isolated_settings
+from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, RECALL_INDICES
-from testkit.ingest_helpers import cli_env
-from testkit.pi_agent import PiAgent, entries, finished, session_of
-from testkit.servers import free_port, memory_service
+from testkit.agent_loop import backfill_all
+from testkit.pi_agent import entries, finished, session_of
+from testkit.servers import free_port
 
 RULE = "Rule for this project: always use pnpm, never npm."
 DECISION = "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM imports."
-
-
-def _backfill(settings: Settings) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "memory_pipeline", "backfill", "--all", "--json"],
-        env=cli_env(settings),
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout)
-    assert report["runs"] and all(r["success"] for r in report["runs"]), report
-    return report
 
 
 def _memories_of(settings: Settings, session_id: str) -> list[dict]:
@@ -49,14 +31,6 @@ def _memories_of(settings: Settings, session_id: str) -> list[dict]:
         es.indices.refresh(index=list(RECALL_INDICES))
         hits = es.search(index=list(RECALL_INDICES), query={"term": {"session_id": session_id}}, size=1000)
     return [h["_source"] | {"_id": h["_id"]} for h in hits["hits"]["hits"]]
-
-
-@pytest.fixture
-def loop(local_runtime: Settings, tmp_path: Path):  # noqa: ANN201
-    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "agent" / "sessions")
-    settings.sessions_dir.mkdir(parents=True)
-    with memory_service(settings) as base:
-        yield settings, base, PiAgent(tmp_path / "agent", settings, base)
 
 
 def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: Path) -> None:  # noqa: ANN001
@@ -69,7 +43,7 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     assert finished(pi.run(project, DECISION, continue_session=True))
     session_1 = pi.last_session(project)
     session_1_id = session_of(session_1)["id"]
-    _backfill(settings)
+    backfill_all(settings)
     learned = _memories_of(settings, session_1_id)
     assert learned, "the pipeline learned nothing from session 1"
     # Knowledge, not quotes: the rule and the decision are memories of their own, readable alone.
@@ -131,7 +105,7 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     assert pi.command(project, "/memory") == f"memory service {base}: ok"
 
     # Session 2's file, ingested: the briefing is never learned as a memory again.
-    _backfill(settings)
+    backfill_all(settings)
     again = _memories_of(settings, session_of(session_2)["id"])
     assert again and not [m for m in again if "Memory from earlier sessions" in m["summary"]]
     # What the turn asked is the person's prompt alone (the model's reply may quote what it was told: its words).
@@ -186,7 +160,7 @@ def test_the_agent_keeps_a_note_cited_to_its_session_and_turn(loop, tmp_path: Pa
     assert note["kind"] == "note" and note["project"] == str(project) and note["author"] == "agent"
     assert (note["session_id"], note["turn_id"]) == (session_of(session)["id"], prompt_entry["id"])
     # The pipeline's runs never touch it: a backfill of the day keeps it, and the next session is briefed with it.
-    _backfill(settings)
+    backfill_all(settings)
     assert httpx.get(f"{base}/api/v1/memories/{note_id}").status_code == 200
     brief = httpx.get(f"{base}/api/v1/briefing", params={"prompt": "deploy", "project": str(project)}).json()
     assert note_id in brief["ids"]

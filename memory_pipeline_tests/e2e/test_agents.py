@@ -26,7 +26,7 @@ from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_matching, make_client
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.indices import NOTES_INDEX, RAW_INDEX
-from memory_pipeline_tests.e2e.test_fresh_ingest import _ingested
+from testkit.agent_loop import ingested_day
 from testkit.ingest_helpers import RECALL_ASSETS, cli_env, copy_fixture, recall_history, reset_days
 from testkit.paths import ROOT
 from testkit.servers import free_port, memory_service
@@ -257,7 +257,7 @@ def test_a_claude_code_turn_is_searchable_seconds_after_it_ends(every_agent, tmp
                 timeout=120,
             )
             assert done.returncode == 0 and not done.stdout, done.stderr[-2000:]
-            ingested = _ingested(base, day, after=before)
+            ingested = ingested_day(base, day, after=before)
             assert ingested["state"] == "done" and str(transcript) in ingested["files"], ingested
             found = httpx.get(
                 f"{base}/api/v1/search",

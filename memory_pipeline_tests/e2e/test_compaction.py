@@ -15,8 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from memory_pipeline_tests.e2e.test_agent_loop import loop  # noqa: F401 - the fixture
-from memory_pipeline_tests.e2e.test_fresh_ingest import _ingested
+from testkit.agent_loop import ingested_day
 from testkit.pi_agent import entries, finished, session_of
 from testkit.servers import free_port
 
@@ -38,7 +37,7 @@ def _compacted(pi, project: Path, brief: bool = False, **options) -> dict:  # no
     return answer["data"]
 
 
-def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loop, tmp_path: Path) -> None:  # noqa: ANN001, F811
+def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loop, tmp_path: Path) -> None:  # noqa: ANN001
     _, base, pi = loop
     project = tmp_path / "shop"
     # Compaction only when asked (the small context window would have pi compact after every turn), keeping the
@@ -49,7 +48,7 @@ def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loo
     assert finished(pi.run(project, RULE))
     assert finished(pi.run(project, "Name three fruits.", continue_session=True))
     session = session_of(pi.last_session(project))
-    _ingested(base, session["timestamp"][:10], after=started)
+    ingested_day(base, session["timestamp"][:10], after=started)
     known = httpx.get(f"{base}/api/v1/search", params={"q": "pnpm", "project": str(project)}).json()["data"]
     assert known, "the fast path did not make the session's turns searchable"
 

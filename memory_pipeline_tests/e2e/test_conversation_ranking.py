@@ -92,5 +92,6 @@ def test_a_judgement_question_finds_what_the_person_said_of_themselves(ranked) -
     words_and_meaning = _found(search, corpus, judgements, replace(DEFAULT, disclosed=0.0))
     # "Should I book the steakhouse?" shares no word with "I've been vegetarian since college", and MiniLM puts
     # a year of small talk nearer; among what the person said of themselves that lasts, it is the closest.
+    # How many such questions are answered is the model's quality, measured by `python -m bench hard` (its
+    # `inference` column in bench/results.md), not asserted here.
     assert among_disclosures > words_and_meaning, (among_disclosures, words_and_meaning)
-    assert among_disclosures >= len(judgements) // 2

@@ -20,22 +20,10 @@ from memory_pipeline.instance import STORAGE_URL_VARIABLE, open_instance
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import RAW_INDEX, SUMMARY_INDEX
-from memory_pipeline_tests.e2e.test_agent_loop import _backfill, loop  # noqa: F401 - the fixture
+from testkit.agent_loop import backfill_all, ingested_day
 from testkit.pi_agent import entries, finished, session_of
 
 FACT = "Note for this project: the staging database listens on port 6543, not 5432."
-
-
-def _ingested(base: str, day: str, after: float, seconds: float = 180) -> dict:
-    """The fast path's record of `day` once a run that started after `after` finished."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        days = {d["day"]: d for d in httpx.get(f"{base}/api/v1/ingest").json()}
-        found = days.get(day)
-        if found and found["state"] in ("done", "failed") and (found["started_at"] or 0) >= after:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"{day} was not ingested in {seconds} s: {httpx.get(f'{base}/api/v1/ingest').json()}")
 
 
 def _raw_count(settings: Settings, session_id: str) -> int:
@@ -45,7 +33,7 @@ def _raw_count(settings: Settings, session_id: str) -> int:
 
 
 def test_the_next_session_knows_what_the_last_one_did_without_a_day_run(
-    loop,  # noqa: ANN001, F811
+    loop,  # noqa: ANN001
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -58,7 +46,7 @@ def test_the_next_session_knows_what_the_last_one_did_without_a_day_run(
     day = session_a["timestamp"][:10]
 
     # The extension told the service at the turn's end and at shutdown; its run of the day is done.
-    ingested = _ingested(base, day, after=before)
+    ingested = ingested_day(base, day, after=before)
     assert ingested["state"] == "done" and ingested["error"] is None, ingested
     assert str(pi.last_session(project)) in ingested["files"] and ingested["notices"] >= 2
     assert _raw_count(settings, session_a["id"]) >= 2  # the prompt and the reply, in memory-raw
@@ -89,6 +77,6 @@ def test_the_next_session_knows_what_the_last_one_did_without_a_day_run(
 
     # The day's normal run adds the LLM's part and finds A indexed: nothing is written twice.
     indexed = _raw_count(settings, session_a["id"])
-    report = _backfill(settings)
+    report = backfill_all(settings)
     assert day in report["todo"]
     assert _raw_count(settings, session_a["id"]) == indexed
