@@ -19,7 +19,9 @@ from collections import Counter
 from pathlib import Path
 
 from bench.results_file import table, write_section
-from memory_pipeline.sessions.redact import OWN_RULES, Redactor, gitleaks_rules
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.secret_rule import gitleaks_rules
+from memory_pipeline.sessions.secret_rules import OWN_RULES
 from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.indices import PIPELINE_INDICES
 from testkit.corpora import gitleaks_corpus

@@ -9,7 +9,8 @@ import string
 import time
 
 from bench.results_file import table, write_section
-from memory_pipeline.sessions.redact import DEFAULT_RULES, SHAPE_RULES, Redactor
+from memory_pipeline.sessions.redact import DEFAULT_RULES, Redactor
+from memory_pipeline.sessions.secret_rules import SHAPE_RULES
 from testkit.corpora import gitleaks_corpus, heldout_corpus
 
 

@@ -22,7 +22,8 @@ import polars as pl
 from memory_pipeline.sessions.discovery import FoundFile
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, empty_messages, session_messages, to_frame
 from memory_pipeline.sessions.parse import Problem, fingerprint
-from memory_pipeline.sessions.redact import Redactor, Rule
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.secret_rule import Rule
 from memory_pipeline.sessions.sources import parse_any
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.

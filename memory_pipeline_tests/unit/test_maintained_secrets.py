@@ -4,7 +4,8 @@ false positives left alone. `uv run python -m bench secrets` measures all 6,368 
 
 from __future__ import annotations
 
-from memory_pipeline.sessions.redact import DEFAULT_RULES, SHAPE_RULES, Redactor
+from memory_pipeline.sessions.redact import DEFAULT_RULES, Redactor
+from memory_pipeline.sessions.secret_rules import SHAPE_RULES
 from testkit.corpora.gitleaks_corpus import ARGUMENTS, CONTEXTS, measure, samples
 
 

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from memory_pipeline.sessions.redact import Redactor, Rule
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.secret_rule import Rule
 
 # rule -> (text with a planted secret, the secret itself)
 PLANTED = {
@@ -135,7 +136,7 @@ def test_only_the_value_is_masked_never_the_call_around_it() -> None:
 def test_go_syntax_of_the_vendored_rules_compiles_in_python() -> None:
     import tomllib
 
-    from memory_pipeline.sessions.redact import GITLEAKS_RULES, gitleaks_rules, go_regex
+    from memory_pipeline.sessions.secret_rule import GITLEAKS_RULES, gitleaks_rules, go_regex
 
     specs = [s for s in tomllib.loads(GITLEAKS_RULES.read_text())["rules"] if s.get("regex")]
     assert len(gitleaks_rules()) == len(specs) >= 200

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory_pipeline.sessions.messages import redact_arguments
-from memory_pipeline.sessions.redact import Redactor, gitleaks_rules
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.secret_rule import gitleaks_rules
 from testkit.paths import CORPUS as CORPUS_DIR
 
 SAMPLES = CORPUS_DIR / "gitleaks" / "samples.jsonl"
