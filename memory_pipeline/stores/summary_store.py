@@ -51,8 +51,9 @@ class SummaryDoc(BaseModel):
     turn_content_hash: str
 
 
-class LedgerDoc(BaseModel):
-    """What happened to one turn the last time it was read."""
+class TurnRecord(BaseModel):
+    """A turn's outcome the last time it was read: which turn, of which content, read by which prompt and model,
+    with what status. The ledger keeps it in Elasticsearch (`LedgerDoc`), the journal on disk (`JournalEntry`)."""
 
     session_id: str
     turn_id: str
@@ -62,8 +63,13 @@ class LedgerDoc(BaseModel):
     model: str
     status: str  # summarised | empty | failed
     reason: str | None = None
-    ideas: int = 0
     summarized_at: str
+
+
+class LedgerDoc(TurnRecord):
+    """What happened to one turn the last time it was read, and how many ideas it gave."""
+
+    ideas: int = 0
 
 
 def summary_doc_id(session_id: str, turn_id: str, summary: str) -> str:

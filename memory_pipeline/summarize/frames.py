@@ -8,7 +8,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_pipeline.stores.summary_store import LedgerDoc, SummaryDoc, summary_doc_id
+from memory_pipeline.stores.summary_store import LedgerDoc, SummaryDoc, TurnRecord, summary_doc_id
 from memory_pipeline.summarize.extract import SMALLER_AFTER_TIMEOUT, TurnJob, timed_out
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry
@@ -71,18 +71,18 @@ def turn_jobs(turns: pl.DataFrame, messages: pl.DataFrame) -> dict[tuple[str, st
     }
 
 
-def after_timeout(job: TurnJob, earlier: LedgerDoc | JournalEntry | None) -> TurnJob:
+def after_timeout(job: TurnJob, earlier: TurnRecord | None) -> TurnJob:
     """The job as it is read this time: with a smaller prompt when the server timed out on it last time."""
     if earlier is not None and earlier.status == "failed" and timed_out(earlier.reason):
         return replace(job, prompt_share=SMALLER_AFTER_TIMEOUT)
     return job
 
 
-def _fresh(entry: LedgerDoc | JournalEntry | None, content_hash: str, model: str) -> bool:
+def _fresh(entry: TurnRecord | None, content_hash: str, model: str) -> bool:
     return entry is not None and reread_reason(entry, content_hash, model) is None
 
 
-def reread_reason(entry: LedgerDoc | None, content_hash: str, model: str) -> str | None:
+def reread_reason(entry: TurnRecord | None, content_hash: str, model: str) -> str | None:
     """Why a turn must be read again given what was recorded for it, or None when the record stands."""
     if entry is None:
         return "new turn"

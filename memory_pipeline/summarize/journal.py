@@ -17,25 +17,18 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from memory_pipeline.names import safe_name
+from memory_pipeline.stores.summary_store import TurnRecord
 from memory_pipeline.summarize.extract import TurnOutcome
 
 
-class JournalEntry(BaseModel):
-    """One turn's outcome, as the journal keeps it (ideas as plain dicts, the fields of `Idea`)."""
+class JournalEntry(TurnRecord):
+    """One turn's outcome, as the journal keeps it: its ideas (plain dicts, the fields of `Idea`) and what
+    reading it cost."""
 
-    partition: str
-    session_id: str
-    turn_id: str
-    content_hash: str
-    prompt_version: str
-    model: str
-    status: str  # summarised | empty | failed
-    reason: str | None = None
     ideas: list[dict]
-    summarized_at: str
     llm_calls: int
     seconds: float
     prompt_tokens: int
