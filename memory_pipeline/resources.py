@@ -21,6 +21,7 @@ from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.discovery import SessionRoot, agent_roots
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret, memory_home
+from memory_pipeline.stores.elasticsearch import CLIENT_OPTIONS
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.llm import ChatClient
 
@@ -225,7 +226,8 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
     return {
         "es": ElasticsearchResource(
             connection_config=_es_connection(settings),
-            request_timeout=60,
+            request_timeout=CLIENT_OPTIONS["request_timeout"],
+            additional_client_kwargs={k: v for k, v in CLIENT_OPTIONS.items() if k != "request_timeout"},
         ),
         "llm": LlamaResource(
             url=settings.chat_url,

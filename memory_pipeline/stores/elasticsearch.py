@@ -35,10 +35,14 @@ def client_kwargs(settings: Settings) -> dict[str, Any]:
     return kwargs
 
 
+# How every client of the project talks to Elasticsearch (the pipeline's resource, the search, the service, the
+# CLI): a request may take a minute (a long day's bulk write under load), and one that timed out or lost its
+# connection is tried again, three times. A caller that must answer fast passes its own (`make_client`).
+CLIENT_OPTIONS: dict[str, Any] = {"request_timeout": 60, "retry_on_timeout": True, "max_retries": 3}
+
+
 def make_client(settings: Settings, **overrides: Any) -> Elasticsearch:
-    return Elasticsearch(
-        **{**client_kwargs(settings), "request_timeout": 30, "retry_on_timeout": True, "max_retries": 3, **overrides}
-    )
+    return Elasticsearch(**{**client_kwargs(settings), **CLIENT_OPTIONS, **overrides})
 
 
 def cluster_summary(client: Elasticsearch) -> dict[str, str]:

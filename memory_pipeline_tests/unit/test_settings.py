@@ -298,3 +298,14 @@ def test_a_key_from_the_homes_env_reaches_dagster_as_an_env_var_never_its_value(
         import os
 
         os.environ.pop("ES_API_KEY", None)  # set by the resources, not by monkeypatch
+
+
+def test_one_elasticsearch_client_configuration_for_the_pipeline_and_the_search() -> None:
+    from memory_pipeline.resources import build_resources
+    from memory_pipeline.stores.elasticsearch import CLIENT_OPTIONS, make_client
+
+    settings = load_settings()
+    built = build_resources(settings)["es"]._build_kwargs()
+    with make_client(settings) as direct:  # what the client sends with each request
+        made = {key: getattr(direct, f"_{key}") for key in CLIENT_OPTIONS}
+    assert made == {k: built[k] for k in CLIENT_OPTIONS} == CLIENT_OPTIONS
