@@ -229,7 +229,7 @@ def show(ids: tuple[str, ...], full: bool, as_json: bool) -> None:
     with _search() as engine:
         records = engine.detail(list(ids))
     if records:
-        click.echo(dumps(records) if as_json else details_text(records, full=full))
+        click.echo(dumps([r.to_dict() for r in records]) if as_json else details_text(records, full=full))
     if missing := missing_ids(list(ids), records):
         raise click.ClickException(missing)
 

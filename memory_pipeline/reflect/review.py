@@ -12,6 +12,7 @@ nothing because applied proposals leave REVIEW.md and an id already in MEMORY.md
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,6 +142,25 @@ def decide(project_dir: Path, project: str, decisions: dict[str, str], today: st
             lines[i] = line.replace(f"[{found['mark']}] {found['id']}", f"[{decisions[found['id']]}] {found['id']}", 1)
     review_path.write_text("\n".join(lines))
     return apply_review(project_dir, project, today)
+
+
+class ContraryDecisions(ValueError):
+    """A proposal both promoted and rejected in one decision."""
+
+
+def apply_decisions(
+    workspace: Path, project: str, promote: Iterable[str], reject: Iterable[str], today: str
+) -> ApplyReport:
+    """A person's decisions on a project's proposals (the API's and the browser's alike): the promoted marked
+    `x`, the rejected `-`, then `decide`. Raises `ContraryDecisions` for an id in both, `KeyError` for an id
+    not waiting in REVIEW.md."""
+    from memory_pipeline.reflect.workspace import ensure_project_dir
+
+    promote, reject = list(promote), list(reject)
+    if both := set(promote) & set(reject):
+        raise ContraryDecisions(f"both promoted and rejected: {', '.join(sorted(both))}")
+    marks = {i: "x" for i in promote} | {i: REJECT_MARK for i in reject}
+    return decide(ensure_project_dir(workspace, project), project, marks, today)
 
 
 def apply_all(workspace: Path, today: str, project: str | None = None) -> dict[str, ApplyReport]:

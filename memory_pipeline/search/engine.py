@@ -23,7 +23,7 @@ from memory_pipeline.language.kinds import Kind
 from memory_pipeline.recall.disclosures import DISCLOSURE_TAG
 from memory_pipeline.search import files as file_rules
 from memory_pipeline.search.consolidate import RESTATED_COSINE, folded, replaced, restates
-from memory_pipeline.search.models import Filters, Restatement, Row, row_of
+from memory_pipeline.search.models import Detail, Filters, Restatement, Row, row_of
 from memory_pipeline.search.query import QueryPlan, history_today, plan_query
 from memory_pipeline.search.ranking import (
     DEFAULT,
@@ -424,7 +424,7 @@ class MemorySearch:
         by_id = {h["_id"]: row_of(h) for h in response["hits"]["hits"]}
         return [by_id[i] for i in ids if i in by_id]
 
-    def detail(self, ids: list[str]) -> list[dict[str, Any]]:
+    def detail(self, ids: list[str]) -> list[Detail]:
         """Layer 3: the full records of `ids`, each with every message of its source turn from memory-raw."""
         records = []
         for row in self.with_replacements(self.get(ids)):
@@ -434,7 +434,8 @@ class MemorySearch:
             again = self.restatements(row)
             said_in = len({row.session_id, *(r.session_id for r in again)} - {""}) or 1
             restated = [r.model_dump(include=_RESTATED) for r in again]
-            records.append(row.to_dict() | {"source_turn": messages, "said_in": said_in, "said_again": restated})
+            fields = {"source_turn": messages, "said_in": said_in, "said_again": restated}
+            records.append(Detail.model_validate(row.to_dict() | fields))
         return records
 
     def turn_messages(self, session_id: str, turn_id: str, page: int = 500) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ turn's messages)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, Field
 
@@ -75,7 +75,7 @@ class Memory(BaseModel):
     similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 
     @classmethod
-    def of(cls, row: Memory) -> Memory:
+    def of(cls, row: Memory) -> Self:
         """Only the wire fields of `row` (a `Row` carries the ranking's working fields too)."""
         return cls.model_validate(row.model_dump(include=set(cls.model_fields)))
 
@@ -131,16 +131,29 @@ class Restatement(BaseModel):
     evidence_role: str = ""
 
 
+class RawMessage(TurnMessage):
+    """A message of memory-raw as the detail layer reads it (the CLI shows all of it; the API the `TurnMessage`
+    fields)."""
+
+    exit_code: int | None = None
+    entry_type: str | None = None
+    message_index: int | None = None
+
+
+class Detail(Row):
+    """Layer 3 as the search makes it: a memory with every message of its source turn and the other sessions
+    that said the same knowledge. The API and MCP send its `MemoryDetail` fields (`MemoryDetail.of`)."""
+
+    source_turn: list[RawMessage] = Field(default_factory=list)
+    said_again: list[Restatement] = Field(default_factory=list)
+
+
 class MemoryDetail(Memory):
     """A memory with the messages of the turn it came from (the detail layer), and the other sessions that said
     the same knowledge (`said_again`, oldest first; `said_in` counts every session, its own included)."""
 
     source_turn: list[TurnMessage] = Field(default_factory=list)
     said_again: list[Restatement] = Field(default_factory=list)
-
-    @classmethod
-    def of_record(cls, record: dict[str, Any]) -> MemoryDetail:
-        return cls.model_validate(record)
 
 
 def row_of(hit: dict[str, Any], score: float = 0.0) -> Row:

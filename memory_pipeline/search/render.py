@@ -5,10 +5,9 @@ long message was cut."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from memory_pipeline.search.consolidate import interval
-from memory_pipeline.search.models import Row
+from memory_pipeline.search.models import Detail, Row, TurnMessage
 
 MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
 ARGUMENT_CHARS = 300
@@ -81,52 +80,47 @@ def clip(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n… [trimmed: {len(text) - limit:,} of {len(text):,} characters not shown; --full shows all]"
 
 
-def _message(message: dict[str, Any], limit: int | None) -> list[str]:
-    role = message.get("role") or "?"
-    head = f"[{role}]"
-    if message.get("tool_name"):
-        head += f" {message['tool_name']}"
-    if message.get("is_error"):
+def _message(message: TurnMessage, limit: int | None) -> list[str]:
+    head = f"[{message.role or '?'}]"
+    if message.tool_name:
+        head += f" {message.tool_name}"
+    if message.is_error:
         head += " (error)"
     lines = [head]
-    content = message.get("content") or ""
-    if content:
-        lines.append(clip(content, limit))
-    for call in message.get("tool_calls") or []:
-        arguments = call.get("arguments") or ""
-        lines.append(f"→ {call.get('name')}({clip(arguments, ARGUMENT_CHARS if limit else None)})")
+    if message.content:
+        lines.append(clip(message.content, limit))
+    for call in message.tool_calls or []:
+        lines.append(f"→ {call.name}({clip(call.arguments or '', ARGUMENT_CHARS if limit else None)})")
     return lines
 
 
-def detail_text(record: dict[str, Any], full: bool = False) -> str:
+def detail_text(record: Detail, full: bool = False) -> str:
     """A memory, its citation, and every message of the turn it came from (long ones trimmed unless `full`)."""
     limit = None if full else MESSAGE_CHARS
-    turn = record.get("source_turn") or []
-    what = " ".join(filter(None, [record.get("kind", ""), record.get("knowledge", "")]))
+    what = " ".join(filter(None, [record.kind, record.knowledge]))
     lines = [
-        f"{record['id']}  {what}  {record.get('priority', '')}  {record.get('time', '')[:19]}",
-        f"project: {record.get('project', '')}",
-        f"from: session {record.get('session_id') or '-'}, turn {record.get('turn_id') or '-'}",
+        f"{record.id}  {what}  {record.priority}  {record.time[:19]}",
+        f"project: {record.project}",
+        f"from: session {record.session_id or '-'}, turn {record.turn_id or '-'}",
     ]
-    if record.get("superseded_by"):
-        lines.append(f"{replaced_note(Row.model_validate(record))} (id {record['superseded_by']})")
-    lines += ["", record.get("summary", "")]
-    if record.get("evidence"):
-        lines.append(f'evidence, in the words of the {record.get("evidence_role") or "turn"}: "{record["evidence"]}"')
-    again = record.get("said_again") or []
-    if again:
-        lines += ["", f"said in {record.get('said_in') or len(again) + 1} sessions; the others:"]
+    if record.superseded_by:
+        lines.append(f"{replaced_note(record)} (id {record.superseded_by})")
+    lines += ["", record.summary]
+    if record.evidence:
+        lines.append(f'evidence, in the words of the {record.evidence_role or "turn"}: "{record.evidence}"')
+    if again := record.said_again:
+        lines += ["", f"said in {record.said_in or len(again) + 1} sessions; the others:"]
         for other in again:
-            words = f'"{other["evidence"]}" ({other.get("evidence_role") or "turn"})' if other.get("evidence") else ""
-            day = (other.get("time") or "")[:10] or "undated"
-            lines.append(f"- {other['id']}  {day}  session {other.get('session_id') or '-'}  {words}".rstrip())
-    lines += ["", f"source turn: {len(turn)} message(s)"]
-    for message in turn:
+            words = f'"{other.evidence}" ({other.evidence_role or "turn"})' if other.evidence else ""
+            day = other.time[:10] or "undated"
+            lines.append(f"- {other.id}  {day}  session {other.session_id or '-'}  {words}".rstrip())
+    lines += ["", f"source turn: {len(record.source_turn)} message(s)"]
+    for message in record.source_turn:
         lines += ["", *_message(message, limit)]
     return "\n".join(lines)
 
 
-def details_text(records: list[dict[str, Any]], full: bool = False) -> str:
+def details_text(records: list[Detail], full: bool = False) -> str:
     return "\n\n---\n\n".join(detail_text(r, full) for r in records)
 
 
@@ -134,8 +128,8 @@ def as_json(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def missing_ids(ids: list[str], records: list[dict[str, Any]]) -> str | None:
+def missing_ids(ids: list[str], records: list[Detail]) -> str | None:
     """What a caller of the detail layer is told of the ids that named no memory (None when every one did)."""
-    found = {r["id"] for r in records}
+    found = {r.id for r in records}
     missing = [i for i in dict.fromkeys(ids) if i not in found]
     return f"no memory with id {', '.join(missing)}" if missing else None

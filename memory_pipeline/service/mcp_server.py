@@ -102,7 +102,7 @@ def build_mcp(
         found = get_search().detail(ids)
         if missing := missing_ids(ids, found):
             raise ToolError(missing)
-        return MemoryDetails(data=[MemoryDetail.of_record(r) for r in found], count=len(found))
+        return MemoryDetails(data=[MemoryDetail.of(r) for r in found], count=len(found))
 
     @mcp.tool()
     def memory_remember(

@@ -185,10 +185,10 @@ def test_the_same_rule_said_in_two_sessions_is_one_memory_with_both_evidences(
         assert set(rows[0].restatements) | {rows[0].id} == {d.doc_id for d in rules}
         # The detail layer lists the other session with its own evidence, in the person's words.
         [record] = search.detail([rules[0].doc_id])
-        assert record["said_in"] == 2
-        [other] = record["said_again"]
-        assert other["session_id"] != rules[0].session_id and other["evidence"]
-        assert other["evidence"].lower() in f"{again} Always use pnpm in this repo, never npm.".lower()
+        assert record.said_in == 2
+        [other] = record.said_again
+        assert other.session_id != rules[0].session_id and other.evidence
+        assert other.evidence.lower() in f"{again} Always use pnpm in this repo, never npm.".lower()
 
 
 CAUSE_SAID = "Why do the tests fail with `database is locked` when I run them with -n 4?"

@@ -162,8 +162,8 @@ def test_timeline_and_detail_layers(search: MemorySearch) -> None:
     by_query = search.timeline("file watcher reloads custom themes", window=1)
     assert len(by_query) == 3
     [record] = search.detail([anchor.id])
-    assert record["id"] == anchor.id and record["source_turn"]
-    assert record["source_turn"][0]["role"] == "user" and "watcher" in record["source_turn"][0]["content"]
+    assert record.id == anchor.id and record.source_turn
+    assert record.source_turn[0].role == "user" and "watcher" in (record.source_turn[0].content or "")
 
 
 def test_briefing_stays_within_its_token_budget(search: MemorySearch) -> None:
@@ -338,13 +338,13 @@ def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> Non
 
     # show: the memory and every message of its turn, tool calls shown; JSON the same records.
     [memory] = [r for r in search.index("rgb values in themes", k=5) if r.kind == "observation"][:1]
-    turn = search.detail([memory.id])[0]["source_turn"]
+    turn = search.detail([memory.id])[0].source_turn
     shown = cli("show", memory.id)
     assert shown.returncode == 0 and f"source turn: {len(turn)} message(s)" in shown.stdout
     assert sum(line.startswith("[") for line in shown.stdout.splitlines()) >= len(turn)
-    calls = [c for m in turn for c in (m.get("tool_calls") or [])]
-    assert all(f"→ {c['name']}(" in shown.stdout for c in calls)
-    assert json.loads(cli("show", memory.id, "--json").stdout)[0]["source_turn"] == json.loads(json.dumps(turn))
+    calls = [c for m in turn for c in (m.tool_calls or [])]
+    assert all(f"→ {c.name}(" in shown.stdout for c in calls)
+    assert json.loads(cli("show", memory.id, "--json").stdout)[0]["source_turn"] == [m.model_dump() for m in turn]
     missing = cli("show", "no-such-memory")
     assert missing.returncode == 1 and missing.stderr.strip() == "Error: no memory with id no-such-memory"
 

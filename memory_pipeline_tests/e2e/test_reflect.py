@@ -106,16 +106,13 @@ def test_a_replaced_decision_is_marked_kept_and_left_out_of_the_briefing(world: 
         search = MemorySearch(client, embedder)
         [record] = search.detail([old_redis["doc_id"]])
         [row] = search.with_replacements(search.get([old_redis["doc_id"]]))
-    assert record["current"] and "Postgres" in record["current"], record
-    assert old_redis["established_at"][:10] <= record["held_until"] <= AS_OF
+    assert record.current and "Postgres" in record.current, record
+    assert old_redis["established_at"][:10] <= record.held_until <= AS_OF
     line = row_line(row)
-    assert (
-        f"replaced on {record['held_until']} (held {old_redis['established_at'][:10]} to {record['held_until']})"
-        in line
-    )
+    assert f"replaced on {record.held_until} (held {old_redis['established_at'][:10]} to {record.held_until})" in line
     assert "now: " in line and "Postgres" in line.split("now: ", 1)[1]
     shown = detail_text(record)
-    assert f"replaced on {record['held_until']}" in shown and memory["superseded_by"] in shown
+    assert f"replaced on {record.held_until}" in shown and memory["superseded_by"] in shown
 
 
 def test_review_proposals_are_staged_with_sections_ids_and_evidence(world: dict) -> None:
@@ -167,8 +164,8 @@ def test_friction_finds_the_planted_repeats_as_agents_md_lines(world: dict) -> N
     settings = world["settings"]
     with make_client(settings) as client, embeddings_client(settings) as embedder:
         [record, *_] = MemorySearch(client, embedder).detail(db.evidence_ids[:1])
-    assert record["kind"] == "observation" and record["session_id"] in TRUTH["failures"]["fail-db-down"]
-    assert any("Connection refused" in (m.get("content") or "") for m in record["source_turn"])
+    assert record.kind == "observation" and record.session_id in TRUTH["failures"]["fail-db-down"]
+    assert any("Connection refused" in (m.content or "") for m in record.source_turn)
     report = (world["folder"] / "friction" / "2024-07-08.md").read_text()
     assert "## Failures that keep coming back" in report and "make migrate" in report
 

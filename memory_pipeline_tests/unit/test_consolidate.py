@@ -7,7 +7,7 @@ import math
 
 from memory_pipeline.language.words import content_words
 from memory_pipeline.search.consolidate import folded, interval, replaced, same_knowledge
-from memory_pipeline.search.models import MemoryDetail, Row
+from memory_pipeline.search.models import Detail, MemoryDetail, Row
 from memory_pipeline.search.render import detail_text, row_line
 
 
@@ -89,11 +89,11 @@ def test_the_detail_layer_lists_every_session_that_said_it_with_its_evidence() -
             {"id": "m4", "time": "2025-03-01T10:00:00Z", "session_id": "s3", "evidence": "", "evidence_role": ""},
         ],
     }  # fmt: skip
-    text = detail_text(record)
+    text = detail_text(Detail.model_validate(record))
     assert "said in 3 sessions; the others:" in text
     assert '- m3  2025-02-01  session s2  "always pnpm, never npm" (user)' in text
     assert "- m4  2025-03-01  session s3" in text
-    detail = MemoryDetail.of_record(record)  # what MCP's memory_show and the API return
+    detail = MemoryDetail.of(Detail.model_validate(record))  # what MCP's memory_show and the API return
     assert detail.said_in == 3 and [r.id for r in detail.said_again] == ["m3", "m4"]
 
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.search.models import Filters
+from memory_pipeline.search.models import Detail, Filters
 from memory_pipeline.search.ranking import DEFAULT, newer_first
 from memory_pipeline.search.rrf import reciprocal_rank_fusion
 from memory_pipeline.sessions.messages import session_messages, to_frame
@@ -242,7 +242,7 @@ def test_detail_text_shows_tool_calls_and_trims_with_a_marker() -> None:
         {"role": "assistant", "content": "", "tool_calls": [{"name": "bash", "arguments": '{"command": "pytest"}'}]},
         {"role": "toolResult", "tool_name": "bash", "content": "x" * 200_000, "is_error": True},
     ]
-    record = _row("a", "high", "tests fail").to_dict() | {"source_turn": turn}
+    record = Detail.model_validate(_row("a", "high", "tests fail").to_dict() | {"source_turn": turn})
     short = detail_text(record)
     assert "source turn: 3 message(s)" in short and '→ bash({"command": "pytest"})' in short
     assert "[toolResult] bash (error)" in short and len(short) < MESSAGE_CHARS + 1000

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from mcp.client import Client
 
 from memory_pipeline.search.consolidate import folded
-from memory_pipeline.search.models import Filters, Row
+from memory_pipeline.search.models import Detail, Filters, Row
 from memory_pipeline.service.app import create_app
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.sessions.redact import Redactor
@@ -74,9 +74,9 @@ class FakeSearch:
     def timeline(self, anchor: str, window: int = 5, filters: Filters = NO_FILTERS) -> list[Row]:
         return ROWS if anchor in {r.id for r in ROWS} else []
 
-    def detail(self, ids: list[str]) -> list[dict]:
+    def detail(self, ids: list[str]) -> list[Detail]:
         turn = [{"role": "user", "content": "always use pnpm", "doc_id": "s1_t1_0"}]
-        return [r.to_dict() | {"source_turn": turn} for r in ROWS if r.id in ids]
+        return [Detail.model_validate(r.to_dict() | {"source_turn": turn}) for r in ROWS if r.id in ids]
 
     def has_history(self) -> bool:
         return True
@@ -539,3 +539,16 @@ def test_a_note_is_a_persons_only_from_their_browser_session_never_from_a_token(
 
     anyio.run(session)
     assert sorted(n["author"] for n in store.notes.values()) == ["agent", "agent", "person"]
+
+
+def test_reading_the_review_writes_nothing(client: TestClient, tmp_path: Path) -> None:
+    # A folder made by hand (its name not the project's slug) and one without a REVIEW.md yet.
+    for name, project in (("shop", "/work/shop"), ("other", "/work/other")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ".project").write_text(project + "\n")
+    (tmp_path / "shop" / "REVIEW.md").write_text("- [ ] p-20260101-001 Use pnpm.\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    assert client.get("/review").status_code == 200
+    assert client.get("/api/v1/review", params={"project": "/work/other"}).json()["proposals"] == []
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    assert after == before

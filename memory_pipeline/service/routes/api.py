@@ -89,7 +89,7 @@ def memory(search: SearchDep, memory_id: str) -> MemoryDetail:
     records = search.detail([memory_id])
     if not records:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}")
-    return MemoryDetail.of_record(records[0])
+    return MemoryDetail.of(records[0])
 
 
 @router.get("/memories", response_model=MemoryDetails, summary="Layer 3 for several ids at once")
@@ -103,7 +103,7 @@ def memories(
     if format == "text":
         missing = missing_ids(ids, found)
         return PlainTextResponse(details_text(found, full=full) + (f"\n\n{missing}" if missing else ""))
-    records = [MemoryDetail.of_record(r) for r in found]
+    records = [MemoryDetail.of(r) for r in found]
     return MemoryDetails(data=records, count=len(records))
 
 

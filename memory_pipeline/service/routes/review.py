@@ -9,8 +9,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from memory_pipeline.reflect.review import REJECT_MARK, decide, read_review
-from memory_pipeline.reflect.workspace import ensure_project_dir, project_dir
+from memory_pipeline.reflect.review import ContraryDecisions, apply_decisions, read_review
+from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.service.deps import SettingsDep
 from memory_pipeline.service.models import ApplyOut, Decisions, ProposalOut, ReviewOut
 
@@ -30,13 +30,13 @@ def review(settings: SettingsDep, project: Annotated[str, Query(min_length=1)]) 
 
 @router.post("", response_model=ApplyOut, summary="Promote or reject proposals (as `review apply` does)")
 def decide_proposals(settings: SettingsDep, decisions: Decisions) -> ApplyOut:
-    both = set(decisions.promote) & set(decisions.reject)
-    if both:
-        raise HTTPException(status_code=422, detail=f"both promoted and rejected: {', '.join(sorted(both))}")
-    marks = {i: "x" for i in decisions.promote} | {i: REJECT_MARK for i in decisions.reject}
-    folder = ensure_project_dir(settings.memory_workspace, decisions.project)
+    today = datetime.now(UTC).date().isoformat()
     try:
-        report = decide(folder, decisions.project, marks, datetime.now(UTC).date().isoformat())
+        report = apply_decisions(
+            settings.memory_workspace, decisions.project, decisions.promote, decisions.reject, today
+        )
+    except ContraryDecisions as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
     except KeyError as exc:
         raise HTTPException(status_code=404, detail=exc.args[0]) from None
     return ApplyOut(promoted=report.promoted, rejected=report.rejected, untouched=report.untouched)

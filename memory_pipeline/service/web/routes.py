@@ -20,8 +20,8 @@ from fastapi.templating import Jinja2Templates
 
 from memory_pipeline.curation import actions
 from memory_pipeline.curation.trail import read_corrections
-from memory_pipeline.reflect.review import REJECT_MARK, decide, read_review
-from memory_pipeline.reflect.workspace import ensure_project_dir, project_of
+from memory_pipeline.reflect.review import apply_decisions, read_review
+from memory_pipeline.reflect.workspace import project_dir, project_of
 from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import FilterParams
 from memory_pipeline.service.web.glance import bar_chart
@@ -147,8 +147,8 @@ def _changed(memory_id: str, then: str, change: Callable[[], object]) -> Respons
 def review_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     projects = []
     for project in _projects(settings):
-        folder = ensure_project_dir(settings.memory_workspace, project)
-        proposals, memory = read_review(folder)
+        # A page read writes nothing: a project without a folder yet has no proposals.
+        proposals, memory = read_review(project_dir(settings.memory_workspace, project))
         waiting = [p for p in proposals if p.mark == " "]
         projects.append({"name": project, "proposals": waiting, "memory": memory})
     return _page(request, "review.html", settings, projects=projects)
@@ -161,10 +161,9 @@ def decide_proposal(
     proposal: Annotated[str, Form()],
     decision: Annotated[Literal["promote", "reject"], Form()],
 ) -> Response:
-    folder = ensure_project_dir(settings.memory_workspace, project)
-    mark = "x" if decision == "promote" else REJECT_MARK
+    promote, reject = ([proposal], []) if decision == "promote" else ([], [proposal])
     try:
-        decide(folder, project, {proposal: mark}, datetime.now(UTC).date().isoformat())
+        apply_decisions(settings.memory_workspace, project, promote, reject, datetime.now(UTC).date().isoformat())
     except KeyError as exc:
         raise HTTPException(status_code=404, detail=exc.args[0]) from None
     return Response(status_code=204, headers={"HX-Redirect": "/review"})
