@@ -19,14 +19,15 @@ from dagster import (
     asset,
 )
 from dagster_elasticsearch import ElasticsearchResource
+from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.checks import every_memory_reflected_once, specs, supersession_marks_consistent
-from memory_pipeline.curation.corrections import correct_frame
+from memory_pipeline.curation.corrections import corrected_summaries
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets, session_weeks
-from memory_pipeline.reflect.condense import Condenser, group_windows, reflect_windows
+from memory_pipeline.reflect.condense import Condenser, WindowResult, group_windows, reflect_windows
 from memory_pipeline.reflect.friction import find_friction, render_report
 from memory_pipeline.reflect.maturity import maturity, promoted_ids, proposal_day, rule_support, write_levels
 from memory_pipeline.reflect.proposals import Candidate, auto_promote, from_reflections, load_registry, stage
@@ -39,8 +40,8 @@ from memory_pipeline.resources import (
     MemoryWorkspaceResource,
     ReflectPolicyResource,
 )
-from memory_pipeline.stores.indices import SUMMARY_INDEX
 from memory_pipeline.stores.reflect_store import (
+    Memory,
     Reflection,
     active_reflections_before,
     read_memories,
@@ -51,7 +52,6 @@ from memory_pipeline.stores.reflect_store import (
     superseded_memories,
     sync_reflections,
 )
-from memory_pipeline.summarize.frames import summary_documents
 
 REFLECT = "reflect"
 FRICTION = "friction"
@@ -75,7 +75,7 @@ def daily_log(
     sessions, as people corrected them (forgotten ones left out); what the review loop rejects is archived at
     its end. Written from the LLM's ideas directly,
     before anything else of the day's reflection, so a reader has it even when Elasticsearch is down."""
-    ideas = correct_frame(summary_documents(llm_ideas), read_corrections(workspace.root), SUMMARY_INDEX)
+    ideas = corrected_summaries(llm_ideas, read_corrections(workspace.root))
     written, unchanged = [], 0
     for project, day in llm_ideas.select("project", "partition").unique().sort("project", "partition").iter_rows():
         rows = ideas.filter((pl.col("project") == project) & (pl.col("partition") == day)) if ideas.height else ideas
@@ -93,6 +93,37 @@ def daily_log(
             "workspace": str(workspace.root),
         }
     )
+
+
+def _reflections_around(
+    client: Elasticsearch, windows: dict[tuple[str, str], list[Memory]], starts: list[str], dims: int, rebuild: bool
+) -> tuple[dict[tuple[str, str], list[Reflection]], dict[str, list[Reflection]]]:
+    """The reflections stored for the windows (each of their windows added to `windows`; none kept with
+    `rebuild`), and each project's active reflections from before them."""
+    stored: dict[tuple[str, str], list[Reflection]] = defaultdict(list)
+    for reflection in read_reflections(client, {"terms": {"partition": starts}}, dims):
+        stored[(reflection.project, reflection.partition)].append(reflection)
+        windows.setdefault((reflection.project, reflection.partition), [])
+    in_windows = [r.reflection_id for found in stored.values() for r in found]
+    if rebuild:
+        stored.clear()
+    earlier: dict[str, list[Reflection]] = defaultdict(list)
+    for reflection in active_reflections_before(
+        client, sorted({p for p, _ in windows}), starts[0], dims, recomputing=in_windows
+    ):
+        earlier[reflection.project].append(reflection)
+    return stored, earlier
+
+
+def _by_tier(computed: list[WindowResult]) -> dict[str, dict[str, float]]:
+    """Memories in and reflections out per age tier, and their ratio."""
+    tiers: dict[str, dict[str, float]] = defaultdict(lambda: {"memories": 0, "reflections": 0})
+    for result in computed:
+        tiers[result.tier]["memories"] += result.memories
+        tiers[result.tier]["reflections"] += len(result.reflections)
+    for tier in tiers.values():
+        tier["ratio"] = round(tier["memories"] / tier["reflections"], 2) if tier["reflections"] else 0.0
+    return dict(tiers)
 
 
 class ReflectionsConfig(Config):
@@ -132,18 +163,7 @@ def reflections(
                 f"{missing} memories of {days[0]}..{days[-1]} have no vector_{dims}: materialise es_dense_vector first"
             )
         windows = group_windows(memories, policy)
-        stored: dict[tuple[str, str], list[Reflection]] = defaultdict(list)
-        for reflection in read_reflections(client, {"terms": {"partition": starts}}, dims):
-            stored[(reflection.project, reflection.partition)].append(reflection)
-            windows.setdefault((reflection.project, reflection.partition), [])
-        in_windows = [r.reflection_id for found in stored.values() for r in found]
-        if config.rebuild:
-            stored.clear()
-        earlier: dict[str, list[Reflection]] = defaultdict(list)
-        for reflection in active_reflections_before(
-            client, sorted({p for p, _ in windows}), starts[0], dims, recomputing=in_windows
-        ):
-            earlier[reflection.project].append(reflection)
+        stored, earlier = _reflections_around(client, windows, starts, dims, config.rebuild)
         condenser = Condenser(chat)
         results = reflect_windows(windows, earlier, stored, as_of, policy, condenser, chat.model_id())
         fresh = [r for result in results for r in result.reflections]
@@ -160,12 +180,6 @@ def reflections(
     computed = [r for r in results if not r.reused]
     memories_in = sum(r.memories for r in computed)
     reflections_out = sum(len(r.reflections) for r in computed)
-    tiers: dict[str, dict[str, float]] = defaultdict(lambda: {"memories": 0, "reflections": 0})
-    for result in computed:
-        tiers[result.tier]["memories"] += result.memories
-        tiers[result.tier]["reflections"] += len(result.reflections)
-    for tier in tiers.values():
-        tier["ratio"] = round(tier["memories"] / tier["reflections"], 2) if tier["reflections"] else 0.0
     context.log.info(
         f"{memories_in} memories -> {reflections_out} reflections in {len(computed)} windows "
         f"({len(results) - len(computed)} unchanged), {len(supersessions)} superseded, {condenser.calls} LLM calls"
@@ -182,7 +196,7 @@ def reflections(
             "compression_ratio": round(memories_in / reflections_out, 2) if reflections_out else 0.0,
             "merged": sum(1 for r in fresh if r.kind == "merged"),
             "digests": sum(1 for r in fresh if r.kind == "digest"),
-            "by_tier": MetadataValue.json(dict(tiers)),
+            "by_tier": MetadataValue.json(_by_tier(computed)),
             "superseded": MetadataValue.json([s.model_dump() for s in supersessions]),
             "windows_unchanged": len(results) - len(computed),
             "llm_calls": condenser.calls,

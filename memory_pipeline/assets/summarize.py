@@ -4,7 +4,6 @@ Thin wrappers again: prompt building and validation live in
 `memory_pipeline.summarize`, the index in `memory_pipeline.stores.summary_store`.
 """
 
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -30,25 +29,17 @@ from memory_pipeline.checks import (
     specs,
     summaries_well_formed,
 )
-from memory_pipeline.curation.corrections import correct_frame, edited_ids
+from memory_pipeline.curation.corrections import corrected_summaries, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
-from memory_pipeline.stores.indices import SUMMARY_INDEX
-from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
-from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns, timed_out
+from memory_pipeline.stores.summary_store import sync_summaries
+from memory_pipeline.summarize.extract import timed_out
 from memory_pipeline.summarize.frames import (
-    after_timeout,
     ledger_rows,
-    outcome_rows,
-    reread_reasons,
-    reusable,
-    summary_documents,
-    turn_jobs,
 )
-from memory_pipeline.summarize.ideas import PROMPT_VERSION
-from memory_pipeline.summarize.journal import JournalEntry, TurnJournal
-from memory_pipeline.summarize.progress import TurnProgress
+from memory_pipeline.summarize.journal import TurnJournal
+from memory_pipeline.summarize.reading import read_day
 
 SUMMARIZE = "summarize"
 _common = daily_assets(SUMMARIZE)
@@ -76,57 +67,21 @@ def llm_ideas(
     what was recorded and cost no call, and each outcome is journaled as it completes, so a crash loses
     at most the turns in flight. A turn the server refuses or answers badly is listed as failed (and
     retried next run); only an unreachable server fails the run."""
-    keys = context.partition_keys
-    journal = TurnJournal(Path(llm.journal_dir))
     with llm.get_client() as client, es.get_client() as es_client:
-        model = client.model_id()
-        context_tokens = config.context_tokens or client.context_size() or 4096
-        ledger = read_ledger(es_client, keys)
-        journaled = journal.read(keys)
-        why = reread_reasons(turns, ledger, journaled, model, config.rebuild)
-        wanted = list(why)
-        done = reusable(turns, journaled, wanted, model)
-        from_journal = len(done)
-        jobs = turn_jobs(turns, raw_messages)
-        todo = [after_timeout(jobs[key], journaled.get(key) or ledger.get(key)) for key in wanted if key in jobs]
-        where = {
-            (s, t): (p, h)
-            for s, t, p, h in turns.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
-        }
-        context.log.info(
-            f"{len(todo)} of {turns.height} turns to read with {model} at {llm.url} (context {context_tokens} "
-            f"tokens, concurrency {config.concurrency}); {from_journal} taken from the journal of an earlier run"
-            + (f"; read because: {dict(Counter(why.values()))}" if why else "")
-        )
-        begin = time.perf_counter()
-        progress = TurnProgress(len(todo))
-
-        def record(outcome: TurnOutcome) -> None:
-            key = (outcome.session_id, outcome.turn_id)
-            entry = JournalEntry.of(outcome, *where[key], PROMPT_VERSION, model)
-            journal.record(entry)
-            done[key] = entry
-            level = context.log.warning if outcome.status == "failed" else context.log.debug
-            level(
-                f"{outcome.session_id}/{outcome.turn_id}: {outcome.status} ({len(outcome.ideas)} ideas, "
-                f"{outcome.seconds:.1f}s){': ' + outcome.reason if outcome.reason else ''}"
-            )
-            if progress.finished_one():  # turns done, left, time to go: `backfill` shows it beside its bar
-                context.log.info(progress.line())
-
-        outcomes = summarise_turns(
+        read = read_day(
             client,
-            todo,
-            context_tokens=context_tokens,
-            max_output_tokens=config.max_output_tokens,
+            es_client,
+            TurnJournal(Path(llm.journal_dir)),
+            turns,
+            raw_messages,
+            context.partition_keys,
+            context.log,
+            rebuild=config.rebuild,
             concurrency=config.concurrency,
-            on_done=record,
+            max_output_tokens=config.max_output_tokens,
+            context_tokens=config.context_tokens,
         )
-        seconds = time.perf_counter() - begin
-        stored = read_summaries(es_client, keys) if len(outcomes) < turns.height else []
-    frame = outcome_rows(turns, done, ledger, stored, model)
-    for partition in keys:
-        journal.compact(partition, [e for e in done.values() if e.partition == partition])
+    frame, outcomes, todo, why, seconds = read.frame, read.outcomes, read.todo, read.why, read.seconds
     statuses = Counter(o.status for o in outcomes)
     failed = frame.filter(pl.col("status") == "failed")
     failures = [f"{r['session_id']}/{r['turn_id']}: {r['reason']}" for r in failed.iter_rows(named=True)]
@@ -144,7 +99,7 @@ def llm_ideas(
             # Turns the server did not answer in time: read again next run with half the prompt.
             "timed_out": sum(timed_out(o.reason) for o in outcomes if o.status == "failed"),
             "failures": MetadataValue.json(failures[:100]),
-            "from_journal": from_journal,
+            "from_journal": read.from_journal,
             "reused": turns.height - len(todo),
             # Why each read turn was read: new, changed, failed before, another prompt or model, rebuild.
             "read_because": MetadataValue.json(dict(Counter(why[(j.session_id, j.turn_id)] for j in todo))),
@@ -158,9 +113,9 @@ def llm_ideas(
             # Memories that said what their evidence does not, composed again from the evidence, by reason.
             "ideas_recomposed": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.recomposed))),
             "memories_added": sum(o.added for o in outcomes),
-            "model": model,
+            "model": read.model,
             "llm_url": llm.url,
-            "context_tokens": context_tokens,
+            "context_tokens": read.context_tokens,
             "prompt_tokens": sum(o.prompt_tokens for o in outcomes),
             "completion_tokens": sum(o.completion_tokens for o in outcomes),
             "seconds": round(seconds, 2),
@@ -189,7 +144,7 @@ def memory_summary_index(
     with es.get_client() as client:
         # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
         corrections = read_corrections(workspace.root)
-        documents = correct_frame(summary_documents(llm_ideas), corrections, SUMMARY_INDEX)
+        documents = corrected_summaries(llm_ideas, corrections)
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
         checks = [
             source_refs_exist(client, keys),

@@ -24,6 +24,8 @@ import polars as pl
 from pydantic import BaseModel, Field, model_validator
 
 from memory_pipeline.language.kinds import Kind
+from memory_pipeline.stores.indices import SUMMARY_INDEX
+from memory_pipeline.summarize.frames import summary_documents
 
 FORGETS = ("forget", "forget_turn")
 SAME_IDEA = 0.6  # Jaccard of the word sets: a reworded idea of the same turn is the same memory
@@ -177,3 +179,9 @@ def correct_frame(frame: pl.DataFrame, corrections: list[Correction], index: str
     if not corrections or frame.is_empty():
         return frame
     return pl.DataFrame(apply_corrections(frame.iter_rows(named=True), corrections, index), schema=frame.schema)
+
+
+def corrected_summaries(outcomes: pl.DataFrame, corrections: list[Correction]) -> pl.DataFrame:
+    """The `memory-summary` documents of a day's outcomes (`llm_ideas`) as people corrected them: what they
+    edited stays edited, what they forgot stays forgotten. One way for the index and the daily log alike."""
+    return correct_frame(summary_documents(outcomes), corrections, SUMMARY_INDEX)
