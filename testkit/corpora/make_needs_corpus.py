@@ -1,4 +1,4 @@
-"""The needs corpus: three projects of 100 pi sessions each over six months, where later sessions need, step
+"""The needs corpus: three projects of 100 pi sessions each over six months of 2023, where later sessions need, step
 by step, what earlier ones learned (bench/corpus/needs/ and its labels bench/labels/needs.json).
 
     uv run python -m testkit.corpora.make_needs_corpus
@@ -42,7 +42,7 @@ from testkit.paths import CORPUS, LABELS
 
 OUT = CORPUS / "needs"
 LABELS_FILE = LABELS / "needs.json"
-START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+START = datetime(2023, 1, 9, 9, 0, tzinfo=UTC)  # a year no other corpus uses: its days are its own in the indices
 SESSIONS = 100
 GAP_DAYS = 2  # a session of each project every other day: January to early July
 FIRST_NUMBER = 46001
