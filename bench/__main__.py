@@ -1,5 +1,5 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
-rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
+rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
 fixture_memories, slow_server, sources).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
@@ -18,6 +18,7 @@ from bench import (
     hard,
     ingest,
     knowledge,
+    needs,
     next_session,
     recall,
     reflect,
@@ -51,6 +52,7 @@ BENCHMARKS = {
     "scaleout": scaleout.main,
     "hard": hard.main,
     "next_session": next_session.main,
+    "needs": needs.main,
     "fixture_memories": fixture_memories.main,
     "fresh": fresh.main,
     "compaction": compaction.main,
