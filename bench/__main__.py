@@ -19,6 +19,7 @@ from bench import (
     ingest,
     knowledge,
     needs,
+    needs_real,
     next_session,
     recall,
     reflect,
@@ -62,7 +63,8 @@ BENCHMARKS = {
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
-NAMED_ONLY = {"selection": selection.main}
+# `needs_real` reads a checkout of a public history that is not in the repository (bench/needs_real.py).
+NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main}
 
 
 def main() -> None:

@@ -57,9 +57,9 @@ from typing import Literal
 
 import httpx
 from dagster import materialize
-from elasticsearch import Elasticsearch
 from pydantic import BaseModel
 
+from bench.needs_perfect import mark_replaced, perfect_memories
 from bench.next_session import LOCAL_MODEL
 from bench.results_file import table, write_section
 from memory_pipeline.assets import reflect
@@ -73,9 +73,8 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.search.render import file_text
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
-from memory_pipeline.stores.elasticsearch import delete_days, make_client, sync_documents
-from memory_pipeline.stores.indices import PIPELINE_INDICES, SUMMARY_INDEX
-from memory_pipeline.stores.summary_store import SummaryDoc, ensure_summary_indices, summary_doc_id
+from memory_pipeline.stores.elasticsearch import delete_days, make_client
+from memory_pipeline.stores.indices import PIPELINE_INDICES
 from testkit.corpora.make_needs_corpus import LABELS_FILE, OUT
 from testkit.ingest_helpers import RECALL_ASSETS, recall_history
 
@@ -147,11 +146,12 @@ def claude_code_today(search: MemorySearch, settings: Settings) -> Delivery:
     return deliver
 
 
-def service(url: str, token: str | None = None) -> DeliveryMaker:
+def service(url: str, token: str | None = None, transport: httpx.BaseTransport | None = None) -> DeliveryMaker:
     """Delivery through the memory service's recall endpoint (`POST /api/v1/recall`), timed from here."""
 
     def make(search: MemorySearch, settings: Settings) -> Delivery:
-        client = httpx.Client(base_url=url, timeout=10, headers={"Authorization": f"Bearer {token}"} if token else {})
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        client = httpx.Client(base_url=url, timeout=10, headers=headers, transport=transport)
 
         def deliver(event: RecallEvent) -> Delivered:
             response = client.post("/api/v1/recall", json=event.model_dump())
@@ -318,72 +318,6 @@ def _once(text: str) -> Delivery:
         return Delivered()
 
     return deliver
-
-
-def _perfect_id(piece: dict, key: str) -> str:
-    return summary_doc_id(piece["planted_in"], f"perfect-{key}", piece["statement"])
-
-
-def perfect_memories(es: Elasticsearch, truth: dict, projects: set[str], days: list[str]) -> int:
-    """Each piece planted on one of `days` written as a perfect memory of the session that planted it: what
-    extraction would hold if it made no mistake (its vector comes from the next run of the recall assets)."""
-    ensure_summary_indices(es)
-    written = 0
-    for project in projects:
-        for day in days:
-            docs = []
-            for key, piece in truth["projects"][project].items():
-                if piece["planted_day"] != day:
-                    continue
-                turn = f"perfect-{key}"
-                doc = SummaryDoc(
-                    doc_id=_perfect_id(piece, key),
-                    summary=piece["statement"],
-                    tags=[piece["component"]],
-                    priority="high" if piece["kind"] in ("rule", "decision") else "medium",
-                    kind=piece["kind"],
-                    subject=piece["component"],
-                    files=piece["files"],
-                    evidence=piece["statement"],
-                    evidence_role="user",
-                    source_refs=[{"session_id": piece["planted_in"], "turn_id": turn}],
-                    session_id=piece["planted_in"],
-                    turn_id=turn,
-                    project=project,
-                    partition=day,
-                    established_at=f"{day}T12:00:00.000Z",
-                    summarized_at=f"{day}T12:00:00.000Z",
-                    model="perfect",
-                    prompt_version="perfect",
-                    turn_content_hash=key,
-                )
-                docs.append((doc.doc_id, doc.model_dump()))
-            if docs:
-                owned = {"bool": {"filter": [{"term": {"partition": day}}, {"term": {"project": project}}]}}
-                sync_documents(es, SUMMARY_INDEX, owned, docs, partial=True)
-                written += len(docs)
-    es.indices.refresh(index=SUMMARY_INDEX)
-    return written
-
-
-def mark_replaced(es: Elasticsearch, truth: dict, projects: set[str], day: str, marked: set[str]) -> None:
-    """A perfect memory replaced by a piece planted before `day` marked superseded by it, as reflection marks
-    a replaced decision (once each: `marked` holds the successors done)."""
-    changed = False
-    for project in projects:
-        pieces = truth["projects"][project]
-        for key, piece in pieces.items():
-            if piece["replaces"] and piece["planted_day"] < day and key not in marked:
-                old = piece["replaces"]
-                es.update(
-                    index=SUMMARY_INDEX,
-                    id=_perfect_id(pieces[old], old),
-                    doc={"superseded_by": _perfect_id(piece, key)},
-                )
-                marked.add(key)
-                changed = True
-    if changed:
-        es.indices.refresh(index=SUMMARY_INDEX)
 
 
 @contextmanager

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score
+import httpx
+import pytest
+
+from bench.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.models import Filters
 from testkit.corpora.make_needs_corpus import LABELS_FILE, build
@@ -117,3 +120,23 @@ def test_as_of_bounds_every_filter_it_is_given() -> None:
     view.about_file("x.py", filters=Filters(project="/p"))
     assert [c[1].until for c in calls] == ["2023-03-01T00:00:00.000Z"] * 2
     assert all(c[1].project == "/p" for c in calls)
+
+
+def test_the_service_delivery_posts_the_event_and_reads_the_answer() -> None:
+    sent: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        assert request.url.path == "/api/v1/recall"
+        return httpx.Response(200, json={"markdown": "- alpha", "ids": ["m1"], "tokens": 3})
+
+    deliver = service("http://memory", transport=httpx.MockTransport(answer))(None, None)  # type: ignore[arg-type]
+    got = deliver(RecallEvent(session_id="s1", event="prompt", project="/p", text="do x"))
+    assert got == Delivered(markdown="- alpha", ids=["m1"], tokens=3)
+    assert sent == [{"session_id": "s1", "agent": "pi", "event": "prompt", "project": "/p", "text": "do x"}]
+
+
+def test_the_service_delivery_fails_loudly_when_the_endpoint_fails() -> None:
+    deliver = service("http://memory", transport=httpx.MockTransport(lambda r: httpx.Response(503)))(None, None)  # type: ignore[arg-type]
+    with pytest.raises(httpx.HTTPStatusError):
+        deliver(RecallEvent(session_id="s1", event="start", project="/p"))
