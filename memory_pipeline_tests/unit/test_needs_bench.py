@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.models import Filters
 from testkit.corpora.make_needs_corpus import LABELS_FILE, build
+from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
 
 
 def test_the_corpus_is_rebuilt_identically_and_is_as_large_as_asked(tmp_path: Path) -> None:
