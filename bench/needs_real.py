@@ -14,8 +14,8 @@ assets in one range run; each later session is replayed against the store as of 
 the Claude Code hooks as they are today (SessionStart, every prompt), the pi extension's (the briefing at
 the first prompt), and the baseline (the project's last user messages at the first prompt). A need is met
 when a line delivered at or before the prompt where the person had to say it names it. Why a need was
-missed: said in another working folder (a project-scoped delivery cannot see it), in the store but not
-delivered (selection), or nowhere in the store as of then (extraction).
+missed: in the project's store but not delivered (selection), only in another working folder's (a
+project-scoped delivery cannot see it), or nowhere in the store as of then (extraction).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.needs import claude_code_today, today
@@ -47,6 +48,12 @@ YEARS_BACK = 5
 def earlier(stamp: str) -> str:
     """An ISO timestamp moved back `YEARS_BACK` years (as the staged files are)."""
     return f"{int(stamp[:4]) - YEARS_BACK}{stamp[4:]}"
+
+
+def just_before(stamp: str) -> str:
+    """A second before `stamp`: the bound of a session's store (its own first turn is established at its start)."""
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) - timedelta(seconds=1)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def stage(source: Path, truth: dict, target: Path) -> Path:
@@ -113,7 +120,7 @@ def main(argv: list[str]) -> None:
             for name, make in DELIVERIES.items():
                 met = needs = used_tokens = 0
                 for session in sessions:
-                    view = AsOf(search, session["day"])
+                    view = AsOf(search, just_before(session["day"]))
                     scored = score(replay(session, make(view, settings)), pieces)  # type: ignore[arg-type]
                     needs, met, used_tokens = needs + scored.needs, met + scored.met, used_tokens + scored.tokens
                     for step in session["steps"]:
@@ -121,16 +128,16 @@ def main(argv: list[str]) -> None:
                             verdicts.setdefault((session["session_id"], key), {})[name] = key not in scored.missed
                 rows.append([name, needs, met, f"{met / needs:.2f}", f"{used_tokens / len(sessions):.0f}"])
             for session in sessions:
-                view = AsOf(search, session["day"])
+                view = AsOf(search, just_before(session["day"]))
                 for n, step in enumerate(session["steps"]):
                     for key, why in zip(step["needs"], step["why"] * len(step["needs"]), strict=False):
                         got = verdicts[(session["session_id"], key)]
-                        found = view.find(pieces[key]["statement"], k=20)
-                        stored = any(names(r.summary, pieces[key]["match"]) for r in found)
-                        if key in session["needs_from_other_folders"]:
-                            reason = "said in another working folder"
-                        elif stored:
+                        here = view.find(pieces[key]["statement"], k=20, filters=Filters(project=session["project"]))
+                        anywhere = view.find(pieces[key]["statement"], k=20)
+                        if any(names(r.summary, pieces[key]["match"]) for r in here):
                             reason = "in the store, not delivered"
+                        elif any(names(r.summary, pieces[key]["match"]) for r in anywhere):
+                            reason = "only in another working folder"
                         else:
                             reason = "nowhere in the store (not extracted)"
                         listing.append(
@@ -150,7 +157,8 @@ def main(argv: list[str]) -> None:
             f"({truth['source']['licence']}), {len(truth['files'])} labelled files of 60; "
             f"{len(sessions)} later sessions, "
             f"{sum(len(st['needs']) for s in sessions for st in s['steps'])} needs (labels "
-            "`bench/labels/real_history_needs.json`). LLM-free store, as of each session's start.",
+            "`bench/labels/real_history_needs.json`). LLM-free store, as of each session's start. A need counts as met "
+            "when a delivered line names it (its keyword sets): the line need not settle it.",
             table(["delivery", "needs", "met before said again", "share", "tokens a session"], rows),
             "Each need, who met it, and why it was missed:",
             table(
@@ -161,7 +169,7 @@ def main(argv: list[str]) -> None:
                     "need",
                     "what the person had to do",
                     "met by",
-                    "missed because",
+                    "why the others missed it",
                 ],
                 listing,
             ),
