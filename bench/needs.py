@@ -3,7 +3,9 @@ earlier sessions, in a small budget, without stale or unfounded lines?
 
     uv run python -m bench needs                      # baseline, ceiling, LLM-free on the held-out project
     uv run python -m bench needs --model              # and the embedded model's row (hours on 2 cores)
-    uv run python -m bench needs --all                # every project, not only the held-out one
+    uv run python -m bench needs --split=tune         # the two tune projects (tune there, report held out)
+    uv run python -m bench needs --all                # every project (--split=all)
+    uv run python -m bench needs --dump=/tmp/needs.json   # and every delivered line beside its session's needs
     uv run python -m bench needs --service=http://127.0.0.1:8765   # deliver through POST /api/v1/recall
     uv run python -m bench needs --day-by-day         # one run a day instead of the store as of each day
 
@@ -141,8 +143,9 @@ def labels() -> dict:
     return json.loads(LABELS_FILE.read_text())
 
 
-def chosen(truth: dict, everything: bool) -> list[dict]:
-    return [s for s in truth["sessions"] if everything or s["split"] == "held_out"]
+def chosen(truth: dict, split: str) -> list[dict]:
+    """The later sessions of a split (`held_out`, `tune`, or `all`)."""
+    return [s for s in truth["sessions"] if split == "all" or s["split"] == split]
 
 
 def _user_messages(path: Path) -> tuple[str, str, list[str]]:
@@ -341,8 +344,11 @@ def _against(rows: list[Row]) -> str:
 
 def main(argv: list[str]) -> None:
     truth = labels()
-    everything = "--all" in argv
-    sessions = chosen(truth, everything)
+    split = next(
+        (a.split("=", 1)[1] for a in argv if a.startswith("--split=")), "all" if "--all" in argv else "held_out"
+    )
+    sessions = chosen(truth, split)
+    scope = f"held out: {truth['held_out_project']}" if split == "held_out" else f"split: {split}"
     url = next((a.split("=", 1)[1] for a in argv if a.startswith("--service=")), None)
     make = service(url) if url else today
     delivery = f"POST {url}/api/v1/recall" if url else "today's (briefing at the first prompt, file recall on reads)"
@@ -363,7 +369,7 @@ def main(argv: list[str]) -> None:
     text = "\n\n".join(
         [
             f"Corpus `bench/corpus/needs` (labels `bench/labels/needs.json`), "
-            f"{'every project' if everything else 'held out: ' + truth['held_out_project']}: {len(sessions)} later "
+            f"{scope}: {len(sessions)} later "
             f"sessions, {sum(len(st['needs']) for s in sessions for st in s['steps'])} needs, {pieces} pieces of "
             f"knowledge. Delivery: {delivery}. Budget {BUDGET} tokens a session.",
             table(head, body),
@@ -377,5 +383,17 @@ def main(argv: list[str]) -> None:
             + ("" if "--model" in argv else " The embedded model's row is not run here (`--model`: hours on 2 cores)."),
         ]
     )
+    dump = next((a.split("=", 1)[1] for a in argv if a.startswith("--dump=")), None)
+    if dump:  # what each session was given beside what it needed, for a reader (outside the results file)
+        given = {
+            r.name: [
+                {"session_id": x.session["session_id"], "steps": x.session["steps"], "missed": x.missed}
+                | {"delivered": x.delivered}
+                for x in r.scored
+            ]
+            for r in rows
+        }
+        Path(dump).write_text(json.dumps(given, indent=1))
+        argv = [a for a in argv if not a.startswith("--dump=")]
     write_section("needs", " ".join(["uv run python -m bench needs", *argv]), text)
     print(table(head, body))

@@ -140,6 +140,7 @@ class Scored:
     unsupported: int
     prompt_ms: list[float]
     missed: list[str]
+    delivered: list[tuple[int, str]] = field(default_factory=list)  # (step, line), to read beside the needs
 
 
 def score(done: Replayed, pieces: dict) -> Scored:
@@ -164,5 +165,15 @@ def score(done: Replayed, pieces: dict) -> Scored:
                 unsupported += 1
     missed = [key for _, key in wanted if key not in met]
     return Scored(
-        session, len(wanted), len(met), done.tokens, len(done.lines), unused, stale, unsupported, done.prompt_ms, missed
+        session,
+        len(wanted),
+        len(met),
+        done.tokens,
+        len(done.lines),
+        unused,
+        stale,
+        unsupported,
+        done.prompt_ms,
+        missed,
+        done.lines,
     )
