@@ -40,7 +40,7 @@ from memory_pipeline.sessions.sources.codex import INJECTED as CODEX_INJECTED
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
-from memory_pipeline.summarize import gate
+from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
 from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
 from memory_pipeline.summarize.faithful import invented, unfaithful
@@ -105,6 +105,8 @@ def _code_version() -> str:
     code = [*(package / "summarize").rglob("*.py"), *(package / "language").rglob("*.py")]
     for path in sorted(p for p in code if p.name != "gate.py"):
         digest.update(path.read_bytes())
+    if turn_gate.WEIGHTS.exists():  # which turns the model reads
+        digest.update(turn_gate.WEIGHTS.read_bytes())
     return digest.hexdigest()[:12]
 
 
