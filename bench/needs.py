@@ -8,6 +8,7 @@ earlier sessions, in a small budget, without stale or unfounded lines?
     uv run python -m bench needs --dump=/tmp/needs.json   # and every delivered line beside its session's needs
     uv run python -m bench needs --service=http://127.0.0.1:8765   # deliver through POST /api/v1/recall
     uv run python -m bench needs --day-by-day         # one run a day instead of the store as of each day
+    uv run python -m bench needs --delivery=bench.needs:claude_code_today   # any DeliveryMaker, in process
 
 The corpus (bench/corpus/needs, labels bench/labels/needs.json, both made and frozen by
 testkit/corpora/make_needs_corpus.py before this file existed): three projects of 100 pi sessions over six
@@ -44,6 +45,7 @@ observations, embeddings), `embedded model` (the whole daily job with the chat m
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import statistics
@@ -130,6 +132,16 @@ def claude_code_today(search: MemorySearch, settings: Settings) -> Delivery:
         return Delivered(markdown=made.markdown, ids=made.ids, tokens=tokens(made.markdown))
 
     return deliver
+
+
+def delivery_named(spec: str) -> DeliveryMaker:
+    """An in-process delivery by its import path (`package.module:function`, a `DeliveryMaker`: given the
+    search and the settings, it answers each event), replayed against the store as of each session like
+    today's: a new delivery is measured before it is served, in minutes rather than a day-by-day run."""
+    module, _, attr = spec.partition(":")
+    if not attr:
+        raise SystemExit(f"--delivery={spec}: expected package.module:function")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass
@@ -350,8 +362,15 @@ def main(argv: list[str]) -> None:
     sessions = chosen(truth, split)
     scope = f"held out: {truth['held_out_project']}" if split == "held_out" else f"split: {split}"
     url = next((a.split("=", 1)[1] for a in argv if a.startswith("--service=")), None)
-    make = service(url) if url else today
-    delivery = f"POST {url}/api/v1/recall" if url else "today's (briefing at the first prompt, file recall on reads)"
+    named = next((a.split("=", 1)[1] for a in argv if a.startswith("--delivery=")), None)
+    make = service(url) if url else delivery_named(named) if named else today
+    delivery = (
+        f"POST {url}/api/v1/recall"
+        if url
+        else f"`{named}`"
+        if named
+        else "today's (briefing at the first prompt, file recall on reads)"
+    )
     base = load_settings()
     rows = [run_baseline(truth, sessions)]
     if url or "--day-by-day" in argv:  # the service reads the live store: only a day-by-day run is as of then
