@@ -67,6 +67,8 @@ def test_every_bar_says_its_number_and_the_chart_its_total() -> None:
     svg = str(bar_chart(Series("Per priority", [("high", 3), ("medium", 7), ("low", 12)])))
     assert re.findall(r'class="count"[^>]*>(\d+)<', svg) == ["3", "7", "12"] and "(total 22, max 12)" in svg
     assert all(f">{label}</text>" in svg for label in ("high", "medium", "low"))  # room for each label
+    quiet = str(bar_chart(Series("Failures", [("2026-11-01", 0), ("2026-11-02", 2), ("2026-11-03", 0)])))
+    assert re.findall(r'class="count"[^>]*>(\d+)<', quiet) == ["2"]  # an empty day carries no number
     many = str(bar_chart(Series("Per day", [(f"2026-11-{d:02d}", d) for d in range(1, 61)])))
     # Too narrow for sixty numbers: the tallest bar and the last one say theirs, every bar keeps its tooltip.
     assert re.findall(r'class="count"[^>]*>(\d+)<', many) == ["60"] and many.count("<title>") == 60

@@ -34,7 +34,7 @@ def bar_chart(series: Series, width: int = 640, height: int = 140) -> Markup:
                 x, y, max(step - 2, 1), bar, label, count
             )
         )
-        if i in shown:
+        if i in shown and count:  # an empty day says nothing (its tooltip says 0)
             bars.append(
                 Markup('<text class="count" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>').format(
                     x + max(step - 2, 1) / 2, y - 3, count
