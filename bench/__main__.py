@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server, sources, samples).
+fixture_memories, slow_server, sources, turn_gate, samples).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -34,6 +34,7 @@ from bench import (
     slow_server,
     sources,
     summarize,
+    turn_gate,
 )
 
 BENCHMARKS = {
@@ -57,6 +58,7 @@ BENCHMARKS = {
     "compaction": compaction.main,
     "slow_server": slow_server.main,
     "sources": sources.main,
+    "turn_gate": turn_gate.main,
     "samples": samples.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.

@@ -37,7 +37,7 @@ from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
 from memory_pipeline.stores.indices import SUMMARY_INDEX
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
-from memory_pipeline.summarize.extract import TurnOutcome, summarise_turns, timed_out
+from memory_pipeline.summarize.extract import UNREAD, TurnOutcome, summarise_turns, timed_out
 from memory_pipeline.summarize.frames import (
     after_timeout,
     ledger_rows,
@@ -142,6 +142,8 @@ def llm_ideas(
             "attempted": len(todo),
             "summarised": statuses["summarised"],
             "skipped_empty": statuses["empty"],
+            # Turns the gate before the model found no knowledge in: read from their own words, no request.
+            "not_read_by_model": sum(o.reason == UNREAD for o in outcomes),
             "failed": len(failures),
             # Turns the server did not answer in time: read again next run with half the prompt.
             "timed_out": sum(timed_out(o.reason) for o in outcomes if o.status == "failed"),
@@ -153,8 +155,9 @@ def llm_ideas(
             "llm_calls": sum(o.attempts for o in outcomes),
             "ideas": int(frame["ideas"].list.len().sum()),
             "ideas_dropped": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.dropped))),
-            "ideas_dropped_examples": MetadataValue.json(
-                [f"{o.session_id}/{o.turn_id}: {why}: {text[:100]}" for o in outcomes for why, text in o.dropped][:30]
+            # Where, not what: a dropped memory's text is the session's words, which metadata never holds.
+            "ideas_dropped_at": MetadataValue.json(
+                [f"{o.session_id}/{o.turn_id}: {why}" for o in outcomes for why, _ in o.dropped][:30]
             ),
             "ideas_demoted": sum(o.demoted for o in outcomes),
             # Memories that said what their evidence does not, composed again from the evidence, by reason.
