@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate).
+fixture_memories, slow_server, sources, turn_gate, samples).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -25,6 +25,7 @@ from bench import (
     reflect,
     rough,
     runtime,
+    samples,
     scale,
     scaleout,
     screenshots,
@@ -61,6 +62,7 @@ BENCHMARKS = {
     "slow_server": slow_server.main,
     "sources": sources.main,
     "turn_gate": turn_gate.main,
+    "samples": samples.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

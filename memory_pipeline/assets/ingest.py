@@ -21,6 +21,7 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview, problems_markdown
+from memory_pipeline.assets.when import DAILY, runs
 from memory_pipeline.checks import (
     every_file_represented,
     every_message_placed,
@@ -43,6 +44,7 @@ _common = daily_assets(INGEST)
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def session_files(
     context: AssetExecutionContext,
     sessions: SessionsResource,
@@ -89,6 +91,7 @@ def session_files(
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def raw_messages(
     context: AssetExecutionContext,
     session_files: pl.DataFrame,
@@ -138,6 +141,7 @@ def raw_messages(
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def turns(
     raw_messages: pl.DataFrame,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
@@ -158,6 +162,7 @@ def turns(
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_raw_index"), deps=[turns])
+@runs(DAILY)
 def memory_raw_index(
     context: AssetExecutionContext,
     raw_messages: pl.DataFrame,

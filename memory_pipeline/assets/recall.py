@@ -13,6 +13,7 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.assets.when import DAILY, runs
 from memory_pipeline.checks import every_memory_has_a_vector, knn_finds_itself, self_retrieval, specs
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
@@ -44,6 +45,7 @@ _VECTOR_SCHEMA = {
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def turn_observations(
     turns: pl.DataFrame,
     raw_messages: pl.DataFrame,
@@ -66,6 +68,7 @@ def turn_observations(
 
 
 @asset(**_common, kinds={"polars"}, deps=["memory_summary_index"])
+@runs(DAILY)
 def embeddings(
     context: AssetExecutionContext,
     turn_observations: pl.DataFrame,
@@ -133,6 +136,7 @@ SELF_SAMPLE = 5  # memories of each index a run queries for themselves
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("es_dense_vector"))
+@runs(DAILY)
 def es_dense_vector(
     context: AssetExecutionContext,
     embeddings: pl.DataFrame,

@@ -21,6 +21,7 @@ from dagster_elasticsearch import ElasticsearchResource
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.assets.when import DAILY_WITH_LLM, runs
 from memory_pipeline.checks import (
     attempts_add_up,
     ideas_grounded,
@@ -62,6 +63,7 @@ class LlmIdeasConfig(Config):
 
 
 @asset(**_common, kinds={"polars", "llm"})
+@runs(DAILY_WITH_LLM)
 def llm_ideas(
     context: AssetExecutionContext,
     config: LlmIdeasConfig,
@@ -178,6 +180,7 @@ def llm_ideas(
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_summary_index"), deps=["memory_raw_index"])
+@runs(DAILY_WITH_LLM)
 def memory_summary_index(
     context: AssetExecutionContext,
     llm_ideas: pl.DataFrame,

@@ -8,7 +8,6 @@ SameSite=Strict session cookie. A local process that reads a page finds no crede
 
 from __future__ import annotations
 
-import html
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -158,11 +157,7 @@ def create_app(
             raise exc
         if request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", ""):
             return JSONResponse({"detail": reason}, status_code=503)
-        page = (
-            "<!doctype html><title>memory: a server is down</title><h1>A server the memory needs is down</h1>"
-            f"<p>{html.escape(reason)}</p><p>This page works again as soon as it is back; no restart needed.</p>"
-        )
-        return HTMLResponse(page, status_code=503)
+        return web.down_page(request, settings, reason)
 
     for failure in DOWN:
         app.add_exception_handler(failure, server_down)
