@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,7 +82,9 @@ def _memories(settings: Settings, project: str) -> None:
 @pytest.fixture(scope="module")
 def project(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, Path]]:
     tmp = tmp_path_factory.mktemp("recall-every-prompt")
-    folder = tmp / "mailer"
+    # A project no earlier run used: the fast path indexes the pi sessions of a run under today's day, which the
+    # teardown does not own (other tests' days), so a fixed --basetemp would meet its own earlier turns.
+    folder = tmp / f"mailer-{uuid.uuid4().hex[:8]}"
     folder.mkdir()
     reset_days(local_runtime, [DAY])
     settings = isolated_settings(local_runtime, tmp, sessions_dir=tmp / "agent" / "sessions")

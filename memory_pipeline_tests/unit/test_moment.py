@@ -144,3 +144,38 @@ def test_claude_codes_payloads_become_moments() -> None:
     assert json.loads(context_output("SessionStart", "x")) == {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "x"}
     }
+
+
+def test_the_service_recalls_records_and_shows_what_a_session_was_given(tmp_path: Path) -> None:
+    from contextlib import contextmanager
+
+    from fastapi.testclient import TestClient
+
+    from memory_pipeline.service.app import create_app
+    from memory_pipeline.settings import load_settings
+    from memory_pipeline_tests.unit.test_service import FakeSearch
+
+    settings = load_settings(memory_workspace=_workspace(tmp_path), memory_pipeline_state_dir=tmp_path / "state")
+
+    @contextmanager
+    def opened(_settings):  # noqa: ANN001, ANN202
+        yield FakeSearch()
+
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as client:
+        moment = {"session_id": "web-1", "agent": "pi", "event": "start", "project": PROJECT}
+        assert client.post("/api/v1/recall", json=moment).status_code == 403  # recording is a write: the token
+        client.headers["X-Memory-Token"] = settings.service_token()
+        assert client.post("/api/v1/recall", json=moment | {"event": "later"}).status_code == 422
+        start = client.post("/api/v1/recall", json=moment).json()
+        assert start["first"] and "Always use pnpm" in start["markdown"] and "m1" in start["ids"]
+        again = client.post("/api/v1/recall", json=moment | {"event": "prompt", "text": "fix the build"}).json()
+        assert not again["first"] and "Always use pnpm" not in again["markdown"]
+        assert not set(again["ids"]) & set(start["ids"])  # never a line twice
+        ledger = client.get("/api/v1/injected", params={"session_id": "web-1"}).json()
+        assert ledger["injections"][0]["ids"] == start["ids"] and ledger["injections"][0]["event"] == "start"
+        assert [s["session_id"] for s in client.get("/api/v1/injected/sessions").json()] == ["web-1"]
+        page = client.get("/injected", params={"session_id": "web-1"}).text
+        assert "m1" in page and "<script>alert(1)" not in page  # session content is shown as text
+        assert "web-1" in client.get("/injected").text
+        rules = client.get("/api/v1/rules", params={"project": PROJECT}).json()
+        assert "Always use pnpm" in rules["markdown"] and rules["ids"] == ["p-1"]
