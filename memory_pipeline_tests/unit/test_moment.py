@@ -179,3 +179,20 @@ def test_the_service_recalls_records_and_shows_what_a_session_was_given(tmp_path
         assert "web-1" in client.get("/injected").text
         rules = client.get("/api/v1/rules", params={"project": PROJECT}).json()
         assert "Always use pnpm" in rules["markdown"] and rules["ids"] == ["p-1"]
+
+
+def test_a_failing_command_recalls_only_what_is_known_about_failures(tmp_path: Path) -> None:
+    gotcha = _row("g1", "high", "make migrate fails without DATABASE_URL: export it first.", knowledge="gotcha",
+                  strong=True)  # fmt: skip
+    failed = _row("o1", "low", "Asked: migrate. Failed: make migrate exited 2. Outcome: fixed.", kind="observation",
+                  strong=True)  # fmt: skip
+    asked = _row("o2", "low", "Asked: what does make migrate do. Outcome: explained.", kind="observation", strong=True)
+    fact = _row("f1", "medium", "The schema lives in db/schema.sql.", knowledge="fact", strong=True)
+    guess = _row("g2", "high", "make test needs Docker.", knowledge="gotcha")  # below the relevance floor
+    search = _Search([], [], {"make migrate": [gotcha, failed, asked, fact, guess]})
+    ledger = _ledger(tmp_path)
+    moment = Moment(session_id="e", event="error", project=PROJECT, text="make migrate")
+    made, _ = recall(search, ledger, moment, None)  # type: ignore[arg-type]
+    assert made.ids == ["g1", "o1"] and made.tokens <= 200 and "Known about this command" in made.markdown
+    again, _ = recall(search, ledger, moment, None)  # type: ignore[arg-type]
+    assert again.markdown == ""  # the same failure again: nothing twice
