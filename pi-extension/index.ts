@@ -212,8 +212,8 @@ export default function memoryPipeline(pi: ExtensionAPI) {
 
   /** Said once per session: memory answered in part (a server down), or only MEMORY.md's rules reached it. */
   function partly(ctx: ExtensionContext, why: string): void {
-    if (partial) return;
-    partial = true;
+    if (partial || noticed) return;
+    partial = noticed = true; // one notice a session, whichever says it
     const message = `memory: partial (${why})`;
     if (ctx.hasUI) ctx.ui.notify(message, "warning");
     else process.stderr.write(message + "\n");
@@ -342,8 +342,9 @@ export default function memoryPipeline(pi: ExtensionAPI) {
       if (ruled) return quietly(ctx, error);
       ruled = true; // the rules once: a later prompt does not read them again
       const rules = await rulesOnly(ctx);
-      partly(ctx, `${(error as Error).message}; ${rules ? "MEMORY.md's rules only" : "no memory"}`);
-      if (rules.trim()) return briefing(rules, []);
+      if (!rules.trim()) return quietly(ctx, error); // nothing at all: the session goes on without memory
+      partly(ctx, `${(error as Error).message}; MEMORY.md's rules only`);
+      return briefing(rules, []);
     }
   });
 

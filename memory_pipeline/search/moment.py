@@ -20,7 +20,7 @@ from pathlib import Path
 
 from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from memory_pipeline.language.words import content_words
 from memory_pipeline.limits import MAX_TOKENS, MIN_TOKENS
@@ -60,11 +60,17 @@ class Moment(BaseModel):
     agent: str = Field("pi", min_length=1, max_length=40)
     event: Event
     project: str | None = Field(None, max_length=4096)
-    text: str = Field("", max_length=MAX_TEXT, description="The prompt, the file's path or the command.")
+    text: str = Field("", description="The prompt, the file's path or the command (read up to 20,000 characters).")
     tokens: int | None = Field(None, ge=MIN_TOKENS, le=MAX_TOKENS, description="The budget (default: the event's).")
     wait_ms: int | None = Field(
         None, ge=1, le=600_000, description="How long the client waits: an answer made later is not recorded."
     )
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _clipped(cls, value: object) -> object:
+        # A prompt with a pasted 200k-character log is still a prompt: read its start, never refuse it.
+        return value[:MAX_TEXT] if isinstance(value, str) else value
 
 
 class Recalled(BaseModel):

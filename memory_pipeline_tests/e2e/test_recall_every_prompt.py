@@ -181,3 +181,22 @@ def test_claude_codes_session_start_prints_the_projects_memories_and_prompts_get
                                                                         ("prompt", "claude-code")]  # fmt: skip
     keys = [line["key"] for i in ledger["injections"] for line in i["lines"]]
     assert len(keys) == len(set(keys)) and ids[IMPORTANT] in keys
+
+
+def test_with_the_service_down_pi_still_gets_memory_md_s_rules_and_one_notice(
+    project: tuple[Settings, Path], tmp_path: Path
+) -> None:
+    settings, _ = project
+    offline = tmp_path / "offline-shop"
+    offline.mkdir()
+    (ensure_project_dir(settings.memory_workspace, str(offline)) / "MEMORY.md").write_text(
+        "- Deploy only from the main branch <!-- p-20240402-001 -->\n"
+    )
+    settings.service_token()  # the extension finds the workspace beside the token's state folder
+    pi = PiAgent(settings.sessions_dir.parent, settings, "")
+    done = pi.run(offline, "Say hello.", service_url=f"http://127.0.0.1:{free_port()}", tools="read")
+    assert finished(done), done.stderr
+    notices = [line for line in done.stderr.splitlines() if line.startswith("memory:")]
+    assert len(notices) == 1 and "partial" in notices[0] and "MEMORY.md's rules only" in notices[0], notices
+    [brief] = [e for e in entries(pi.last_session(offline)) if e.get("customType") == "memory-briefing"]
+    assert "Deploy only from the main branch _(id `p-20240402-001`)_" in brief["content"]

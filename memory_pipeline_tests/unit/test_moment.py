@@ -141,6 +141,7 @@ def test_claude_codes_payloads_become_moments() -> None:
     assert nameless and nameless.session_id.startswith("claude-code-")
     with pytest.raises(ValueError, match="not Claude Code's JSON"):
         parse("{not json")
+    assert len(Moment(session_id="c1", event="prompt", text="log " * 100_000).text) == 20_000  # clipped, not refused
     assert json.loads(context_output("SessionStart", "x")) == {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "x"}
     }

@@ -60,7 +60,7 @@ def moment_of(payload: HookPayload, tokens: int | None = None, cwd: Path | None 
         agent=AGENT,
         event=event,  # type: ignore[arg-type]
         project=payload.cwd or str(cwd or Path.cwd()),
-        text=(payload.prompt or "")[:20_000] if event == "prompt" else "",
+        text=(payload.prompt or "") if event == "prompt" else "",
         tokens=tokens if event == "start" else None,
     )
 
