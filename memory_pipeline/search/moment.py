@@ -169,7 +169,8 @@ def recall(
     `down` names what could not be read)."""
     started = time.monotonic()
     history = ledger.read(moment.session_id)
-    first = not history.injections
+    # A briefing is the session's first start or prompt delivery (a file reminder before it is no briefing).
+    first = not any(i.event in ("start", "prompt") for i in history.injections)
     if moment.event == "file":
         made = file_reminder(search, moment.text, moment.project)
     else:

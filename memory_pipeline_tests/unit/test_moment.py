@@ -35,6 +35,9 @@ class _Search:
         assert filters.project == PROJECT
         return (self.high if filters.priority == ("high",) else self.newest)[:k]
 
+    def about_file(self, path: str, filters: Filters = Filters(), k: int = 3) -> list[Row]:
+        return [_row("f9", "high", "src/theme.ts holds rgb triples only.", knowledge="gotcha")]
+
     def index(self, query: str, k: int = 10, filters: Filters = Filters()) -> list[Row]:
         self.queries.append(query)
         return self.matches.get(query, [])[:k] if filters.priority != ("high",) else []
@@ -97,7 +100,12 @@ def test_a_first_prompt_gets_the_whole_briefing_and_a_small_budget_is_kept(tmp_p
     made, _ = recall(search, ledger, moment, workspace)  # type: ignore[arg-type]
     assert made.first and made.markdown.startswith(HEADER) and "### Rules" in made.markdown
     assert "m1" in made.ids and "m2" in made.ids and "h1" in made.ids
-    small, _ = recall(search, _ledger(tmp_path / "b"), moment.model_copy(update={"tokens": 100}), workspace)  # type: ignore[arg-type]
+    ledger_b = _ledger(tmp_path / "b")
+    read = Moment(session_id="p", event="file", project=PROJECT, text="src/theme.ts")
+    reminded, _ = recall(search, ledger_b, read, workspace)  # type: ignore[arg-type]
+    assert reminded.ids == ["f9"] and reminded.markdown.startswith("[memory about src/theme.ts]")
+    small, _ = recall(search, ledger_b, moment.model_copy(update={"tokens": 100}), workspace)  # type: ignore[arg-type]
+    assert small.first  # a file reminder before it: the first prompt still gets the briefing
     assert 0 < small.tokens <= 100 and small.ids == ["p-1"]
 
 
