@@ -629,33 +629,27 @@ def _briefing(prompt: str, tokens: int, scope: str | None, agent: str | None = N
 @click.argument("agent", type=click.Choice(["claude-code"]))
 @tokens_option
 def hook_command(agent: str, tokens: int) -> None:
-    """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` (the rules
-    and important memories) and `UserPromptSubmit` (what matches the prompt) print the project's briefing as
-    Claude Code takes context from a hook, `{"hookSpecificOutput": {"hookEventName": …, "additionalContext":
-    …}}`, the project being the payload's `cwd`; `Stop` and `SessionEnd` tell the memory service (when it runs)
-    that the session's transcript changed, so its turns are searchable seconds later. Exits 0 whatever
-    happens, so the session goes on; what went wrong is on stderr."""
-    try:
-        payload = json.loads(click.get_text_stream("stdin").read() or "{}")
-    except ValueError as exc:
-        click.echo(f"memory hook: the hook payload is not JSON ({exc}); no briefing", err=True)
-        return
-    event = str(payload.get("hook_event_name") or "SessionStart")
-    if event in ("Stop", "SessionEnd") and payload.get("transcript_path"):
-        _notify(str(payload["transcript_path"]))
-        return
-    if event not in ("SessionStart", "UserPromptSubmit"):
-        click.echo(f"memory hook: {agent} event {event!r} takes no briefing", err=True)
-        return
-    project = str(payload.get("cwd") or Path.cwd())
-    try:
-        markdown, _ = _briefing(str(payload.get("prompt") or "(no prompt)"), tokens, project)
-    except click.ClickException as exc:
-        click.echo(f"memory hook: {exc.message}", err=True)
-        return
-    if markdown:
-        output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": markdown}}
-        click.echo(json.dumps(output, ensure_ascii=False))
+    """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` prints the
+    project's rules, its important and its most recent memories, and `UserPromptSubmit` what matches the prompt
+    that the session was not given yet (--tokens: the start's budget), as Claude Code takes context from a hook;
+    `Stop` and `SessionEnd` tell the memory service (when it runs) that the session's transcript changed, so its
+    turns are searchable seconds later. Every delivery is recorded (`memory-pipeline injected`). Exits 0
+    whatever happens, so the session goes on; what went wrong is on stderr (service/hooks/claude_code.py)."""
+    from memory_pipeline.service.hooks.claude_code import run_hook
+
+    settings = _settings()
+    run_hook(click.get_text_stream("stdin").read(), settings, _service(settings), click.echo, _notify, tokens)
+
+
+@main.command(name="injected")
+@click.option("--session", "session_id", help="The session's id (pi's session id, Claude Code's session_id).")
+@json_option
+def injected_command(session_id: str | None, as_json: bool) -> None:
+    """What the session was given from memory and when (each delivery: its agent, its start, prompt, file or
+    failing command, the lines with their ids, the tokens); without --session, the sessions recently given any."""
+    from memory_pipeline.service.injected import show_injected
+
+    show_injected(_settings(), session_id, as_json)
 
 
 @main.command(name="briefing")

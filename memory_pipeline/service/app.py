@@ -25,10 +25,11 @@ from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER, mark_person
 from memory_pipeline.service.mcp_server import build_mcp
-from memory_pipeline.service.routes import api, review
+from memory_pipeline.service.routes import api, recall, review
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.injections import open_ledger
 from memory_pipeline.stores.memory_store import open_store
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
@@ -83,6 +84,7 @@ def create_app(
         with open_search_for(settings) as search, open_store(settings) as store:
             app.state.search, app.state.store, app.state.settings = search, store, settings
             app.state.redactor = Redactor.with_patterns(settings.redact_extra_patterns)
+            app.state.ledger = open_ledger(settings, app.state.redactor)
             app.state.fresh = ingest_for(settings)
             try:
                 async with mcp.session_manager.run():
@@ -146,6 +148,8 @@ def create_app(
 
     app.include_router(api.router)
     app.include_router(review.router)
+    app.include_router(recall.router)
+    app.include_router(recall.pages)
     app.include_router(web.router)
     app.mount("/static", StaticFiles(directory=Path(web.__file__).parent / "static"), name="static")
 
