@@ -21,6 +21,7 @@ from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RECALL_INDICES, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.raw_store import (
     SyncReport,
+    index_shortfalls,
     indexed_counts,
     raw_turns,
     read_manifest,
@@ -128,6 +129,24 @@ def index_equals_messages(
             "indexed_documents": sum(actual.values()),
             "differing_sessions": MetadataValue.json(dict(list(differing.items())[:20])),
             "unread_listed": MetadataValue.json(sorted(unread)[:50]),
+        },
+    )
+
+
+@acceptance(
+    "memory_raw_index",
+    "Per session of the days, memory-raw holds as many documents of its file as the manifest recorded.",
+)
+def index_equals_manifest(client: Elasticsearch, partitions: list[str]) -> Verdict:
+    """What the index holds of each recorded session (its messages still in the file) equals what was recorded
+    when the file was indexed: documents deleted from the index behind the pipeline's back fail this check
+    (and `backfill` runs the day, which writes them back)."""
+    short = index_shortfalls(client, partitions)
+    return Verdict(
+        passed=not short,
+        metadata={
+            "sessions_differing": len(short),
+            "differing": MetadataValue.json([str(s) for s in list(short.values())[:20]]),
         },
     )
 

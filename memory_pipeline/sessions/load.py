@@ -52,6 +52,7 @@ class Recorded:
     mtime_ns: int
     fingerprint: str
     parser_version: str
+    project: str | None = None  # None: recorded before the manifest kept it (not compared)
 
 
 def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFrame:
@@ -73,6 +74,7 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
             or before.fingerprint != digest
             or before.parser_version != PARSER_VERSION
             or before.session_file != item.relative_path
+            or _project_moved(before, item)
         )
         rows.append(
             {
@@ -90,6 +92,11 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
             }
         )
     return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
+
+
+def _project_moved(before: Recorded, item: FoundFile) -> bool:
+    """The project a file is read under changed without the file changing (a Gemini chat's `.project_root`)."""
+    return before.project is not None and before.project != item.project
 
 
 def changes_since_indexed(
@@ -111,8 +118,15 @@ def changes_since_indexed(
             what = f"moved from {before[1].session_file}"
         elif before[1].parser_version != PARSER_VERSION:
             what = "read by a newer parser"
+        elif _project_moved(before[1], item):
+            what = f"now in project {item.project} (was {before[1].project})"
         elif item.size > before[1].size:
             what = "grew"
+        elif item.size < before[1].size:
+            what = (
+                f"shrank from {before[1].size:,} to {item.size:,} bytes: what was indexed from it is kept, "
+                "marked as no longer in the file"
+            )
         else:
             what = "rewritten"
         changes.setdefault(item.partition, []).append(f"{item.relative_path}: {what}")
@@ -154,7 +168,9 @@ def load_messages(
     jobs = _parse_jobs(files, cache_dir, redactor)
     # The whole set unchanged (a re-run): one combined file instead of hundreds of small ones.
     combined = cache_dir / f"set-{hashlib.sha1(chr(10).join(sorted(j.stem for j in jobs)).encode()).hexdigest()}"
-    if jobs and combined.with_suffix(".json").exists():
+    # Only while every file's own entry is there too: a lost entry is parsed again below, never reported as
+    # unread run after run (the sync reads the per-file entries to know what was read).
+    if jobs and all(job.cached for job in jobs) and combined.with_suffix(".json").exists():
         notes = json.loads(combined.with_suffix(".json").read_text())
         report.cached_files = len(jobs)
         _add_notes(report, notes)
@@ -211,7 +227,10 @@ def _parse_jobs(files: pl.DataFrame, cache_dir: Path, redactor: Redactor) -> lis
             row["size"],
             str(
                 cache_dir
-                / f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
+                / (
+                    f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
+                    f"-{_reading_key(row)}"
+                )
             ),
             redactor.extra_rules,
             row["session_id"],
@@ -272,6 +291,14 @@ def _parse_to_cache(job: _ParseJob) -> str | None:
         )
     )
     return None
+
+
+def _reading_key(row: dict) -> str:
+    """What a parse depends on beside the file's bytes, the parser and the rules: where the file is (its name
+    in problems and rows), its day, and its project (a Gemini chat's is the `.project_root` file beside it,
+    which changes without the chat changing)."""
+    context = "\n".join(str(row[k]) for k in ("session_file", "partition", "project"))
+    return hashlib.sha1(context.encode()).hexdigest()[:8]
 
 
 def _redaction_key(redactor: Redactor) -> str:
