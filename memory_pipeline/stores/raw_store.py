@@ -2,12 +2,13 @@
 
 Three kinds of session per run: unchanged (the manifest in `memory-raw-files`
 has the file's fingerprint: nothing is read or written), changed (documents are
-compared by content hash: only new or different ones are written; the ones the
-file no longer holds, e.g. after it was cut short, stay, marked `left_file_at`:
-the memory is the record), and gone (recorded for the partition but no longer
-found: all their documents go). An unchanged session whose documents in the
-index no longer number what the manifest recorded (deleted by hand, a lost
-shard) is compared as a changed one, so the run writes them back.
+compared by content hash: only new or different ones are written; the ones a
+file cut short no longer holds stay, marked `left_file_at`, for the memory is
+the record; the ones a rewrite gave new ids are deleted), and gone (recorded for
+the partition but no longer found: all their documents go). An unchanged session
+whose documents in the index no longer number what the manifest recorded
+(deleted by hand, a lost shard) is compared as a changed one, so the run writes
+them back.
 """
 
 from __future__ import annotations
@@ -188,14 +189,23 @@ def plan_sync(
             else:
                 plan.upserts.append((doc_id, document))
                 plan.restored += session in restoring
+        # A file cut short (smaller than when indexed) keeps what was indexed from it: the memory is the record.
+        # A file rewritten otherwise (pi migrating a v1 file gives every message a new id) holds its messages
+        # under new ids: the old documents go, or the index would hold them twice.
+        shrank = {
+            row["session_id"]
+            for row in changed.iter_rows(named=True)
+            if row["session_id"] in recorded and row["size"] < recorded[row["session_id"]][1].size
+        }
         gone = set(plan.gone_sessions)
         left_at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         for doc_id, stored in sorted(existing.items()):  # stored but no longer produced by any file
-            if stored["session_id"] in gone:
+            session = stored["session_id"]
+            if session in gone or not (stored.get(LEFT_FILE) or session in shrank):
                 plan.deletes.append(doc_id)
                 continue
-            count, total = plan.expected[stored["session_id"]]
-            plan.expected[stored["session_id"]] = (count + 1, total + checksum(stored.get("doc_hash", "")))
+            count, total = plan.expected[session]
+            plan.expected[session] = (count + 1, total + checksum(stored.get("doc_hash", "")))
             if not stored.get(LEFT_FILE):
                 plan.left_file.append((doc_id, {LEFT_FILE: left_at}))
         in_file = dict(wanted.filter(pl.col("doc_id").is_not_null()).group_by("session_id").len().iter_rows())
