@@ -547,9 +547,11 @@ def search(
             "agent": agent,
         }
         answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
-        if degraded := answer.headers.get(DEGRADED_HEADER):
+        text = answer.text
+        if degraded := answer.headers.get(DEGRADED_HEADER):  # the text's first line: said apart, as without it
             click.echo(f"note: {degraded}", err=True)
-        click.echo(answer.text)
+            text = text.removeprefix(f"note: {degraded}\n")
+        click.echo(text)
         return
     with _search() as engine:
         rows = engine.find(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
