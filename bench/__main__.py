@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server, sources).
+fixture_memories, slow_server, sources); `faults` only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -13,6 +13,7 @@ import sys
 from bench import (
     compaction,
     executor,
+    faults,
     fixture_memories,
     fresh,
     hard,
@@ -60,7 +61,7 @@ BENCHMARKS = {
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
-NAMED_ONLY = {"selection": selection.main}
+NAMED_ONLY = {"selection": selection.main, "faults": faults.main}  # faults: test runs, minutes each
 
 
 def main() -> None:
