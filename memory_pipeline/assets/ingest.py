@@ -185,11 +185,13 @@ def memory_raw_index(
             f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
             f"{report.unchanged_sessions} unchanged, {report.gone_sessions} gone"
         )
-        if report.restored_sessions:
+        if report.restored:
             context.log.warning(
                 f"memory-raw: {report.restored} document(s) were missing from the index and are written back "
                 f"(sessions {', '.join(report.restored_sessions[:20])})"
             )
+        elif report.restored_sessions:  # fewer documents than recorded, none to write: a turn people forgot
+            context.log.info(f"memory-raw: counts recorded again for {', '.join(report.restored_sessions[:20])}")
         if report.left_file:
             context.log.info(f"memory-raw: {report.left_file} message(s) no longer in their files: kept, marked")
         checks = [
