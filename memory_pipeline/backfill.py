@@ -33,7 +33,7 @@ from elasticsearch import Elasticsearch
 
 from memory_pipeline.jobs import LLM_FREE_ASSETS
 from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
-from memory_pipeline.sessions.discovery import Roots, scan_sessions
+from memory_pipeline.sessions.discovery import Roots, as_roots, scan_sessions
 from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
 from memory_pipeline.stores.raw_store import index_shortfalls, read_manifest
@@ -75,7 +75,8 @@ def plan_backfill(
     }
     if es is not None and done:
         recorded = read_manifest(es, sorted(done))
-        for day, changes in changes_since_indexed(found, recorded, done).items():
+        folders = {str(root.path) for root in as_roots(sessions_dir)}
+        for day, changes in changes_since_indexed(found, recorded, done, folders).items():
             why.setdefault(day, []).extend(changes)
         # The index checked against what the manifest recorded: documents deleted behind the pipeline's back.
         for shortfall in index_shortfalls(es, sorted(done)).values():

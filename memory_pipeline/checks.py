@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from typing import Any, NamedTuple, ParamSpec
 
 import polars as pl
@@ -224,9 +224,11 @@ def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> Verdict:
 
 
 @acceptance("memory_summary_index", "No doc_id twice, in the run or in the index.")
-def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> Verdict:
+def no_duplicate_summaries(
+    client: Elasticsearch, documents: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+) -> Verdict:
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
-    stored = read_summaries(client, partitions)
+    stored = read_summaries(client, partitions, kept)  # the sessions of a folder no longer configured aside
     in_index = len(stored) - len({d.doc_id for d in stored})
     return Verdict(
         passed=in_run == 0 and in_index == 0 and len(stored) == documents.height,

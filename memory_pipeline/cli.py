@@ -832,3 +832,8 @@ def config(as_json: bool) -> None:
         "effective_embeddings_url": settings.embeddings_url,
     }
     click.echo(json.dumps(shown, indent=2))
+
+
+from memory_pipeline.folders_command import folders as _folders  # noqa: E402 - its own module, registered here
+
+main.add_command(_folders)

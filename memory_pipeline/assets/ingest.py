@@ -38,7 +38,7 @@ from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
 from memory_pipeline.sessions.messages import TRUNCATED
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline.stores.raw_store import read_manifest, sync_partitions
+from memory_pipeline.stores.raw_store import elsewhere_sessions, read_manifest, sync_partitions
 
 INGEST = "ingest"
 _common = daily_assets(INGEST)
@@ -178,8 +178,12 @@ def memory_raw_index(
     unread = unread_sessions(session_files, Path(sessions.cache_dir), sessions.redactor())
     for session_id in sorted(unread):
         context.log.warning(f"{session_id}: not read this run; its documents stay as they were and it is retried")
+    folders = {str(root.path) for root in sessions.roots}
     with es.get_client() as client:
-        report = sync_partitions(client, raw_messages, session_files, keys, unread)
+        report = sync_partitions(client, raw_messages, session_files, keys, unread, folders)
+        kept = set(elsewhere_sessions(client, keys, folders))
+        if kept:
+            context.log.info(f"memory-raw: {len(kept)} session(s) of folders no longer configured kept as they are")
         context.log.info(
             f"memory-raw: {report.written} written, {report.deleted} deleted, "
             f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
@@ -196,7 +200,7 @@ def memory_raw_index(
             context.log.info(f"memory-raw: {report.left_file} message(s) no longer in their files: kept, marked")
         checks = [
             turn_integrity(raw_messages),
-            index_equals_messages(client, raw_messages, keys, unread),
+            index_equals_messages(client, raw_messages, keys, unread | kept),
             index_equals_manifest(client, keys),
             every_file_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
@@ -216,6 +220,7 @@ def memory_raw_index(
             "restored": report.restored,
             "restored_sessions": MetadataValue.json(report.restored_sessions[:50]),
             "left_file": report.left_file,
+            "kept_from_unconfigured_folders": len(kept),
             "unread_sessions": MetadataValue.json(report.unread_sessions[:50]),
             "index_seconds": round(report.seconds, 3),
             "docs_per_second": round(report.written / report.seconds, 1) if report.seconds and report.written else 0,

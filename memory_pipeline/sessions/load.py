@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter
+from collections.abc import Set
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "mtime_ns": pl.Int64,
     "fingerprint": pl.String,
     "changed": pl.Boolean,
+    "folder": pl.String,
 }
 
 
@@ -53,6 +55,14 @@ class Recorded:
     fingerprint: str
     parser_version: str
     project: str | None = None  # None: recorded before the manifest kept it (not compared)
+    folder: str | None = None  # the configured folder it was found under; None: recorded before it was kept
+
+
+def elsewhere(recorded: Recorded, folders: Set[str] | None) -> bool:
+    """A recorded file not found because its folder is no longer configured (SESSIONS_DIR pointed elsewhere):
+    its memories stay (only `memory-pipeline folders --forget` removes them), unlike a file deleted from a
+    folder still read."""
+    return folders is not None and recorded.folder is not None and recorded.folder not in folders
 
 
 def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFrame:
@@ -89,6 +99,7 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
                 "mtime_ns": item.mtime_ns,
                 "fingerprint": digest,
                 "changed": changed,
+                "folder": item.folder,
             }
         )
     return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
@@ -100,7 +111,10 @@ def _project_moved(before: Recorded, item: FoundFile) -> bool:
 
 
 def changes_since_indexed(
-    found: list[FoundFile], recorded: dict[str, tuple[str, Recorded]], days: set[str]
+    found: list[FoundFile],
+    recorded: dict[str, tuple[str, Recorded]],
+    days: set[str],
+    folders: Set[str] | None = None,
 ) -> dict[str, list[str]]:
     """Per day of `days`, what changed in its files since `memory-raw` indexed them (`recorded`: the manifest,
     session id -> (day, entry)): new, grown, rewritten, moved or gone files; files whose size and mtime are
@@ -132,7 +146,7 @@ def changes_since_indexed(
         changes.setdefault(item.partition, []).append(f"{item.relative_path}: {what}")
     present = {f.session_id for f in found}
     for session_id, (day, entry) in recorded.items():
-        if day in days and session_id not in present:
+        if day in days and session_id not in present and not elsewhere(entry, folders):
             changes.setdefault(day, []).append(f"{entry.session_file}: gone")
     return changes
 

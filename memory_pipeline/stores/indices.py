@@ -90,6 +90,7 @@ RAW_FILES_MAPPINGS: dict[str, Any] = {
         "message_count": {"type": "integer"},
         # What a parse of the file depends on beside its bytes (a Gemini chat's project is a file beside it).
         "project": _KEYWORD,
+        "folder": _KEYWORD,  # the configured folder the file was found under
     },
 }
 
@@ -298,6 +299,7 @@ class RawFileDoc(TypedDict):
     parser_version: str
     message_count: int
     project: str
+    folder: str
 
 
 RAW_MESSAGE_DOC = TypeAdapter(RawMessageDoc)

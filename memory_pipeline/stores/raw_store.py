@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.sessions.load import PARSER_VERSION, Recorded
+from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, elsewhere
 from memory_pipeline.stores.elasticsearch import INDEX_SETTINGS, bulk_apply, ensure_index, stored_sources
 from memory_pipeline.stores.indices import (
     LEFT_FILE,
@@ -59,6 +59,7 @@ def read_manifest(client: Elasticsearch, partitions: list[str]) -> dict[str, tup
                 doc["fingerprint"],
                 doc["parser_version"],
                 doc.get("project"),
+                doc.get("folder"),
             ),
         )
         for doc in hits.values()
@@ -77,6 +78,12 @@ class Shortfall:
 
     def __str__(self) -> str:
         return f"{self.session_file}: memory-raw holds {self.indexed} of its {self.recorded} documents"
+
+
+def elsewhere_sessions(client: Elasticsearch, partitions: list[str], folders: Set[str]) -> list[str]:
+    """The sessions of these days recorded under a folder no longer among `folders`: every stage leaves their
+    documents as they are (they are memories still; `memory-pipeline folders --forget` removes them)."""
+    return sorted(s for s, (_, rec) in read_manifest(client, partitions).items() if elsewhere(rec, folders))
 
 
 def index_shortfalls(client: Elasticsearch, partitions: list[str]) -> dict[str, Shortfall]:
@@ -158,15 +165,17 @@ def plan_sync(
     partitions: list[str],
     unread: Set[str] = frozenset(),
     now: datetime | None = None,
+    folders: Set[str] | None = None,
 ) -> SyncPlan:
     """What to write so the index equals the files of `partitions`. Files found but not read this time
     (`unread`: vanished or unreadable since the scan) keep their documents and their manifest entry, so
     the next run still sees them as changed. Messages a changed file no longer holds stay in the index,
-    marked as having left it (`now`), and count among what the session holds."""
+    marked as having left it (`now`), and count among what the session holds. A recorded file of a folder no
+    longer among `folders` is not gone: its documents and its entry stay."""
     recorded = read_manifest(client, partitions)
     present = set(files["session_id"].to_list())
     plan = SyncPlan()
-    plan.gone_sessions = sorted(set(recorded) - present)
+    plan.gone_sessions = sorted(s for s in set(recorded) - present if not elsewhere(recorded[s][1], folders))
     short = set(index_shortfalls(client, partitions))
     readable = ~pl.col("session_id").is_in(list(unread))
     changed = files.filter((pl.col("changed") | pl.col("session_id").is_in(list(short))) & readable)
@@ -220,10 +229,17 @@ def plan_sync(
                 parser_version=PARSER_VERSION,
                 message_count=in_file.get(row["session_id"], 0),
                 project=row["project"],
+                folder=row["folder"],
             )
             before = recorded.get(row["session_id"])
             now_recorded = Recorded(
-                doc["session_file"], doc["size"], doc["mtime_ns"], doc["fingerprint"], PARSER_VERSION, doc["project"]
+                doc["session_file"],
+                doc["size"],
+                doc["mtime_ns"],
+                doc["fingerprint"],
+                PARSER_VERSION,
+                doc["project"],
+                doc["folder"],
             )
             # A session compared for a shortfall records its count again (a turn a person forgot is gone
             # from the index and from the frame: the count it was recorded with is then too high).
@@ -262,11 +278,13 @@ def sync_partitions(
     files: pl.DataFrame,
     partitions: list[str],
     unread: Set[str] = frozenset(),
+    folders: Set[str] | None = None,
 ) -> SyncReport:
-    """Make `memory-raw` (and its manifest) equal the files of `partitions` that could be read."""
+    """Make `memory-raw` (and its manifest) equal the files of `partitions` that could be read (those of folders
+    no longer among `folders` stay as they are)."""
     begin = time.perf_counter()
     ensure_raw_indices(client)
-    plan = plan_sync(client, messages, files, partitions, unread)
+    plan = plan_sync(client, messages, files, partitions, unread, folders=folders)
     written, deleted = bulk_apply(client, RAW_INDEX, plan.upserts, plan.deletes)
     marked, _ = bulk_apply(client, RAW_INDEX, plan.left_file, partial=True)
     # The manifest last: a run that fails before here re-reads those files next time.

@@ -17,11 +17,12 @@ from dagster import AssetKey, DagsterEventType
 
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import delete_matching, make_client
-from memory_pipeline.stores.indices import LEFT_FILE, RAW_INDEX
+from memory_pipeline.stores.indices import LEFT_FILE, OBSERVATION_INDEX, RAW_INDEX
 from testkit.ingest_helpers import cli_env, copy_fixture, indexed, reset_days, stored_instance
 
 V1 = "handwritten-cass-v1.jsonl"  # 2 turns, 5 messages
 DELETED_DAY, SHRUNK_DAY, CACHE_DAY, LONG_DAY = "2024-09-21", "2024-09-22", "2024-09-23", "2024-09-24"
+MOVED_DAY = "2024-09-25"
 
 
 def _backfill(env: dict[str, str], *args: str) -> dict:
@@ -158,3 +159,53 @@ def test_a_message_cut_to_fit_is_counted_and_logged(local_runtime: Settings, tmp
     assert any(f"a.jsonl:{line}: truncated" in m and "300,000" in m for m in logs), logs
     [doc] = [d for d in indexed(local_runtime, {"term": {"session_id": sid}}) if d["line"] == line]
     assert doc["content_truncated"] and len(doc["content"]) < 101_000
+
+
+def _count(settings: Settings, index: str, sid: str) -> int:
+    with make_client(settings) as client:
+        client.indices.refresh(index=index)
+        return client.count(index=index, query={"term": {"session_id": sid}})["count"]
+
+
+def _folders(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "folders", *args], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_them(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    reset_days(local_runtime, [MOVED_DAY])
+    old, new = tmp_path / "old-sessions", tmp_path / "new-sessions"
+    kept, other = f"test-heal-old-{uuid.uuid4().hex[:8]}", f"test-heal-new-{uuid.uuid4().hex[:8]}"
+    copy_fixture(V1, old / "a.jsonl", kept, MOVED_DAY)
+    copy_fixture(V1, new / "b.jsonl", other, MOVED_DAY)
+    before = isolated_settings(local_runtime, tmp_path, sessions_dir=old)
+    _backfill(cli_env(before))
+    observed = _count(local_runtime, OBSERVATION_INDEX, kept)
+    assert _count(local_runtime, RAW_INDEX, kept) == 5 and observed > 0
+
+    # SESSIONS_DIR pointed elsewhere, with a session of the same day: the day runs for the new file only.
+    after = isolated_settings(local_runtime, tmp_path, sessions_dir=new)
+    env = cli_env(after)
+    moved = _backfill(env)
+    assert moved["why"][MOVED_DAY] == ["b.jsonl: new file"], moved["why"]
+    checks = _check_results(after, moved["runs"][0]["run_id"])
+    assert checks and all(checks.values()), checks
+    assert _count(local_runtime, RAW_INDEX, kept) == 5 and _count(local_runtime, OBSERVATION_INDEX, kept) == observed
+    assert _count(local_runtime, RAW_INDEX, other) == 5
+    assert _latest_metadata(after, "memory_raw_index")["kept_from_unconfigured_folders"] == 1
+    listed = {row["folder"]: row for row in json.loads(_folders(env, "--json"))}
+    assert listed[str(old)]["configured"] is False and listed[str(new)]["configured"] is True
+    assert _backfill(env)["todo"] == []
+
+    # Only the person's command removes them.
+    removed = json.loads(_folders(env, "--forget", str(old), "--json"))
+    assert removed["sessions"] == 1 and removed["documents"] >= 5 + observed
+    assert _count(local_runtime, RAW_INDEX, kept) == 0 and _count(local_runtime, OBSERVATION_INDEX, kept) == 0
+    assert _count(local_runtime, RAW_INDEX, other) == 5
+    assert str(old) not in {row["folder"] for row in json.loads(_folders(env, "--json"))}
+    assert _backfill(env)["todo"] == []
