@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples).
+fixture_memories, slow_server, sources, turn_gate, samples); `faults` only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -13,6 +13,7 @@ import sys
 from bench import (
     compaction,
     executor,
+    faults,
     fixture_memories,
     fresh,
     hard,
@@ -68,7 +69,8 @@ BENCHMARKS = {
 TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
 # `needs_real` reads a checkout of a public history that is not in the repository (bench/needs_real.py).
-NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main}
+# `faults` runs test files, minutes each.
+NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main, "faults": faults.main}
 
 
 def main() -> None:

@@ -283,7 +283,7 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
     if not no_local:
         _run(_runtime(settings, _echo_progress).up)
     env = _part_env(settings)
-    _run(lambda: start_all(settings, env, port, ui_port, _echo_progress))
+    _run(lambda: start_all(settings, env, port, ui_port, _echo_progress, servers=not no_local))
     rows = _all_status(settings)
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
 
@@ -322,14 +322,15 @@ def _all_status(settings: Settings) -> list[ServiceStatus]:
 
 @main.command(hidden=True)
 @_with_ports
-def supervise(port: int, ui_port: int) -> None:
+@click.option("--servers", is_flag=True, help="Start again a local server `up` started that died.")
+def supervise(port: int, ui_port: int, servers: bool) -> None:
     """The supervisor `up` starts (not for direct use)."""
     from memory_pipeline.local.supervise import parts, timestamped
     from memory_pipeline.local.supervise import supervise as keep_running
 
     settings = _settings()
     log = timestamped(settings.memory_pipeline_state_dir / "logs" / "supervisor.log")
-    keep_running(settings, dict(os.environ), parts(port, ui_port), log)
+    keep_running(settings, dict(os.environ), parts(port, ui_port), log, servers=servers)
 
 
 @main.command()
@@ -442,9 +443,22 @@ def backfill(
                     asset_selection=assets_to_run(with_llm),
                 )
                 bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
-                runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
+                # A failed check does not fail the run: it is said, never hidden behind "success".
+                failed_checks = sorted({c.check_name for c in result.get_asset_check_evaluations() if not c.passed})
+                runs.append(
+                    {
+                        "first": first,
+                        "last": last,
+                        "run_id": result.run_id,
+                        "success": result.success,
+                        "failed_checks": failed_checks,
+                    }
+                )
                 if not as_json:  # the outcome is the command's output: stdout, whatever the bar does on stderr
-                    click.echo(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
+                    outcome = "success" if result.success else "FAILED"
+                    if failed_checks:
+                        outcome += f", checks failed: {', '.join(failed_checks)}"
+                    click.echo(f"{first}..{last}: run {result.run_id} {outcome}")
                 failed += not result.success
     if as_json:
         click.echo(json.dumps(report, indent=2))
@@ -533,9 +547,11 @@ def search(
             "agent": agent,
         }
         answer = _ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
-        if degraded := answer.headers.get(DEGRADED_HEADER):
+        text = answer.text
+        if degraded := answer.headers.get(DEGRADED_HEADER):  # the text's first line: said apart, as without it
             click.echo(f"note: {degraded}", err=True)
-        click.echo(answer.text)
+            text = text.removeprefix(f"note: {degraded}\n")
+        click.echo(text)
         return
     with _search() as engine:
         rows = engine.find(query, k=k, filters=_filters(project, since, until, priority, kind, agent), mode=mode)
@@ -810,3 +826,8 @@ def config(as_json: bool) -> None:
         "effective_embeddings_url": settings.embeddings_url,
     }
     click.echo(json.dumps(shown, indent=2))
+
+
+from memory_pipeline.folders_command import folders as _folders  # noqa: E402 - its own module, registered here
+
+main.add_command(_folders)

@@ -25,6 +25,7 @@ from memory_pipeline.assets.when import DAILY, runs
 from memory_pipeline.checks import (
     every_file_represented,
     every_message_placed,
+    index_equals_manifest,
     index_equals_messages,
     rerun_changes_nothing,
     specs,
@@ -36,8 +37,9 @@ from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
+from memory_pipeline.sessions.messages import TRUNCATED
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline.stores.raw_store import read_manifest, sync_partitions
+from memory_pipeline.stores.raw_store import elsewhere_sessions, read_manifest, sync_partitions
 
 INGEST = "ingest"
 _common = daily_assets(INGEST)
@@ -128,6 +130,8 @@ def raw_messages(
             "metadata_messages": int(messages["is_metadata"].sum()),
             "problems": problems_markdown(report.problems),
             "problem_counts": MetadataValue.json(dict(problem_kinds)),
+            # Texts over MAX_TEXT_CHARS were cut (each logged above with its file and line).
+            "truncated_messages": len({(p.file, p.line) for p in report.problems if p.kind == TRUNCATED}),
             "skipped": MetadataValue.json(dict(report.skipped)),
             "masked_secrets": sum(report.redactions.values()),
             "masked_by_rule": MetadataValue.json(dict(report.redactions)),
@@ -179,16 +183,30 @@ def memory_raw_index(
     unread = unread_sessions(session_files, Path(sessions.cache_dir), sessions.redactor())
     for session_id in sorted(unread):
         context.log.warning(f"{session_id}: not read this run; its documents stay as they were and it is retried")
+    folders = {str(root.path) for root in sessions.roots}
     with es.get_client() as client:
-        report = sync_partitions(client, raw_messages, session_files, keys, unread)
+        report = sync_partitions(client, raw_messages, session_files, keys, unread, folders)
+        kept = set(elsewhere_sessions(client, keys, folders))
+        if kept:
+            context.log.info(f"memory-raw: {len(kept)} session(s) of folders no longer configured kept as they are")
         context.log.info(
             f"memory-raw: {report.written} written, {report.deleted} deleted, "
             f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
             f"{report.unchanged_sessions} unchanged, {report.gone_sessions} gone"
         )
+        if report.restored:
+            context.log.warning(
+                f"memory-raw: {report.restored} document(s) were missing from the index and are written back "
+                f"(sessions {', '.join(report.restored_sessions[:20])})"
+            )
+        elif report.restored_sessions:  # fewer documents than recorded, none to write: a turn people forgot
+            context.log.info(f"memory-raw: counts recorded again for {', '.join(report.restored_sessions[:20])}")
+        if report.left_file:
+            context.log.info(f"memory-raw: {report.left_file} message(s) no longer in their files: kept, marked")
         checks = [
             turn_integrity(raw_messages),
-            index_equals_messages(client, raw_messages, keys, unread),
+            index_equals_messages(client, raw_messages, keys, unread | kept),
+            index_equals_manifest(client, keys),
             every_file_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
             every_message_placed(raw_messages),
@@ -204,6 +222,10 @@ def memory_raw_index(
             "changed_sessions": report.changed_sessions,
             "unchanged_sessions": report.unchanged_sessions,
             "gone_sessions": report.gone_sessions,
+            "restored": report.restored,
+            "restored_sessions": MetadataValue.json(report.restored_sessions[:50]),
+            "left_file": report.left_file,
+            "kept_from_unconfigured_folders": len(kept),
             "unread_sessions": MetadataValue.json(report.unread_sessions[:50]),
             "index_seconds": round(report.seconds, 3),
             "docs_per_second": round(report.written / report.seconds, 1) if report.seconds and report.written else 0,

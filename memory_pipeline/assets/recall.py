@@ -19,8 +19,9 @@ from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.stores.indices import OBSERVATION_INDEX
+from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,
@@ -143,6 +144,7 @@ def es_dense_vector(
     turn_observations: pl.DataFrame,
     embedder: EmbeddingsResource,
     es: ElasticsearchResource,
+    sessions: SessionsResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """The vectors as indexed `dense_vector` fields (cosine, `vector_<dims>`) on `memory-summary` and
@@ -153,7 +155,8 @@ def es_dense_vector(
     with embedder.get_client() as client, es.get_client() as es_client:
         dims = embedded["vector"].list.len()[0] if embedded.height else client.dimensions()
         ensure_vectors(es_client, dims)
-        observed = write_observations(es_client, turn_observations, keys)
+        kept = elsewhere_sessions(es_client, keys, {str(root.path) for root in sessions.roots})
+        observed = write_observations(es_client, turn_observations, keys, kept)
         written = write_vectors(es_client, embedded, dims)
         es_client.indices.refresh(index="memory-*")
         coverage = vector_coverage(es_client, keys, dims)

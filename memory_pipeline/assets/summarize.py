@@ -34,8 +34,9 @@ from memory_pipeline.checks import (
 from memory_pipeline.curation.corrections import correct_frame, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.stores.indices import SUMMARY_INDEX
+from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.summary_store import read_ledger, read_summaries, sync_summaries
 from memory_pipeline.summarize.extract import UNREAD, TurnOutcome, summarise_turns, timed_out
 from memory_pipeline.summarize.frames import (
@@ -186,6 +187,7 @@ def memory_summary_index(
     llm_ideas: pl.DataFrame,
     es: ElasticsearchResource,
     workspace: MemoryWorkspaceResource,
+    sessions: SessionsResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
@@ -196,10 +198,12 @@ def memory_summary_index(
         # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
         corrections = read_corrections(workspace.root)
         documents = correct_frame(summary_documents(llm_ideas), corrections, SUMMARY_INDEX)
-        report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
+        # The memories of a folder no longer configured stay as they are (`folders --forget` removes them).
+        kept = elsewhere_sessions(client, keys, {str(root.path) for root in sessions.roots})
+        report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys, kept)
         checks = [
             source_refs_exist(client, keys),
-            no_duplicate_summaries(client, documents, keys),
+            no_duplicate_summaries(client, documents, keys, kept),
             summaries_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),

@@ -111,9 +111,16 @@ def empty_messages() -> pl.DataFrame:
     return pl.DataFrame(schema=MESSAGE_SCHEMA)
 
 
-def _cut(text: str) -> tuple[str, bool]:
+TRUNCATED = "truncated"  # the kind of problem a cut text is listed as
+
+
+def _cut(text: str, cuts: list[str] | None = None, what: str = "text") -> tuple[str, bool]:
+    """The text, cut to MAX_TEXT_CHARS with a marker saying how much went; each cut is named in `cuts` (the
+    caller lists it with the file and line: a 50 MB line must not shrink without a word)."""
     if len(text) <= MAX_TEXT_CHARS:
         return text, False
+    if cuts is not None:
+        cuts.append(f"{what} cut from {len(text):,} to {MAX_TEXT_CHARS:,} characters")
     return text[:MAX_TEXT_CHARS] + f"\n[… truncated {len(text) - MAX_TEXT_CHARS:,} characters]", True
 
 
@@ -221,16 +228,25 @@ def session_messages(
         if fields is None:
             continue
         counts: Counter[str] = Counter()
-        content, cut_content = _cut(redactor.redact("\n".join(t for t in fields.get("texts", []) if t), counts))
-        thinking, cut_thinking = _cut(redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts))
+        cuts: list[str] = []
+        texts = "\n".join(t for t in fields.get("texts", []) if t)
+        content, cut_content = _cut(redactor.redact(texts, counts), cuts, "content")
+        thinking, cut_thinking = _cut(
+            redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts), cuts, "thinking"
+        )
         calls = [
             {
                 "id": c.id,
                 "name": c.name,
-                "arguments": _cut(json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False))[0],
+                "arguments": _cut(
+                    json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False),
+                    cuts,
+                    f"arguments of tool call {c.name}",
+                )[0],
             }
             for c in fields.get("calls", [])
         ]
+        session.problems.extend(Problem(name, parsed.line, TRUNCATED, cut) for cut in cuts)
         error = fields.get("error_message")
         usage = fields.get("usage")
         place = places.get(parsed.id)

@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"backfill"},
     {"fresh"},
     {"service"},
+    {"folders_command"},
     {"cli"},
     {"__main__"},
 ]
