@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server, sources).
+fixture_memories, slow_server, sources, heavy, redaction_speed).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -16,10 +16,12 @@ from bench import (
     fixture_memories,
     fresh,
     hard,
+    heavy,
     ingest,
     knowledge,
     next_session,
     recall,
+    redaction_speed,
     reflect,
     rough,
     runtime,
@@ -56,6 +58,8 @@ BENCHMARKS = {
     "compaction": compaction.main,
     "slow_server": slow_server.main,
     "sources": sources.main,
+    "heavy": heavy.main,
+    "redaction_speed": redaction_speed.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
