@@ -110,12 +110,17 @@ def step_times(settings: Settings) -> tuple[dict[str, float], dict[str, dict[str
                 if stat.start_time and stat.end_time:
                     seconds[stat.step_key] += stat.end_time - stat.start_time
             records = instance.get_records_for_run(run.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
+            seen: set[str] = set()
             for record in records.records:
                 event = record.event_log_entry.dagster_event
                 materialization = event.event_specific_data.materialization
+                asset = materialization.asset_key.path[-1]
+                if asset in seen:  # a range run reports the run's whole metadata once per day: count it once
+                    continue
+                seen.add(asset)
                 for key, value in materialization.metadata.items():
                     if isinstance(value.value, int | float) and not isinstance(value.value, bool):
-                        meta[materialization.asset_key.path[-1]][key] += value.value
+                        meta[asset][key] += value.value
     return dict(seconds), {k: dict(v) for k, v in meta.items()}
 
 

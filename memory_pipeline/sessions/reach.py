@@ -10,8 +10,8 @@ text cannot hold a match, so skipping it changes no result. Both answers err on 
 from __future__ import annotations
 
 import re
-import re._constants as sre  # the parse tree's node names: the same module `re` compiles with
 import re._compiler as sre_compile  # compiles a parse tree: the lead run of `lead`
+import re._constants as sre  # the parse tree's node names: the same module `re` compiles with
 import re._parser as sre_parse
 from collections.abc import Iterable
 from typing import Any

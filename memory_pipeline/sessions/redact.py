@@ -724,7 +724,12 @@ class Redactor:
         found: list[tuple[int, int, str]] = []
         woken = set(self._sleepless).union(*(self._waking[k] for k in hits))
         for index in sorted(woken):  # rule order: the earlier rule names a merged span
-            rule, reach, blank, opening = self.rules[index], self._reach[index], self._blank_reach[index], self._lead[index]
+            rule, reach, blank, opening = (
+                self.rules[index],
+                self._reach[index],
+                self._blank_reach[index],
+                self._lead[index],
+            )
             if opening is not None and junctions is None:
                 starts = sorted({p for k in rule.keywords for p in hits.get(k, ())})
                 matches = _lead_matches(rule.pattern, text, starts, *opening)
