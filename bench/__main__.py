@@ -1,6 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples); `faults` only when named (it runs test files).
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed); `faults` only when named (it
+runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -17,12 +18,14 @@ from bench import (
     fixture_memories,
     fresh,
     hard,
+    heavy,
     ingest,
     knowledge,
     needs,
     needs_real,
     next_session,
     recall,
+    redaction_speed,
     reflect,
     rough,
     runtime,
@@ -64,6 +67,8 @@ BENCHMARKS = {
     "sources": sources.main,
     "turn_gate": turn_gate.main,
     "samples": samples.main,
+    "heavy": heavy.main,
+    "redaction_speed": redaction_speed.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
