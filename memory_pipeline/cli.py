@@ -816,3 +816,10 @@ def config(as_json: bool) -> None:
         "effective_embeddings_url": settings.embeddings_url,
     }
     click.echo(json.dumps(shown, indent=2))
+
+
+# Privacy, control and set-up (issue 49): each command in its own module.
+from memory_pipeline.control.install_command import install_command, uninstall_command  # noqa: E402
+
+main.add_command(install_command)
+main.add_command(uninstall_command)

@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"backfill"},
     {"fresh"},
     {"service"},
+    {"control"},
     {"cli"},
     {"__main__"},
 ]
