@@ -286,6 +286,10 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
     _run(lambda: start_all(settings, env, port, ui_port, _echo_progress))
     rows = _all_status(settings)
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
+    from memory_pipeline.service.app import login_link
+
+    # The service is up (start_all waited for it) and has its one-time code: the browser's way in, here too.
+    click.echo(f"memory browser http://127.0.0.1:{port}/ (to edit, open once: {login_link(settings, port)})", err=True)
 
 
 @main.command(name="down")
@@ -819,7 +823,15 @@ def config(as_json: bool) -> None:
 
 
 # Privacy, control and set-up (issue 49): each command in its own module.
+from memory_pipeline.control.exclude_command import purge_excluded_command  # noqa: E402
+from memory_pipeline.control.export_command import export_command, import_command  # noqa: E402
+from memory_pipeline.control.forget_command import forget_command, undo_forget_command  # noqa: E402
 from memory_pipeline.control.install_command import install_command, uninstall_command  # noqa: E402
 
 main.add_command(install_command)
 main.add_command(uninstall_command)
+main.add_command(export_command)
+main.add_command(import_command)
+main.add_command(forget_command)
+main.add_command(undo_forget_command)
+main.add_command(purge_excluded_command)
