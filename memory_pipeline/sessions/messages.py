@@ -229,13 +229,7 @@ def session_messages(
         content, cut_content = _cut(redactor.redact("\n".join(t for t in fields.get("texts", []) if t), counts))
         thinking, cut_thinking = _cut(redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts))
         calls = [
-            {
-                "id": c["id"],
-                "name": c["name"],
-                "arguments": _cut(json.dumps(redact_arguments(c["arguments"], redactor, counts), ensure_ascii=False))[
-                    0
-                ],
-            }
+            {"id": c["id"], "name": c["name"], "arguments": _arguments_text(c["arguments"], redactor, counts)}
             for c in fields.get("calls", [])
         ]
         error = fields.get("error_message")
@@ -344,6 +338,10 @@ def _without_private(fields: dict[str, Any], whole: bool, counts: Counter[str]) 
             counts["private"] += spans
         hidden["calls"].append({**call, "arguments": arguments})
     return hidden
+
+
+def _arguments_text(arguments: Any, redactor: Redactor, counts: Counter[str]) -> str:
+    return _cut(json.dumps(redact_arguments(arguments, redactor, counts), ensure_ascii=False))[0]
 
 
 def redact_arguments(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
