@@ -17,12 +17,11 @@ LAYERS: list[set[str]] = [
     {"reflect", "checks", "instance"},
     {"search", "resources"},
     {"curation", "jobs"},
-    {"assets", "schedules", "sensors"},
+    {"assets", "schedules", "sensors", "control"},
     {"definitions"},
     {"backfill"},
     {"fresh"},
     {"service"},
-    {"control"},
     {"cli"},
     {"__main__"},
 ]
