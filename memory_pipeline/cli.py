@@ -286,10 +286,6 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
     _run(lambda: start_all(settings, env, port, ui_port, _echo_progress))
     rows = _all_status(settings)
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else _table(rows))
-    from memory_pipeline.service.app import login_link
-
-    # The service is up (start_all waited for it) and has its one-time code: the browser's way in, here too.
-    click.echo(f"memory browser http://127.0.0.1:{port}/ (to edit, open once: {login_link(settings, port)})", err=True)
 
 
 @main.command(name="down")
