@@ -216,7 +216,9 @@ def session_messages(
         nodes.append(Node(parsed.id, parsed.parent_id, role))
 
     places = assign_turns(nodes, session.active_path)
+    # What a person marked private goes before anything is masked, counted or stored (sessions/private.py).
     private = _private_entries(fields_of, places)
+    fields_of = {eid: _without_private(f, eid in private, redactions) for eid, f in fields_of.items()}
     call_owner = {call.id: entry_id for entry_id, f in fields_of.items() for call in f.get("calls", [])}
     started_at = session.started_at
     rows: list[dict[str, Any]] = []
@@ -225,11 +227,14 @@ def session_messages(
         if fields is None:
             continue
         counts: Counter[str] = Counter()
-        fields = _without_private(fields, parsed.id in private, counts)
         content, cut_content = _cut(redactor.redact("\n".join(t for t in fields.get("texts", []) if t), counts))
         thinking, cut_thinking = _cut(redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts))
         calls = [
-            {"id": c["id"], "name": c["name"], "arguments": _arguments_text(c["arguments"], redactor, counts)}
+            {
+                "id": c.id,
+                "name": c.name,
+                "arguments": _cut(json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False))[0],
+            }
             for c in fields.get("calls", [])
         ]
         error = fields.get("error_message")
@@ -314,16 +319,15 @@ def _private_entries(fields_of: dict[str, dict[str, Any]], places: dict[str, Any
 
 
 def _without_private(fields: dict[str, Any], whole: bool, counts: Counter[str]) -> dict[str, Any]:
-    """A message's text fields with private spans hidden, or all of them (`whole`: a private turn's message).
-    Tool calls become plain dicts either way (their arguments are rewritten)."""
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in fields.get("calls", [])]
+    """A message's text fields with private spans hidden, or all of them (`whole`: a private turn's message)."""
+    calls: list[ToolCallBlock] = fields.get("calls", [])
     if whole:
         counts["private"] += 1
         return {
             **fields,
             "texts": [PRIVATE_MARK],
             "thinking": [],
-            "calls": [{**c, "arguments": PRIVATE_MARK} for c in calls],
+            "calls": [c.model_copy(update={"arguments": PRIVATE_MARK}) for c in calls],
             "error_message": PRIVATE_MARK if fields.get("error_message") else None,
         }
     hidden = dict(fields)
@@ -333,15 +337,11 @@ def _without_private(fields: dict[str, Any], whole: bool, counts: Counter[str]) 
     hidden["error_message"] = _private_hidden(error, counts) if error else error
     hidden["calls"] = []
     for call in calls:
-        arguments, spans = hide_private_value(call["arguments"])
+        arguments, spans = hide_private_value(call.arguments)
         if spans:
             counts["private"] += spans
-        hidden["calls"].append({**call, "arguments": arguments})
+        hidden["calls"].append(call.model_copy(update={"arguments": arguments}) if spans else call)
     return hidden
-
-
-def _arguments_text(arguments: Any, redactor: Redactor, counts: Counter[str]) -> str:
-    return _cut(json.dumps(redact_arguments(arguments, redactor, counts), ensure_ascii=False))[0]
 
 
 def redact_arguments(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:
