@@ -781,6 +781,21 @@ def mcp_stdio(project: str | None) -> None:
         mcp.run("stdio")
 
 
+# Privacy, control and set-up (issue 49): each command in its own module.
+from memory_pipeline.control.exclude_command import purge_excluded_command  # noqa: E402
+from memory_pipeline.control.export_command import export_command, import_command  # noqa: E402
+from memory_pipeline.control.forget_command import forget_command, undo_forget_command  # noqa: E402
+from memory_pipeline.control.install_command import install_command, uninstall_command  # noqa: E402
+
+main.add_command(install_command)
+main.add_command(uninstall_command)
+main.add_command(export_command)
+main.add_command(import_command)
+main.add_command(forget_command)
+main.add_command(undo_forget_command)
+main.add_command(purge_excluded_command)
+
+
 @main.group()
 def review() -> None:
     """The human review loop: REVIEW.md proposals into MEMORY.md."""

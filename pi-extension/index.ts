@@ -9,7 +9,11 @@
  *   When the service is slow or down, the session still gets MEMORY.md's rules (from the service's plain
  *   read of the file, else from the file itself) and one notice that its memory is partial.
  * - Tools for the model: memory_search, memory_timeline, memory_show, memory_remember.
- * - /memory for the person: `/memory <query>` searches, `/memory` alone says where the service is.
+ * - /memory for the person: `/memory <query>` searches, `/memory` alone says where the service is;
+ *   `/remember <text>` keeps a note through the service (as memory_remember does: the service trusts no claim
+ *   of who wrote it, so it is kept at medium priority until promoted in the browser).
+ * - Privacy: text between `<private>` and `</private>`, and a whole turn whose message starts with `#private`
+ *   (the reply and the tools included), is never stored by the pipeline (memory_pipeline/sessions/private.py).
  * - When the model reads, edits or writes a file, what earlier sessions recorded about that file (a gotcha, a
  *   rule, a decision, a failure that named it) is added to the tool's result, once per file per session, a few
  *   lines with ids. MEMORY_FILE_RECALL=off turns it off. When a shell command fails, the gotchas known about it
@@ -26,10 +30,23 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Type } from "typebox";
 
-const SERVICE = (process.env.MEMORY_SERVICE_URL ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
+/** What `memory-pipeline install pi` wrote (`<pi agent dir>/memory-pipeline.json`): the service and its token
+ * file, used when MEMORY_SERVICE_URL / MEMORY_SERVICE_TOKEN_FILE are not in pi's environment. */
+function installed(): { serviceUrl?: string; tokenFile?: string } {
+  const dir = process.env.PI_CODING_AGENT_DIR ?? join(homedir(), ".pi", "agent");
+  try {
+    return JSON.parse(readFileSync(join(dir, "memory-pipeline.json"), "utf8"));
+  } catch {
+    return {};
+  }
+}
+const INSTALLED = installed();
+const TOKEN_FILE = process.env.MEMORY_SERVICE_TOKEN_FILE ?? INSTALLED.tokenFile;
+const SERVICE = (process.env.MEMORY_SERVICE_URL ?? INSTALLED.serviceUrl ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
 const BRIEFING_TOKENS = Number(process.env.MEMORY_BRIEFING_TOKENS ?? 800);
 const TIMEOUT_MS = Number(process.env.MEMORY_SERVICE_TIMEOUT_MS ?? 5000);
 // The rules alone, when recall did not answer: the service reads a file, no search; it answers at once or not at all.
@@ -54,8 +71,11 @@ class ServiceDown extends Error {}
  * (`<memory_pipeline>/.state/service-token` by default there). Reads need none. */
 function token(): string {
   if (process.env.MEMORY_SERVICE_TOKEN) return process.env.MEMORY_SERVICE_TOKEN.trim();
-  const file = process.env.MEMORY_SERVICE_TOKEN_FILE;
-  if (!file) throw new Error("a note needs the service's token: set MEMORY_SERVICE_TOKEN_FILE to its .state/service-token");
+  const file = TOKEN_FILE;
+  if (!file)
+    throw new Error(
+      "a note needs the service's token: run `memory-pipeline install pi`, or set MEMORY_SERVICE_TOKEN_FILE to its .state/service-token",
+    );
   return readFileSync(file, "utf8").trim();
 }
 
@@ -120,14 +140,14 @@ function recalledFiles(ctx: ExtensionContext): Set<string> {
 }
 
 function canRecord(): boolean {
-  return Boolean(process.env.MEMORY_SERVICE_TOKEN || process.env.MEMORY_SERVICE_TOKEN_FILE);
+  return Boolean(process.env.MEMORY_SERVICE_TOKEN || TOKEN_FILE);
 }
 
 /** The memory workspace, for reading MEMORY.md when the service is down: MEMORY_WORKSPACE, else the `memory`
  * folder beside the state folder that holds the service's token (as the service lays them out). */
 function workspace(): string | undefined {
   if (process.env.MEMORY_WORKSPACE) return process.env.MEMORY_WORKSPACE;
-  const file = process.env.MEMORY_SERVICE_TOKEN_FILE;
+  const file = TOKEN_FILE;
   return file ? join(dirname(dirname(file)), "memory") : undefined;
 }
 
@@ -238,7 +258,7 @@ export default function memoryPipeline(pi: ExtensionAPI) {
   const changed = async (ctx: ExtensionContext) => {
     const file = ctx.sessionManager.getSessionFile();
     // An in-memory session (--no-session) has no file; without the token the day's runs ingest it later.
-    if (!file || !(process.env.MEMORY_SERVICE_TOKEN || process.env.MEMORY_SERVICE_TOKEN_FILE)) return;
+    if (!file || !(process.env.MEMORY_SERVICE_TOKEN || TOKEN_FILE)) return;
     try {
       await call("/api/v1/ingest", {}, { session_file: file });
     } catch (error) {
@@ -439,6 +459,30 @@ export default function memoryPipeline(pi: ExtensionAPI) {
         const memory = JSON.parse(await call("/api/v1/memories", {}, body)) as { id: string };
         return `remembered as ${memory.id}`;
       });
+    },
+  });
+
+  pi.registerCommand("remember", {
+    description: "Keep a note for later sessions of this project (/remember <text>): a rule, a preference, a decision",
+    handler: async (args, ctx) => {
+      const text = (args ?? "").trim();
+      if (!text) {
+        ctx.ui.notify("memory: /remember <what to remember>", "warning");
+        return;
+      }
+      try {
+        const body = {
+          text,
+          project: ctx.cwd,
+          session_id: ctx.sessionManager.getSessionId(),
+          turn_id: currentTurn(ctx),
+          agent: "pi",
+        };
+        const memory = JSON.parse(await call("/api/v1/memories", {}, body)) as { id: string };
+        ctx.ui.notify(`remembered as ${memory.id}`, "info");
+      } catch (error) {
+        ctx.ui.notify(`memory: ${(error as Error).message}`, "warning");
+      }
     },
   });
 

@@ -36,6 +36,7 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.exclude import excluded
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
 from memory_pipeline.sessions.messages import TRUNCATED
 from memory_pipeline.sessions.turns import group_turns
@@ -66,7 +67,9 @@ def session_files(
     folders = ", ".join(str(root.path) for root in sessions.roots)
     if not found:
         context.log.info(f"no session files under {folders}")
-    in_range = [f for f in found if f.partition in set(keys)]
+    in_days = [f for f in found if f.partition in set(keys)]
+    # Projects a person keeps out of the memory: never read, so nothing of them is stored anywhere.
+    in_range = [f for f in in_days if not excluded(f.project, sessions.exclude)]
     with es.get_client() as client:
         recorded = {sid: rec for sid, (_, rec) in read_manifest(client, keys).items()}
     files = catalog(in_range, recorded)
@@ -84,6 +87,7 @@ def session_files(
             "files_found": len(found),
             "files": files.height,
             "changed_files": changed,
+            "excluded_files": len(in_days) - len(in_range),
             "not_sessions": len(problems),
             "problems": problems_markdown(problems),
             "bytes": int(files["size"].sum()),

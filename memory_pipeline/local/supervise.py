@@ -237,6 +237,12 @@ def start_all(
     for part in parts(service_port, ui_port):
         progress(f"{part.name}: waiting until it answers")
         wait_until(part.healthy, timeout=300, what=part.name, log_path=logs / f"{part.name}.log")
+    # The service wrote its one-time login code on start (`serve`): the browser's way in, said here too, since
+    # `up` runs the service in the background and its own message goes to its log.
+    login = settings.service_login_path
+    code = login.read_text().strip() if login.exists() else ""
+    where = f"http://127.0.0.1:{service_port}"
+    progress(f"memory browser: {where}/ (to edit, open once: {where}/login?code={code})" if code else where)
 
 
 def stop_all(settings: Settings, progress: Callable[[str], None]) -> list[str]:

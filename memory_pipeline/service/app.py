@@ -26,6 +26,7 @@ from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER, mark_person
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, recall, review
+from memory_pipeline.service.routes import forget as forget_routes
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
@@ -147,6 +148,7 @@ def create_app(
         return response
 
     app.include_router(api.router)
+    app.include_router(forget_routes.router)
     app.include_router(review.router)
     app.include_router(recall.router)
     app.include_router(recall.pages)

@@ -27,7 +27,7 @@ from memory_pipeline.sessions.redact import Redactor, Rule
 from memory_pipeline.sessions.sources import parse_any
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 
 FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "partition": pl.String,

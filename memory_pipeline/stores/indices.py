@@ -213,6 +213,17 @@ NOTE_MAPPINGS: dict[str, Any] = {
         "embed_model": _KEYWORD,
     },
 }
+# A forgotten memory, kept whole for its undo (`UNDO_DAYS`, limits.py) and no longer: never searched.
+FORGOTTEN_INDEX = "memory-forgotten"
+FORGOTTEN_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "memory_id": _KEYWORD,
+        "index": _KEYWORD,
+        "forgotten_at": _DATE,
+        "document": {"type": "object", "enabled": False},  # kept as it was, never indexed
+    },
+}
 # Everything the search layers read, by the kind a result shows.
 SEARCH_INDICES = {**RECALL_INDICES, NOTES_INDEX: "note"}
 EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}

@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"reflect", "checks", "instance"},
     {"search", "resources"},
     {"curation", "jobs"},
-    {"assets", "schedules", "sensors"},
+    {"assets", "schedules", "sensors", "control"},
     {"definitions"},
     {"backfill"},
     {"fresh"},

@@ -157,7 +157,14 @@ def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:
     async def session() -> None:
         async with Client(build_mcp(lambda: fake, Redactor), raise_exceptions=True) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
-            assert tools == {"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"}
+            assert tools == {
+                "memory_search",
+                "memory_timeline",
+                "memory_show",
+                "memory_remember",
+                "memory_briefing",
+                "memory_undo_forget",
+            }
             found = await c.call_tool("memory_search", {"query": "pnpm", "project": "/work/shop"})
             assert not found.is_error and [m["id"] for m in found.structured_content["data"]] == ["m1", "m2"]
             shown = await c.call_tool("memory_show", {"ids": ["m1"]})
