@@ -1,6 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
-rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, fresh, compaction,
-fixture_memories, slow_server, sources).
+rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed); `faults` only when named (it
+runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -13,16 +14,22 @@ import sys
 from bench import (
     compaction,
     executor,
+    faults,
     fixture_memories,
     fresh,
     hard,
+    heavy,
     ingest,
     knowledge,
+    needs,
+    needs_real,
     next_session,
     recall,
+    redaction_speed,
     reflect,
     rough,
     runtime,
+    samples,
     scale,
     scaleout,
     screenshots,
@@ -33,6 +40,7 @@ from bench import (
     slow_server,
     sources,
     summarize,
+    turn_gate,
 )
 
 BENCHMARKS = {
@@ -51,16 +59,23 @@ BENCHMARKS = {
     "scaleout": scaleout.main,
     "hard": hard.main,
     "next_session": next_session.main,
+    "needs": needs.main,
     "fixture_memories": fixture_memories.main,
     "fresh": fresh.main,
     "compaction": compaction.main,
     "slow_server": slow_server.main,
     "sources": sources.main,
+    "turn_gate": turn_gate.main,
+    "samples": samples.main,
+    "heavy": heavy.main,
+    "redaction_speed": redaction_speed.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
-NAMED_ONLY = {"selection": selection.main}
+# `needs_real` reads a checkout of a public history that is not in the repository (bench/needs_real.py).
+# `faults` runs test files, minutes each.
+NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main, "faults": faults.main}
 
 
 def main() -> None:

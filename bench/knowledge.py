@@ -35,10 +35,12 @@ import numpy as np
 
 from bench.results_file import table, write_section
 from memory_pipeline.language.words import content_words
+from memory_pipeline.sessions.sources.claude_code import said_by_person
+from memory_pipeline.sessions.sources.codex import INJECTED as CODEX_INJECTED
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
-from memory_pipeline.summarize import gate
+from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
 from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
 from memory_pipeline.summarize.faithful import invented, unfaithful
@@ -59,12 +61,33 @@ def load_turns() -> list[dict[str, Any]]:
     return json.loads(LABELS.read_text())["turns"]
 
 
+# The labels keep each message's role and text, not the flag Claude Code sets on a compaction summary it sends in
+# the user role (`isCompactSummary`, which its reader turns into a compaction): its fixed opening stands for it.
+_COMPACTION_OPENING = "This session is being continued from a previous conversation"
+
+
+def _read_as_the_pipeline_does(history: str, text: str) -> str:
+    """The role the agent's reader gives a message labelled "user": "user" when a person typed it, "system" for
+    what the agent itself sent in the user role (Codex's context blocks, Claude Code's notes and compaction
+    summaries), as `sessions/sources` decide for real files."""
+    if history == "codex" and text.lstrip().startswith(CODEX_INJECTED):
+        return "system"
+    if history == "claude-code" and (said_by_person(text) is None or text.startswith(_COMPACTION_OPENING)):
+        return "system"
+    return "user"
+
+
+def _role_read(turn: dict[str, Any], message: dict[str, Any]) -> str:
+    role = message["role"]
+    return _read_as_the_pipeline_does(turn["history"], message["text"]) if role == "user" else role
+
+
 def job_of(turn: dict[str, Any]) -> TurnJob:
     """A labelled turn as the summarise stage sees one: the person's message, the assistant's text, its tool
-    calls and their results."""
+    calls and their results, each message read as the agent's reader reads it."""
     messages: list[TurnMessage] = []
     for m in turn["messages"]:
-        role = m["role"]
+        role = _role_read(turn, m)
         if role == "tool_call":
             call = {"name": m.get("tool_name"), "arguments": m["text"]}
             messages.append(TurnMessage("assistant", "", tool_calls=[call]))
@@ -82,6 +105,8 @@ def _code_version() -> str:
     code = [*(package / "summarize").rglob("*.py"), *(package / "language").rglob("*.py")]
     for path in sorted(p for p in code if p.name != "gate.py"):
         digest.update(path.read_bytes())
+    if turn_gate.WEIGHTS.exists():  # which turns the model reads
+        digest.update(turn_gate.WEIGHTS.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -182,8 +207,11 @@ def baseline(turns: Sequence[dict], with_model: bool) -> dict[str, list[list[Ide
         )
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
     mode = "model" if with_model else "free"
-    wanted, out = WORK / "baseline-turns.json", WORK / f"baseline-{BASELINE}-{mode}.json"
-    wanted.write_text(json.dumps(turns))
+    # The same input as the code under test: each message read as the agent's reader reads it.
+    given = json.dumps([{**t, "messages": [{**m, "role": _role_read(t, m)} for m in t["messages"]]} for t in turns])
+    digest = hashlib.sha1(given.encode()).hexdigest()[:8]
+    wanted, out = WORK / "baseline-turns.json", WORK / f"baseline-{BASELINE}-{mode}-{digest}.json"
+    wanted.write_text(given)
     argv = [sys.executable, "-W", "ignore", "-c", _BASELINE_RUN, str(code), str(wanted), str(out), mode]
     subprocess.run(argv, check=True)
     done = json.loads(out.read_text())

@@ -1,10 +1,13 @@
-"""Screenshots of the memory browser's pages, on a small demo history, into docs/screenshots/.
+"""Screenshots of the memory browser's pages, on a small demo history, into docs/screenshots/ (described in
+docs/browser.md).
 
-uv run python -m bench screenshots      (or: make screenshots)
+uv run python -m bench screenshots [--again]      (or: make screenshots)
 
 Three short sessions in two projects over three days are run through the pipeline (ingest, the local LLM's
-ideas, observations, vectors) on the local servers, with a few proposals waiting in REVIEW.md and one memory
-edited; then `memory-pipeline serve` is started and each page is captured by headless chromium.
+ideas, observations, vectors) on the local servers, with a few proposals waiting in REVIEW.md, a rule already
+in MEMORY.md and one memory edited; then `memory-pipeline serve` is started and each page is captured by
+headless chromium at 1280 px, in the light theme and in the dark one; last, a service whose Elasticsearch is
+down, for the page an outage shows.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from memory_pipeline.settings import isolated_settings, load_settings
 from memory_pipeline.stores.memory_store import open_store
 from testkit.browser import chromium, write_session
 from testkit.ingest_helpers import INGEST_ASSETS, reset_days
-from testkit.servers import memory_service
+from testkit.servers import free_port, memory_service
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "screenshots"
@@ -44,6 +47,10 @@ SESSIONS = [
             (
                 "The checkout page shows NaN for an empty cart. Why?",
                 "formatPrice divided by the item count, which is 0 for an empty cart. Fixed by returning 0.00 early.",
+            ),
+            (  # a small model's answer that is a tool call written as JSON: the pages show it as one line
+                "Which package still pulls in lodash?",
+                '```json {"name": "bash", "arguments": {"command": "pnpm why lodash"}} ```',
             ),
         ],
     ),
@@ -68,6 +75,14 @@ SESSIONS = [
         ],
     ),
 ]
+MEMORY = """# Memory — /work/demo-shop
+
+Curated by people: promoted from REVIEW.md, edit freely.
+
+## Hard rules
+
+- Never commit .env files <!-- p-20240805-001 -->
+"""
 REVIEW = """# Review — /work/demo-shop
 
 ## Hard rules
@@ -82,7 +97,10 @@ REVIEW = """# Review — /work/demo-shop
 
 
 def main(flags: list[str]) -> None:
-    shutil.rmtree(WORK, ignore_errors=True)
+    # --again: keep bench/.work (the chat model's journal answers every turn read before) and re-run the days,
+    # e.g. after another run deleted them from the shared indices: minutes instead of the model's half hour.
+    if "--again" not in flags:
+        shutil.rmtree(WORK, ignore_errors=True)
     settings = isolated_settings(load_settings(), WORK, sessions_dir=WORK / "sessions")
     days = [day for day, _, _ in SESSIONS]
     reset_days(settings, days)
@@ -95,21 +113,39 @@ def main(flags: list[str]) -> None:
             assets, resources=build_resources(settings), partition_key=day, instance=instance_with_days([day])
         ).success
     (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
+    (ensure_project_dir(settings.memory_workspace, SHOP) / "MEMORY.md").write_text(MEMORY)
     with open_search(settings) as search, open_store(settings) as store:
         [observation] = search.index(
             "checkout NaN empty cart", k=1, filters=Filters(project=SHOP, kind=("observation",))
         )
         actions.edit(search, store, settings.memory_workspace, observation.id, priority="high")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with memory_service(settings) as base, chromium(width=1200, height=1500) as driver:
-        pages = {
-            "search": f"{base}/?q=pnpm+npm&project={SHOP}",
-            "memory": f"{base}/m/{observation.id}",
-            "review": f"{base}/review",
-            "glance": f"{base}/glance",
-        }
-        for name, url in pages.items():
-            driver.get(url)
-            time.sleep(0.5)
-            driver.save_screenshot(str(SHOTS / f"{name}.png"))
-            print(f"{SHOTS / f'{name}.png'}: {url}")
+    pages = {
+        "search": f"/?q=pnpm+npm&project={SHOP}",
+        "recent": f"/?project={SHOP}",
+        "memory": f"/m/{observation.id}",
+        "review": "/review",
+        "glance": f"/glance?project={SHOP}",
+    }
+    with memory_service(settings) as base, chromium(width=1280, height=1000) as driver:
+        for theme in ("light", "dark"):
+            driver.get(f"{base}/health")
+            driver.execute_script(f"localStorage.setItem('memory-theme', '{theme}')")
+            for name, path in pages.items():
+                _shoot(driver, f"{base}{path}", f"{name}-{theme}" if theme == "dark" else name)
+    # The page a browser gets while Elasticsearch is down: a service whose Elasticsearch port has nothing on it.
+    down = isolated_settings(settings, WORK / "down", local_es_port=free_port())
+    down.sessions_dir.mkdir(parents=True, exist_ok=True)
+    with memory_service(down) as base, chromium(width=1280, height=700) as driver:
+        _shoot(driver, f"{base}/?q=pnpm", "down")
+
+
+def _shoot(driver, url: str, name: str) -> None:  # noqa: ANN001
+    driver.get(url)
+    time.sleep(1.0)  # the recent feed's first poll, the fonts
+    # The whole page, not only the window: as tall as its content.
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, max(700, min(height, 2400)))
+    time.sleep(0.3)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+    print(f"{SHOTS / f'{name}.png'}: {url}")

@@ -5,7 +5,9 @@ latest run that covered it ran the whole job and succeeded with every check
 passing. A day is run again when it is not done (never run, failed half way, a
 failed check, ingested without the chat model), when its files changed since
 `memory-raw` indexed them (new, grown, rewritten, moved or gone), or when turns
-of it failed and wait to be read again. Without the chat model (`--no-llm`) the
+of it failed and wait to be read again, or when `memory-raw` holds fewer (or more)
+documents of a file than its manifest recorded (deleted behind the pipeline's
+back: the run writes them back). Without the chat model (`--no-llm`) the
 runs leave out the LLM's assets and a day is done when the rest is.
 """
 
@@ -31,12 +33,12 @@ from elasticsearch import Elasticsearch
 
 from memory_pipeline.jobs import LLM_FREE_ASSETS, assets_to_run
 from memory_pipeline.partitions import RANGE_END, RANGE_START, ordered_days, register_days, run_days, session_days
-from memory_pipeline.sessions.discovery import Roots, agent_roots, scan_sessions
+from memory_pipeline.sessions.discovery import Roots, agent_roots, as_roots, scan_sessions
 from memory_pipeline.sessions.load import changes_since_indexed
 from memory_pipeline.sessions.parse import Problem
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
-from memory_pipeline.stores.raw_store import read_manifest
+from memory_pipeline.stores.raw_store import index_shortfalls, read_manifest
 from memory_pipeline.stores.summary_store import failed_turns_by_day
 from memory_pipeline.summarize.progress import PREFIX
 
@@ -75,8 +77,13 @@ def plan_backfill(
     }
     if es is not None and done:
         recorded = read_manifest(es, sorted(done))
-        for day, changes in changes_since_indexed(found, recorded, done).items():
+        folders = {str(root.path) for root in as_roots(sessions_dir)}
+        for day, changes in changes_since_indexed(found, recorded, done, folders).items():
             why.setdefault(day, []).extend(changes)
+        # The index checked against what the manifest recorded: documents deleted behind the pipeline's back.
+        for shortfall in index_shortfalls(es, sorted(done)).values():
+            if shortfall.partition in done:
+                why.setdefault(shortfall.partition, []).append(str(shortfall))
         if with_llm:
             for day, failed in failed_turns_by_day(es, sorted(done)).items():
                 why.setdefault(day, []).append(f"{failed} failed turn(s) to read again")
@@ -302,7 +309,20 @@ def run_plan(
                 asset_selection=assets_to_run(with_llm),
             )
             bar.update(task, completed=bar.tasks[task].total or 1, total=bar.tasks[task].total or 1)
-            runs.append({"first": first, "last": last, "run_id": result.run_id, "success": result.success})
+            # A failed check does not fail the run: it is said, never hidden behind "success".
+            failed_checks = sorted({c.check_name for c in result.get_asset_check_evaluations() if not c.passed})
+            runs.append(
+                {
+                    "first": first,
+                    "last": last,
+                    "run_id": result.run_id,
+                    "success": result.success,
+                    "failed_checks": failed_checks,
+                }
+            )
             if not quiet:  # the outcome is the command's output: stdout, whatever the bar does on stderr
-                out(f"{first}..{last}: run {result.run_id} {'success' if result.success else 'FAILED'}")
+                outcome = "success" if result.success else "FAILED"
+                if failed_checks:
+                    outcome += f", checks failed: {', '.join(failed_checks)}"
+                out(f"{first}..{last}: run {result.run_id} {outcome}")
     return runs

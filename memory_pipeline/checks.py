@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from typing import Any, NamedTuple, ParamSpec
 
 import polars as pl
@@ -21,6 +21,7 @@ from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import RECALL_INDICES, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.raw_store import (
     SyncReport,
+    index_shortfalls,
     indexed_counts,
     raw_turns,
     read_manifest,
@@ -132,6 +133,24 @@ def index_equals_messages(
     )
 
 
+@acceptance(
+    "memory_raw_index",
+    "Per session of the days, memory-raw holds as many documents of its file as the manifest recorded.",
+)
+def index_equals_manifest(client: Elasticsearch, partitions: list[str]) -> Verdict:
+    """What the index holds of each recorded session (its messages still in the file) equals what was recorded
+    when the file was indexed: documents deleted from the index behind the pipeline's back fail this check
+    (and `backfill` runs the day, which writes them back)."""
+    short = index_shortfalls(client, partitions)
+    return Verdict(
+        passed=not short,
+        metadata={
+            "sessions_differing": len(short),
+            "differing": MetadataValue.json([str(s) for s in list(short.values())[:20]]),
+        },
+    )
+
+
 @acceptance("memory_raw_index", "Every session file found is recorded, with its messages indexed.")
 def every_file_represented(
     client: Elasticsearch, files: pl.DataFrame, messages: pl.DataFrame, partitions: list[str], unread: Set[str]
@@ -205,9 +224,11 @@ def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> Verdict:
 
 
 @acceptance("memory_summary_index", "No doc_id twice, in the run or in the index.")
-def no_duplicate_summaries(client: Elasticsearch, documents: pl.DataFrame, partitions: list[str]) -> Verdict:
+def no_duplicate_summaries(
+    client: Elasticsearch, documents: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+) -> Verdict:
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
-    stored = read_summaries(client, partitions)
+    stored = read_summaries(client, partitions, kept)  # the sessions of a folder no longer configured aside
     in_index = len(stored) - len({d.doc_id for d in stored})
     return Verdict(
         passed=in_run == 0 and in_index == 0 and len(stored) == documents.height,

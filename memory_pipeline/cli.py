@@ -267,30 +267,38 @@ def _briefing(prompt: str, tokens: int, scope: str | None, agent: str | None = N
 @click.argument("agent", type=click.Choice(["claude-code"]))
 @tokens_option
 def hook_command(agent: str, tokens: int) -> None:
-    """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` (the rules
-    and important memories) and `UserPromptSubmit` (what matches the prompt) print the project's briefing as
-    Claude Code takes context from a hook, `{"hookSpecificOutput": {"hookEventName": …, "additionalContext":
-    …}}`, the project being the payload's `cwd`; `Stop` and `SessionEnd` tell the memory service (when it runs)
-    that the session's transcript changed, so its turns are searchable seconds later. Exits 0 whatever
-    happens, so the session goes on; what went wrong is on stderr."""
-    from memory_pipeline.service.hooks import claude_code
+    """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` prints the
+    project's rules, its important and its most recent memories, and `UserPromptSubmit` what matches the prompt
+    that the session was not given yet (--tokens: the start's budget), as Claude Code takes context from a hook;
+    `Stop` and `SessionEnd` tell the memory service (when it runs) that the session's transcript changed, so its
+    turns are searchable seconds later. Every delivery is recorded (`memory-pipeline injected`). Exits 0
+    whatever happens, so the session goes on; what went wrong is on stderr (service/hooks/claude_code.py)."""
+    from memory_pipeline.service.hooks.claude_code import claude_code
 
     def say(line: str) -> None:
-        click.echo(f"memory hook: {line}", err=True)
+        click.echo(line, err=True)
 
-    def brief(prompt: str, project: str) -> str:
-        try:
-            return _briefing(prompt, tokens, project)[0]
-        except click.ClickException as exc:
-            say(exc.message)
-            return ""
-
-    def notify(session_file: str) -> None:
-        with _access() as memory:
-            say(memory.notify(session_file))
-
-    if output := claude_code(click.get_text_stream("stdin").read(), brief, notify, say):
+    with _access() as memory:
+        output = claude_code(
+            click.get_text_stream("stdin").read(),
+            memory.recall,
+            lambda session_file: say(f"memory hook: {memory.notify(session_file)}"),
+            say,
+            tokens,
+        )
+    if output:
         click.echo(output)
+
+
+@main.command(name="injected")
+@click.option("--session", "session_id", help="The session's id (pi's session id, Claude Code's session_id).")
+@json_option
+def injected_command(session_id: str | None, as_json: bool) -> None:
+    """What the session was given from memory and when (each delivery: its agent, its start, prompt, file or
+    failing command, the lines with their ids, the tokens); without --session, the sessions recently given any."""
+    from memory_pipeline.service.injected import show_injected
+
+    show_injected(_settings(), session_id, as_json)
 
 
 @main.command(name="briefing")
@@ -402,6 +410,21 @@ def mcp_stdio(project: str | None) -> None:
         mcp.run("stdio")
 
 
+# Privacy, control and set-up (issue 49): each command in its own module.
+from memory_pipeline.control.exclude_command import purge_excluded_command  # noqa: E402
+from memory_pipeline.control.export_command import export_command, import_command  # noqa: E402
+from memory_pipeline.control.forget_command import forget_command, undo_forget_command  # noqa: E402
+from memory_pipeline.control.install_command import install_command, uninstall_command  # noqa: E402
+
+main.add_command(install_command)
+main.add_command(uninstall_command)
+main.add_command(export_command)
+main.add_command(import_command)
+main.add_command(forget_command)
+main.add_command(undo_forget_command)
+main.add_command(purge_excluded_command)
+
+
 @main.group()
 def review() -> None:
     """The human review loop: REVIEW.md proposals into MEMORY.md."""
@@ -447,3 +470,8 @@ def config(as_json: bool) -> None:
         "effective_embeddings_url": settings.embeddings_url,
     }
     click.echo(json.dumps(shown, indent=2))
+
+
+from memory_pipeline.folders_command import folders as _folders  # noqa: E402 - its own module, registered here
+
+main.add_command(_folders)

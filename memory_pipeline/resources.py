@@ -84,6 +84,9 @@ class SessionsResource(ConfigurableResource):
         default_factory=list, description="Extra regexes to mask, on top of the built-in secret rules."
     )
     debounce_seconds: float = Field(30.0, description="The sensor leaves files modified this recently for later.")
+    exclude: list[str] = Field(
+        default_factory=list, description="Projects never read: folders (and all below) or globs (MEMORY_EXCLUDE)."
+    )
 
     @property
     def root(self) -> Path:
@@ -253,6 +256,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             gemini_dir=str(settings.gemini_tmp_dir or ""),
             cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
             redact_patterns=settings.redact_extra_patterns,
+            exclude=settings.memory_exclude,
         ),
         "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
         "day_locks": DayLocksResource(folder=str(settings.memory_pipeline_state_dir / "locks")),

@@ -124,6 +124,11 @@ class Settings(BaseSettings):
     redact_extra_patterns: list[str] = Field(
         default_factory=list, description='Extra secret regexes to mask, as a JSON list: ["corp-[0-9a-f]{32}"].'
     )
+    memory_exclude: list[str] = Field(
+        default_factory=list,
+        description='Projects never read, as a JSON list of folders (and all below) or globs: ["~/clients/acme", '
+        '"/work/secret-*"]. `memory-pipeline purge-excluded` removes what was stored of them before.',
+    )
 
     memory_workspace: Path = Field(
         default_factory=lambda: memory_home() / "memory",

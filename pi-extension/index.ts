@@ -1,14 +1,23 @@
 /**
  * memory_pipeline for pi: what earlier sessions left behind, in this one.
  *
- * - Before the first prompt of a session, the briefing for its working directory (the project's rules, its
- *   important memories, what matches the prompt) is injected as a `memory-briefing` custom message: pi records
- *   it, the model reads it, and the pipeline never learns it again.
+ * - Before every prompt, what memory holds for it and this session was not given yet is injected as a
+ *   `memory-briefing` custom message (pi records it, the model reads it, the pipeline never learns it again):
+ *   the first prompt gets the project's briefing (its rules, its important memories, what matches the
+ *   prompt), a later one the few new lines that match it. The service records every delivery (the injection
+ *   ledger: `memory-pipeline injected --session <id>`), so nothing is given twice, a resumed session included.
+ *   When the service is slow or down, the session still gets MEMORY.md's rules (from the service's plain
+ *   read of the file, else from the file itself) and one notice that its memory is partial.
  * - Tools for the model: memory_search, memory_timeline, memory_show, memory_remember.
- * - /memory for the person: `/memory <query>` searches, `/memory` alone says where the service is.
+ * - /memory for the person: `/memory <query>` searches, `/memory` alone says where the service is;
+ *   `/remember <text>` keeps a note through the service (as memory_remember does: the service trusts no claim
+ *   of who wrote it, so it is kept at medium priority until promoted in the browser).
+ * - Privacy: text between `<private>` and `</private>`, and a whole turn whose message starts with `#private`
+ *   (the reply and the tools included), is never stored by the pipeline (memory_pipeline/sessions/private.py).
  * - When the model reads, edits or writes a file, what earlier sessions recorded about that file (a gotcha, a
  *   rule, a decision, a failure that named it) is added to the tool's result, once per file per session, a few
- *   lines with ids. MEMORY_FILE_RECALL=off turns it off.
+ *   lines with ids. MEMORY_FILE_RECALL=off turns it off. When a shell command fails, the gotchas known about it
+ *   are added to its result the same way, once per command.
  * - When a turn ends and when the session closes, the service is told which session file changed: it ingests the
  *   file's new turns at once (no LLM), so the next session, and search, see them within seconds.
  * - When pi compacts the session, the summary of what it drops is built from the memory of this very session
@@ -19,13 +28,29 @@
  * http://127.0.0.1:8765). When it is down the session goes on: one notice, no error.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { Type } from "typebox";
 
-const SERVICE = (process.env.MEMORY_SERVICE_URL ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
+/** What `memory-pipeline install pi` wrote (`<pi agent dir>/memory-pipeline.json`): the service and its token
+ * file, used when MEMORY_SERVICE_URL / MEMORY_SERVICE_TOKEN_FILE are not in pi's environment. */
+function installed(): { serviceUrl?: string; tokenFile?: string } {
+  const dir = process.env.PI_CODING_AGENT_DIR ?? join(homedir(), ".pi", "agent");
+  try {
+    return JSON.parse(readFileSync(join(dir, "memory-pipeline.json"), "utf8"));
+  } catch {
+    return {};
+  }
+}
+const INSTALLED = installed();
+const TOKEN_FILE = process.env.MEMORY_SERVICE_TOKEN_FILE ?? INSTALLED.tokenFile;
+const SERVICE = (process.env.MEMORY_SERVICE_URL ?? INSTALLED.serviceUrl ?? "http://127.0.0.1:8765").replace(/\/+$/, "");
 const BRIEFING_TOKENS = Number(process.env.MEMORY_BRIEFING_TOKENS ?? 800);
 const TIMEOUT_MS = Number(process.env.MEMORY_SERVICE_TIMEOUT_MS ?? 5000);
+// The rules alone, when recall did not answer: the service reads a file, no search; it answers at once or not at all.
+const RULES_TIMEOUT_MS = 1500;
 const TOKEN_HEADER = "X-Memory-Token";
 // The limits every way in shares (memory_pipeline/limits.py): a search's results, a timeline's window.
 const MAX_K = 50;
@@ -46,12 +71,20 @@ class ServiceDown extends Error {}
  * (`<memory_pipeline>/.state/service-token` by default there). Reads need none. */
 function token(): string {
   if (process.env.MEMORY_SERVICE_TOKEN) return process.env.MEMORY_SERVICE_TOKEN.trim();
-  const file = process.env.MEMORY_SERVICE_TOKEN_FILE;
-  if (!file) throw new Error("a note needs the service's token: set MEMORY_SERVICE_TOKEN_FILE to its .state/service-token");
+  const file = TOKEN_FILE;
+  if (!file)
+    throw new Error(
+      "a note needs the service's token: run `memory-pipeline install pi`, or set MEMORY_SERVICE_TOKEN_FILE to its .state/service-token",
+    );
   return readFileSync(file, "utf8").trim();
 }
 
-async function call(path: string, params: Record<string, string | string[] | number | undefined>, body?: unknown) {
+async function call(
+  path: string,
+  params: Record<string, string | string[] | number | undefined>,
+  body?: unknown,
+  timeoutMs: number = TIMEOUT_MS,
+) {
   const url = new URL(SERVICE + path);
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined) continue;
@@ -65,7 +98,7 @@ async function call(path: string, params: Record<string, string | string[] | num
       method: body === undefined ? "GET" : "POST",
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
     throw new ServiceDown(`the memory service at ${SERVICE} is unreachable (${(error as Error).message})`);
@@ -106,6 +139,46 @@ function recalledFiles(ctx: ExtensionContext): Set<string> {
   return seen;
 }
 
+function canRecord(): boolean {
+  return Boolean(process.env.MEMORY_SERVICE_TOKEN || TOKEN_FILE);
+}
+
+/** The memory workspace, for reading MEMORY.md when the service is down: MEMORY_WORKSPACE, else the `memory`
+ * folder beside the state folder that holds the service's token (as the service lays them out). */
+function workspace(): string | undefined {
+  if (process.env.MEMORY_WORKSPACE) return process.env.MEMORY_WORKSPACE;
+  const file = TOKEN_FILE;
+  return file ? join(dirname(dirname(file)), "memory") : undefined;
+}
+
+/** The project's folder in the workspace, named as names.py `safe_name` names it (a slug and a hash). */
+function projectFolder(project: string): string {
+  const text = project.replace(/^\/+|\/+$/g, "") || "no-project";
+  const trim = (t: string) => t.replace(/^[-.]+|[-.]+$/g, "");
+  const slug = trim(trim(text.replace(/[^A-Za-z0-9._-]+/g, "-")).slice(0, 48));
+  return `${slug || "x"}-${createHash("sha1").update(text, "utf8").digest("hex").slice(0, 10)}`;
+}
+
+/** MEMORY.md's rules read from the file itself, as the briefing shows them (empty when there are none). */
+function rulesFromFile(project: string): string {
+  const root = workspace();
+  if (!root) return "";
+  let text: string;
+  try {
+    text = readFileSync(join(root, projectFolder(project), "MEMORY.md"), "utf8");
+  } catch {
+    return "";
+  }
+  const rules = text
+    .split("\n")
+    .map((line) => /^\s*[-*]\s+(?:\[[ x]\]\s+)?(.+?)\s*(?:<!--\s*([^\s>]+)[^>]*-->)?\s*$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => `- ${m[1]} _(${m[2] ? `id \`${m[2]}\`` : "MEMORY.md"})_`);
+  return rules.length
+    ? `## Memory from earlier sessions\n\n### Rules of this project (MEMORY.md)\n${rules.join("\n")}\n`
+    : "";
+}
+
 /** pi's own lists of the files a compaction's dropped part read and changed (its compaction/utils.ts, which is not
  * exported): kept in the summary and its details, so pi's next compaction still knows them. */
 function fileLists(ops: { read: Set<string>; written: Set<string>; edited: Set<string> }) {
@@ -118,9 +191,12 @@ function text(content: string) {
 }
 
 export default function memoryPipeline(pi: ExtensionAPI) {
-  let briefed = false;
+  let briefed = false; // a briefing reached this session (without a token: the old once-per-session briefing)
+  let ruled = false; // MEMORY.md's rules reached it (the fallback gives them once)
   let noticed = false;
+  let partial = false;
   let recalled = new Set<string>();
+  const failedCommands = new Set<string>();
 
   function quietly(ctx: ExtensionContext, error: unknown): void {
     if (noticed) return;
@@ -136,6 +212,45 @@ export default function memoryPipeline(pi: ExtensionAPI) {
       .getEntries()
       .some((e) => (e as { type: string; customType?: string }).customType === BRIEFING_TYPE);
     recalled = recalledFiles(ctx);
+    ruled = briefed;
+  });
+
+  /** Memory for a moment of this session (the service records what it gives, and never gives it twice). */
+  const recall = async (ctx: ExtensionContext, event: "prompt" | "file" | "error", text: string) =>
+    JSON.parse(
+      await call("/api/v1/recall", {}, {
+        session_id: ctx.sessionManager.getSessionId(),
+        agent: "pi",
+        event,
+        project: ctx.cwd,
+        text,
+        tokens: event === "prompt" && !briefed ? BRIEFING_TOKENS : undefined,
+        // What this client waits, less the way back: a later answer is not recorded, so not lost.
+        wait_ms: Math.max(1, TIMEOUT_MS - 500),
+      }),
+    ) as { markdown: string; ids: string[]; degraded?: string | null };
+
+  /** Said once per session: memory answered in part (a server down), or only MEMORY.md's rules reached it. */
+  function partly(ctx: ExtensionContext, why: string): void {
+    if (partial || noticed) return;
+    partial = noticed = true; // one notice a session, whichever says it
+    const message = `memory: partial (${why})`;
+    if (ctx.hasUI) ctx.ui.notify(message, "warning");
+    else process.stderr.write(message + "\n");
+  }
+
+  /** MEMORY.md's rules when recall did not answer: the service's plain read of the file, else the file. */
+  const rulesOnly = async (ctx: ExtensionContext): Promise<string> => {
+    try {
+      const answer = JSON.parse(await call("/api/v1/rules", { project: ctx.cwd }, undefined, RULES_TIMEOUT_MS));
+      return (answer as { markdown: string }).markdown;
+    } catch {
+      return rulesFromFile(ctx.cwd);
+    }
+  };
+
+  const briefing = (markdown: string, ids: string[]) => ({
+    message: { customType: BRIEFING_TYPE, content: markdown, display: true, details: { ids } },
   });
 
   // The session file changed: the service ingests its day now. Never in the session's way: a failure is the
@@ -143,7 +258,7 @@ export default function memoryPipeline(pi: ExtensionAPI) {
   const changed = async (ctx: ExtensionContext) => {
     const file = ctx.sessionManager.getSessionFile();
     // An in-memory session (--no-session) has no file; without the token the day's runs ingest it later.
-    if (!file || !(process.env.MEMORY_SERVICE_TOKEN || process.env.MEMORY_SERVICE_TOKEN_FILE)) return;
+    if (!file || !(process.env.MEMORY_SERVICE_TOKEN || TOKEN_FILE)) return;
     try {
       await call("/api/v1/ingest", {}, { session_file: file });
     } catch (error) {
@@ -186,6 +301,20 @@ export default function memoryPipeline(pi: ExtensionAPI) {
   });
 
   pi.on("tool_result", async (event, ctx) => {
+    if (event.isError && event.toolName === "bash" && canRecord()) {
+      // A failing command: what earlier sessions learnt about it, once per command.
+      const command = typeof event.input.command === "string" ? event.input.command.trim() : "";
+      if (!command || failedCommands.has(command)) return;
+      failedCommands.add(command);
+      try {
+        const known = (await recall(ctx, "error", command)).markdown;
+        if (!known.trim()) return;
+        return { content: [...event.content, { type: "text" as const, text: known }], structuredContent: event.structuredContent };
+      } catch (error) {
+        quietly(ctx, error);
+      }
+      return;
+    }
     if (!FILE_RECALL || event.isError || !FILE_TOOLS.has(event.toolName)) return;
     const path = typeof event.input.path === "string" ? event.input.path.replace(/^@/, "") : "";
     if (!path) return;
@@ -193,7 +322,10 @@ export default function memoryPipeline(pi: ExtensionAPI) {
     if (recalled.has(file)) return;
     recalled.add(file); // once per file per session, whatever the answer
     try {
-      const note = await call("/api/v1/about-file", { path: file, project: ctx.cwd, format: "text" });
+      // Through recall when the service may record it (the ledger lists it), else the plain read.
+      const note = canRecord()
+        ? (await recall(ctx, "file", file)).markdown
+        : await call("/api/v1/about-file", { path: file, project: ctx.cwd, format: "text" });
       if (!note.trim()) return;
       // Kept beside the tool's own output; its structured content too, which replacing `content` drops.
       return {
@@ -206,16 +338,33 @@ export default function memoryPipeline(pi: ExtensionAPI) {
   });
 
   pi.on("before_agent_start", async (event, ctx) => {
-    if (briefed || event.messageType !== "user") return;
-    briefed = true;
+    if (event.messageType !== "user") return;
+    if (!canRecord()) {
+      // Without the token nothing can be recorded: the briefing once, before the first prompt, as before.
+      if (briefed) return;
+      briefed = true;
+      try {
+        const answer = JSON.parse(
+          await call("/api/v1/briefing", { prompt: event.prompt || "(no prompt)", project: ctx.cwd, tokens: BRIEFING_TOKENS }),
+        ) as { markdown: string; ids: string[] };
+        if (answer.markdown.trim()) return briefing(answer.markdown, answer.ids);
+      } catch (error) {
+        quietly(ctx, error);
+      }
+      return;
+    }
     try {
-      const answer = JSON.parse(
-        await call("/api/v1/briefing", { prompt: event.prompt || "(no prompt)", project: ctx.cwd, tokens: BRIEFING_TOKENS }),
-      ) as { markdown: string; ids: string[] };
-      if (!answer.markdown.trim()) return;
-      return { message: { customType: BRIEFING_TYPE, content: answer.markdown, display: true, details: { ids: answer.ids } } };
+      const answer = await recall(ctx, "prompt", event.prompt ?? "");
+      briefed = ruled = true;
+      if (answer.degraded) partly(ctx, answer.degraded);
+      if (answer.markdown.trim()) return briefing(answer.markdown, answer.ids);
     } catch (error) {
-      quietly(ctx, error);
+      if (ruled) return quietly(ctx, error);
+      ruled = true; // the rules once: a later prompt does not read them again
+      const rules = await rulesOnly(ctx);
+      if (!rules.trim()) return quietly(ctx, error); // nothing at all: the session goes on without memory
+      partly(ctx, `${(error as Error).message}; MEMORY.md's rules only`);
+      return briefing(rules, []);
     }
   });
 
@@ -310,6 +459,30 @@ export default function memoryPipeline(pi: ExtensionAPI) {
         const memory = JSON.parse(await call("/api/v1/memories", {}, body)) as { id: string };
         return `remembered as ${memory.id}`;
       });
+    },
+  });
+
+  pi.registerCommand("remember", {
+    description: "Keep a note for later sessions of this project (/remember <text>): a rule, a preference, a decision",
+    handler: async (args, ctx) => {
+      const text = (args ?? "").trim();
+      if (!text) {
+        ctx.ui.notify("memory: /remember <what to remember>", "warning");
+        return;
+      }
+      try {
+        const body = {
+          text,
+          project: ctx.cwd,
+          session_id: ctx.sessionManager.getSessionId(),
+          turn_id: currentTurn(ctx),
+          agent: "pi",
+        };
+        const memory = JSON.parse(await call("/api/v1/memories", {}, body)) as { id: string };
+        ctx.ui.notify(`remembered as ${memory.id}`, "info");
+      } catch (error) {
+        ctx.ui.notify(`memory: ${(error as Error).message}`, "warning");
+      }
     },
   });
 

@@ -21,9 +21,11 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview, problems_markdown
+from memory_pipeline.assets.when import DAILY, runs
 from memory_pipeline.checks import (
     every_file_represented,
     every_message_placed,
+    index_equals_manifest,
     index_equals_messages,
     rerun_changes_nothing,
     specs,
@@ -34,15 +36,18 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.sessions.discovery import scan_sessions
+from memory_pipeline.sessions.exclude import excluded
 from memory_pipeline.sessions.load import catalog, load_messages, unread_sessions
+from memory_pipeline.sessions.messages import TRUNCATED
 from memory_pipeline.sessions.turns import group_turns
-from memory_pipeline.stores.raw_store import read_manifest, sync_partitions
+from memory_pipeline.stores.raw_store import elsewhere_sessions, read_manifest, sync_partitions
 
 INGEST = "ingest"
 _common = daily_assets(INGEST)
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def session_files(
     context: AssetExecutionContext,
     sessions: SessionsResource,
@@ -62,7 +67,9 @@ def session_files(
     folders = ", ".join(str(root.path) for root in sessions.roots)
     if not found:
         context.log.info(f"no session files under {folders}")
-    in_range = [f for f in found if f.partition in set(keys)]
+    in_days = [f for f in found if f.partition in set(keys)]
+    # Projects a person keeps out of the memory: never read, so nothing of them is stored anywhere.
+    in_range = [f for f in in_days if not excluded(f.project, sessions.exclude)]
     with es.get_client() as client:
         recorded = {sid: rec for sid, (_, rec) in read_manifest(client, keys).items()}
     files = catalog(in_range, recorded)
@@ -80,6 +87,7 @@ def session_files(
             "files_found": len(found),
             "files": files.height,
             "changed_files": changed,
+            "excluded_files": len(in_days) - len(in_range),
             "not_sessions": len(problems),
             "problems": problems_markdown(problems),
             "bytes": int(files["size"].sum()),
@@ -89,6 +97,7 @@ def session_files(
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def raw_messages(
     context: AssetExecutionContext,
     session_files: pl.DataFrame,
@@ -125,6 +134,8 @@ def raw_messages(
             "metadata_messages": int(messages["is_metadata"].sum()),
             "problems": problems_markdown(report.problems),
             "problem_counts": MetadataValue.json(dict(problem_kinds)),
+            # Texts over MAX_TEXT_CHARS were cut (each logged above with its file and line).
+            "truncated_messages": len({(p.file, p.line) for p in report.problems if p.kind == TRUNCATED}),
             "skipped": MetadataValue.json(dict(report.skipped)),
             "masked_secrets": sum(report.redactions.values()),
             "masked_by_rule": MetadataValue.json(dict(report.redactions)),
@@ -138,6 +149,7 @@ def raw_messages(
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def turns(
     raw_messages: pl.DataFrame,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
@@ -158,6 +170,7 @@ def turns(
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_raw_index"), deps=[turns])
+@runs(DAILY)
 def memory_raw_index(
     context: AssetExecutionContext,
     raw_messages: pl.DataFrame,
@@ -174,16 +187,30 @@ def memory_raw_index(
     unread = unread_sessions(session_files, Path(sessions.cache_dir), sessions.redactor())
     for session_id in sorted(unread):
         context.log.warning(f"{session_id}: not read this run; its documents stay as they were and it is retried")
+    folders = {str(root.path) for root in sessions.roots}
     with es.get_client() as client:
-        report = sync_partitions(client, raw_messages, session_files, keys, unread)
+        report = sync_partitions(client, raw_messages, session_files, keys, unread, folders)
+        kept = set(elsewhere_sessions(client, keys, folders))
+        if kept:
+            context.log.info(f"memory-raw: {len(kept)} session(s) of folders no longer configured kept as they are")
         context.log.info(
             f"memory-raw: {report.written} written, {report.deleted} deleted, "
             f"{report.unchanged_documents} unchanged; {report.changed_sessions} changed sessions, "
             f"{report.unchanged_sessions} unchanged, {report.gone_sessions} gone"
         )
+        if report.restored:
+            context.log.warning(
+                f"memory-raw: {report.restored} document(s) were missing from the index and are written back "
+                f"(sessions {', '.join(report.restored_sessions[:20])})"
+            )
+        elif report.restored_sessions:  # fewer documents than recorded, none to write: a turn people forgot
+            context.log.info(f"memory-raw: counts recorded again for {', '.join(report.restored_sessions[:20])}")
+        if report.left_file:
+            context.log.info(f"memory-raw: {report.left_file} message(s) no longer in their files: kept, marked")
         checks = [
             turn_integrity(raw_messages),
-            index_equals_messages(client, raw_messages, keys, unread),
+            index_equals_messages(client, raw_messages, keys, unread | kept),
+            index_equals_manifest(client, keys),
             every_file_represented(client, session_files, raw_messages, keys, unread),
             rerun_changes_nothing(client, session_files, keys, report),
             every_message_placed(raw_messages),
@@ -199,6 +226,10 @@ def memory_raw_index(
             "changed_sessions": report.changed_sessions,
             "unchanged_sessions": report.unchanged_sessions,
             "gone_sessions": report.gone_sessions,
+            "restored": report.restored,
+            "restored_sessions": MetadataValue.json(report.restored_sessions[:50]),
+            "left_file": report.left_file,
+            "kept_from_unconfigured_folders": len(kept),
             "unread_sessions": MetadataValue.json(report.unread_sessions[:50]),
             "index_seconds": round(report.seconds, 3),
             "docs_per_second": round(report.written / report.seconds, 1) if report.seconds and report.written else 0,

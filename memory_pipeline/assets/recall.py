@@ -13,13 +13,15 @@ from dagster import (
 from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.assets.when import DAILY, runs
 from memory_pipeline.checks import every_memory_has_a_vector, knn_finds_itself, self_retrieval, specs
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.recall.observations import observe_turns
-from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, EmbeddingsResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.stores.indices import OBSERVATION_INDEX
+from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,
@@ -44,6 +46,7 @@ _VECTOR_SCHEMA = {
 
 
 @asset(**_common, kinds={"polars"})
+@runs(DAILY)
 def turn_observations(
     turns: pl.DataFrame,
     raw_messages: pl.DataFrame,
@@ -66,6 +69,7 @@ def turn_observations(
 
 
 @asset(**_common, kinds={"polars"}, deps=["memory_summary_index"])
+@runs(DAILY)
 def embeddings(
     context: AssetExecutionContext,
     turn_observations: pl.DataFrame,
@@ -133,12 +137,14 @@ SELF_SAMPLE = 5  # memories of each index a run queries for themselves
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("es_dense_vector"))
+@runs(DAILY)
 def es_dense_vector(
     context: AssetExecutionContext,
     embeddings: pl.DataFrame,
     turn_observations: pl.DataFrame,
     embedder: EmbeddingsResource,
     es: ElasticsearchResource,
+    sessions: SessionsResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """The vectors as indexed `dense_vector` fields (cosine, `vector_<dims>`) on `memory-summary` and
@@ -149,7 +155,8 @@ def es_dense_vector(
     with embedder.get_client() as client, es.get_client() as es_client:
         dims = embedded["vector"].list.len()[0] if embedded.height else client.dimensions()
         ensure_vectors(es_client, dims)
-        observed = write_observations(es_client, turn_observations, keys)
+        kept = elsewhere_sessions(es_client, keys, {str(root.path) for root in sessions.roots})
+        observed = write_observations(es_client, turn_observations, keys, kept)
         written = write_vectors(es_client, embedded, dims)
         es_client.indices.refresh(index="memory-*")
         coverage = vector_coverage(es_client, keys, dims)

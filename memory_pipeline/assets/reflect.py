@@ -23,6 +23,7 @@ from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.assets.when import DAILY_WITH_LLM, WEEKLY, runs
 from memory_pipeline.checks import every_memory_reflected_once, specs, supersession_marks_consistent
 from memory_pipeline.curation.corrections import corrected_summaries
 from memory_pipeline.curation.trail import read_corrections
@@ -65,6 +66,7 @@ def _as_of(configured: str | None, keys: list[str]) -> date:
 
 
 @asset(**daily_assets(REFLECT), kinds={"markdown"})
+@runs(DAILY_WITH_LLM)
 def daily_log(
     context: AssetExecutionContext,
     llm_ideas: pl.DataFrame,
@@ -137,6 +139,7 @@ class ReflectionsConfig(Config):
     kinds={"elasticsearch"},
     check_specs=specs("reflections"),
 )
+@runs(DAILY_WITH_LLM)
 def reflections(
     context: AssetExecutionContext,
     config: ReflectionsConfig,
@@ -211,6 +214,7 @@ def reflections(
 
 
 @asset(**daily_assets(REFLECT), deps=[reflections], kinds={"markdown"})
+@runs(DAILY_WITH_LLM)
 def review_proposals(
     context: AssetExecutionContext,
     es: ElasticsearchResource,
@@ -266,6 +270,7 @@ def review_proposals(
 
 
 @asset(**daily_assets(REFLECT), deps=[review_proposals], kinds={"markdown"})
+@runs(DAILY_WITH_LLM)
 def rule_maturity(
     context: AssetExecutionContext,
     es: ElasticsearchResource,
@@ -325,6 +330,7 @@ def rule_maturity(
     deps=[AssetDep("es_dense_vector", partition_mapping=AllPartitionMapping())],
     kinds={"markdown"},
 )
+@runs(WEEKLY)
 def friction_report(
     context: AssetExecutionContext,
     es: ElasticsearchResource,

@@ -20,6 +20,7 @@ from dagster_elasticsearch import ElasticsearchResource
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
+from memory_pipeline.assets.when import DAILY_WITH_LLM, runs
 from memory_pipeline.checks import (
     attempts_add_up,
     ideas_grounded,
@@ -32,9 +33,10 @@ from memory_pipeline.checks import (
 from memory_pipeline.curation.corrections import corrected_summaries, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
-from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource
+from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource, SessionsResource
+from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.summary_store import sync_summaries
-from memory_pipeline.summarize.extract import timed_out
+from memory_pipeline.summarize.extract import UNREAD, timed_out
 from memory_pipeline.summarize.frames import (
     ledger_rows,
 )
@@ -53,6 +55,7 @@ class LlmIdeasConfig(Config):
 
 
 @asset(**_common, kinds={"polars", "llm"})
+@runs(DAILY_WITH_LLM)
 def llm_ideas(
     context: AssetExecutionContext,
     config: LlmIdeasConfig,
@@ -95,6 +98,8 @@ def llm_ideas(
             "attempted": len(todo),
             "summarised": statuses["summarised"],
             "skipped_empty": statuses["empty"],
+            # Turns the gate before the model found no knowledge in: read from their own words, no request.
+            "not_read_by_model": sum(o.reason == UNREAD for o in outcomes),
             "failed": len(failures),
             # Turns the server did not answer in time: read again next run with half the prompt.
             "timed_out": sum(timed_out(o.reason) for o in outcomes if o.status == "failed"),
@@ -106,8 +111,9 @@ def llm_ideas(
             "llm_calls": sum(o.attempts for o in outcomes),
             "ideas": int(frame["ideas"].list.len().sum()),
             "ideas_dropped": MetadataValue.json(dict(Counter(why for o in outcomes for why, _ in o.dropped))),
-            "ideas_dropped_examples": MetadataValue.json(
-                [f"{o.session_id}/{o.turn_id}: {why}: {text[:100]}" for o in outcomes for why, text in o.dropped][:30]
+            # Where, not what: a dropped memory's text is the session's words, which metadata never holds.
+            "ideas_dropped_at": MetadataValue.json(
+                [f"{o.session_id}/{o.turn_id}: {why}" for o in outcomes for why, _ in o.dropped][:30]
             ),
             "ideas_demoted": sum(o.demoted for o in outcomes),
             # Memories that said what their evidence does not, composed again from the evidence, by reason.
@@ -130,11 +136,13 @@ def llm_ideas(
 
 
 @asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_summary_index"), deps=["memory_raw_index"])
+@runs(DAILY_WITH_LLM)
 def memory_summary_index(
     context: AssetExecutionContext,
     llm_ideas: pl.DataFrame,
     es: ElasticsearchResource,
     workspace: MemoryWorkspaceResource,
+    sessions: SessionsResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """`memory-summary`: one document per idea (id: a hash of session, turn and summary) with its priority,
@@ -145,10 +153,12 @@ def memory_summary_index(
         # What people edited stays edited, and what they forgot stays forgotten, however often the day runs.
         corrections = read_corrections(workspace.root)
         documents = corrected_summaries(llm_ideas, corrections)
-        report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys)
+        # The memories of a folder no longer configured stay as they are (`folders --forget` removes them).
+        kept = elsewhere_sessions(client, keys, {str(root.path) for root in sessions.roots})
+        report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys, kept)
         checks = [
             source_refs_exist(client, keys),
-            no_duplicate_summaries(client, documents, keys),
+            no_duplicate_summaries(client, documents, keys, kept),
             summaries_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),

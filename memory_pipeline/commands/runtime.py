@@ -200,7 +200,7 @@ def up_all(port: int, ui_port: int, no_local: bool, as_json: bool) -> None:
     if not no_local:
         run(local_runtime(settings, echo_progress).up)
     env = _part_env(settings)
-    run(lambda: start_all(settings, env, port, ui_port, echo_progress))
+    run(lambda: start_all(settings, env, port, ui_port, echo_progress, servers=not no_local))
     rows = _all_status(settings)
     click.echo(json.dumps([r.model_dump() for r in rows], indent=2) if as_json else table(rows))
 
@@ -239,11 +239,12 @@ def _all_status(settings: Settings) -> list[ServiceStatus]:
 
 @click.command(hidden=True)
 @_with_ports
-def supervise(port: int, ui_port: int) -> None:
+@click.option("--servers", is_flag=True, help="Start again a local server `up` started that died.")
+def supervise(port: int, ui_port: int, servers: bool) -> None:
     """The supervisor `up` starts (not for direct use)."""
     from memory_pipeline.local.supervise import parts, timestamped
     from memory_pipeline.local.supervise import supervise as keep_running
 
     settings = load()
     log = timestamped(settings.memory_pipeline_state_dir / "logs" / "supervisor.log")
-    keep_running(settings, dict(os.environ), parts(port, ui_port), log)
+    keep_running(settings, dict(os.environ), parts(port, ui_port), log, servers=servers)

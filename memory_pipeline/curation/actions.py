@@ -3,11 +3,13 @@ trail first, then the stored memory changes at once; the pipeline's next runs ap
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
 from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.curation.trail import record
+from memory_pipeline.limits import UNDO_DAYS
 from memory_pipeline.reflect.proposals import follow_memory
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search.engine import MemorySearch
@@ -43,11 +45,36 @@ def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple
 def forget(
     search: MemorySearch, store: MemoryStore, workspace: Path, memory_id: str, who: str = "person"
 ) -> Correction:
-    """Forget a memory: recorded (ids and hashes, never its text), then removed from its index."""
+    """Forget a memory: recorded (ids and hashes, never its text), then removed from its index. The memory is
+    kept whole out of every search for `UNDO_DAYS` so the forget can be undone (`undo_forget`), then purged."""
     correction, index, project = _correction(search, memory_id, action="forget", who=who)
     record(workspace, correction)
+    now = datetime.now(UTC)
+    store.purge_held(now - timedelta(days=UNDO_DAYS))
+    store.hold(index, memory_id, now)
     store.delete(index, memory_id)
     _follow(workspace, project, memory_id, None)
+    return correction
+
+
+class NothingToUndo(ValueError):
+    pass
+
+
+def undo_forget(store: MemoryStore, workspace: Path, memory_id: str, who: str = "person") -> Correction:
+    """Bring back a memory forgotten less than `UNDO_DAYS` ago: as it was (id, text, vector), searchable at once,
+    and the forget no longer applied by the pipeline's runs (an `undo` in the trail). Proposals the forget
+    withdrew are not restored: the next reflection proposes what still holds. A turn forgotten whole cannot be
+    brought back (its messages left every index), nor a memory forgotten longer ago (purged)."""
+    now = datetime.now(UTC)
+    store.purge_held(now - timedelta(days=UNDO_DAYS))
+    if store.restore(memory_id, since=now - timedelta(days=UNDO_DAYS)) is None:
+        raise NothingToUndo(
+            f"{memory_id} was not forgotten in the last {UNDO_DAYS} days (a forget is undone within {UNDO_DAYS} days;"
+            " a turn forgotten whole cannot be)"
+        )
+    correction = Correction(memory_id=memory_id, action="undo", who=who)
+    record(workspace, correction)
     return correction
 
 

@@ -36,8 +36,9 @@ class Correction(BaseModel):
     """One person's change to one memory."""
 
     memory_id: str
-    # forget_turn: the memory and the whole turn it came from (its messages, its observation, every memory).
-    action: Literal["edit", "forget", "forget_turn"]
+    # forget_turn: the memory and the whole turn it came from (its messages, its observation, every memory);
+    # undo: the forgets of this memory before it no longer hold (`in_force`).
+    action: Literal["edit", "forget", "forget_turn", "undo"]
     session_id: str = ""
     turn_id: str = ""
     original: str = Field("", description="The memory's text before the change: hashed on creation, never kept.")
@@ -155,6 +156,18 @@ def apply_corrections(memories: Iterable[dict], corrections: list[Correction], i
             # Two wordings of one edited memory in one turn are that one memory: stored once.
             kept[doc_id] = memory
     return list(kept.values())
+
+
+def in_force(corrections: list[Correction]) -> list[Correction]:
+    """The corrections that hold (oldest first): a forget followed by an undo of the same memory holds no more,
+    and the undo itself changes nothing else."""
+    ordered = sorted(corrections, key=lambda c: c.at)
+    undone = {c.memory_id: c.at for c in ordered if c.action == "undo"}
+    return [
+        c
+        for c in ordered
+        if c.action != "undo" and not (c.action in FORGETS and c.memory_id in undone and c.at <= undone[c.memory_id])
+    ]
 
 
 def forgotten_turns(corrections: list[Correction]) -> set[tuple[str, str]]:

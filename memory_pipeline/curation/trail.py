@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memory_pipeline.curation.corrections import Correction
+from memory_pipeline.curation.corrections import Correction, in_force
 
 TRAIL = "corrections.jsonl"
 
@@ -32,7 +32,9 @@ def record(workspace: Path, correction: Correction) -> None:
 
 
 def read_corrections(workspace: Path, memory_id: str | None = None) -> list[Correction]:
-    """The trail, oldest first (of one memory when `memory_id` is given); a torn last line is skipped."""
+    """The trail, oldest first: of one memory, every line (its history, undos included), when `memory_id` is
+    given; else the corrections in force (`in_force`: an undone forget no longer applies). A torn last line is
+    skipped."""
     path = trail_path(workspace)
     if not path.exists():
         return []
@@ -44,4 +46,4 @@ def read_corrections(workspace: Path, memory_id: str | None = None) -> list[Corr
             continue  # a line cut by a crash mid-write: the change it announced was never made
         if memory_id is None or correction.memory_id == memory_id:
             found.append(correction)
-    return sorted(found, key=lambda c: c.at)
+    return sorted(found, key=lambda c: c.at) if memory_id is not None else in_force(found)

@@ -1,5 +1,7 @@
 """Always on: the parts of the memory that are not servers (the memory service, Dagster's daemon and its UI),
-kept running in the background by one supervisor process, as `memory-pipeline up` starts them.
+kept running in the background by one supervisor process, as `memory-pipeline up` starts them; and the local
+servers `up` started (Elasticsearch, chat, embed), which it watches too (`servers`) and starts again when one
+died (its record left behind, its process gone: a record `down` removes is never brought back).
 
 The supervisor starts each part in its own session (recorded in `<state>/run/<part>.json`, like the servers),
 looks at them every `CHECK_SECONDS`, and starts a part that died again (logged in `<state>/logs/supervisor.log`
@@ -24,6 +26,7 @@ import httpx
 
 from memory_pipeline.local.process import (
     ProcessRecord,
+    RuntimeProblem,
     owned_process,
     read_record,
     remove_record,
@@ -31,7 +34,7 @@ from memory_pipeline.local.process import (
     stop_process,
     wait_until,
 )
-from memory_pipeline.local.runtime import ServiceStatus, tree_rss
+from memory_pipeline.local.runtime import LocalRuntime, ServiceStatus, tree_rss
 from memory_pipeline.ports import SERVICE_PORT, UI_PORT
 from memory_pipeline.settings import Settings
 
@@ -104,8 +107,11 @@ def supervise(
     log: Callable[[str], None],
     check_seconds: float = CHECK_SECONDS,
     stop_after: Callable[[], bool] = lambda: False,
+    servers: bool = False,
 ) -> None:
-    """Start every part of `kept` and keep it running until SIGTERM (or `stop_after`), then stop them all."""
+    """Start every part of `kept` and keep it running until SIGTERM (or `stop_after`), then stop them all; with
+    `servers`, start again a local server that died meanwhile (not stopped by the supervisor after: `down`
+    stops the servers)."""
     run_dir = settings.memory_pipeline_state_dir / "run"
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
@@ -117,9 +123,12 @@ def supervise(
         if record is None or owned_process(record) is None:
             record = start_part(part, settings, env)
             log(f"{part.name}: started (pid {record.pid})")
+    watch = ServerWatch(LocalRuntime(settings, progress=log), log, restarts, given_up) if servers else None
     try:
         while not stopping and not stop_after():
             time.sleep(check_seconds)
+            if watch is not None:
+                watch.check()
             for part in kept:
                 record = read_record(run_dir, part.name)
                 if part.name in given_up or (record is not None and owned_process(record) is not None):
@@ -135,6 +144,49 @@ def supervise(
                 log(f"{part.name}: had stopped ({was}); restarted (pid {record.pid})")
     finally:
         stop_parts(settings, log, [p.name for p in kept])
+
+
+class ServerWatch:
+    """The local servers `up` recorded, looked at on every check: one whose process is gone on two checks in a
+    row (not one `down` is stopping: it removes the record right after the process) is started again, within
+    the same budget of restarts as the parts."""
+
+    def __init__(
+        self, runtime: LocalRuntime, log: Callable[[str], None], restarts: dict[str, list[float]], given_up: set[str]
+    ) -> None:
+        self.runtime, self.log, self.restarts, self.given_up = runtime, log, restarts, given_up
+        self.seen_dead: set[str] = set()
+
+    def check(self) -> list[str]:
+        """The servers started again now."""
+        dead = {
+            service.name: service
+            for service in self.runtime.services(recorded=True)
+            if self.runtime.settings.is_local(service.kind)
+            and (record := read_record(self.runtime.run_dir, service.name)) is not None
+            and owned_process(record) is None
+        }
+        confirmed, self.seen_dead = [s for name, s in dead.items() if name in self.seen_dead], set(dead)
+        revived = []
+        for service in confirmed:
+            if service.name in self.given_up:
+                continue
+            recent = [t for t in self.restarts.get(service.name, []) if time.monotonic() - t < RESTART_WINDOW]
+            if len(recent) >= RESTARTS:
+                self.given_up.add(service.name)
+                self.log(f"{service.name}: died {RESTARTS} times in {RESTART_WINDOW:.0f} s; left down (see its log)")
+                continue
+            self.restarts[service.name] = [*recent, time.monotonic()]
+            self.log(f"{service.name}: had stopped; starting it again")
+            try:
+                self.runtime.up([service.kind])
+            except (RuntimeProblem, OSError) as exc:
+                self.log(f"{service.name}: could not be started again: {exc}")
+                continue
+            self.seen_dead.discard(service.name)
+            revived.append(service.name)
+            self.log(f"{service.name}: restarted")
+        return revived
 
 
 def stop_parts(settings: Settings, log: Callable[[str], None], names: list[str] | None = None) -> list[str]:
@@ -164,14 +216,20 @@ def timestamped(path: Path) -> Callable[[str], None]:
 
 
 def start_all(
-    settings: Settings, env: Mapping[str, str], service_port: int, ui_port: int, progress: Callable[[str], None]
+    settings: Settings,
+    env: Mapping[str, str],
+    service_port: int,
+    ui_port: int,
+    progress: Callable[[str], None],
+    servers: bool = False,
 ) -> None:
-    """The supervisor started in the background (when it is not running already), and every part waited for
-    until it answers: what `memory-pipeline up` does after the servers."""
+    """The supervisor started in the background (when it is not running already), watching the local servers
+    too with `servers`, and every part waited for until it answers: what `memory-pipeline up` does after the
+    servers."""
     run_dir, logs = settings.memory_pipeline_state_dir / "run", settings.memory_pipeline_state_dir / "logs"
     record = read_record(run_dir, SUPERVISOR)
     if record is None or owned_process(record) is None:
-        ports = ["--port", str(service_port), "--ui-port", str(ui_port)]
+        ports = ["--port", str(service_port), "--ui-port", str(ui_port), *(["--servers"] if servers else [])]
         start_process(
             name=SUPERVISOR, argv=[sys.executable, "-m", "memory_pipeline", "supervise", *ports], env=env, port=0,
             url="-", run_dir=run_dir, log_path=logs / "supervisor.log", cwd=PROJECT_DIR,
@@ -179,6 +237,12 @@ def start_all(
     for part in parts(service_port, ui_port):
         progress(f"{part.name}: waiting until it answers")
         wait_until(part.healthy, timeout=300, what=part.name, log_path=logs / f"{part.name}.log")
+    # The service wrote its one-time login code on start (`serve`): the browser's way in, said here too, since
+    # `up` runs the service in the background and its own message goes to its log.
+    login = settings.service_login_path
+    code = login.read_text().strip() if login.exists() else ""
+    where = f"http://127.0.0.1:{service_port}"
+    progress(f"memory browser: {where}/ (to edit, open once: {where}/login?code={code})" if code else where)
 
 
 def stop_all(settings: Settings, progress: Callable[[str], None]) -> list[str]:

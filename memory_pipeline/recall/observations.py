@@ -21,6 +21,7 @@ import polars as pl
 
 from memory_pipeline.recall.disclosures import DISCLOSURE_TAG, discloses
 from memory_pipeline.sessions.envelope import automation_of, automation_task, strip_envelope
+from memory_pipeline.sessions.tool_text import readable_tool_calls
 
 OBSERVATION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "doc_id": pl.String,
@@ -131,7 +132,7 @@ def observe_turns(turns: pl.DataFrame, messages: pl.DataFrame) -> pl.DataFrame:
         outcome = (
             f"error: {clip_tokens(last['error_message'], OUTCOME_TOKENS)}"
             if last and last["error_message"]
-            else clip_tokens(last["content"], OUTCOME_TOKENS)
+            else clip_tokens(readable_tool_calls(last["content"]), OUTCOME_TOKENS)
             if last
             else "no reply"
         )

@@ -10,9 +10,11 @@ counts them; a note says when proposed rules wait.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from elastic_transport import ConnectionError as TransportConnectionError
@@ -33,6 +35,8 @@ SECTIONS = {
     "rules": "\n### Rules of this project (MEMORY.md)\n",
     "important": "\n### Important\n",
     "related": "\n### Related to this prompt\n",
+    "recent": "\n### Recent in this project\n",
+    "command": "\n",
 }
 _RULE = re.compile(r"^\s*[-*]\s+(?:\[[ x]\]\s+)?(?P<text>.+?)\s*(?:<!--\s*(?P<id>[^\s>]+)[^>]*-->)?\s*$")
 _ORDER = {"high": 0, "medium": 1, "low": 2}
@@ -63,7 +67,7 @@ def tokens(text: str) -> int:
     return math.ceil(estimate_tokens(text))
 
 
-def _line(row: Row, agents: bool = False) -> str:
+def memory_line(row: Row, agents: bool = False) -> str:
     """A memory's briefing line; with `agents` (the project's memories come from several coding agents), the
     agent whose session it came from (a note: who stored it), so what was said where can be told apart."""
     day = row.time[:10] if row.time else "undated"
@@ -147,11 +151,89 @@ class Briefing:
     markdown: str
     ids: list[str]  # every citation id in it, in order
     down: Exception | None = None  # the search's failure, when it was down: MEMORY.md's rules only
+    keys: list[str] = field(default_factory=list)  # every line's key (`line_key`): ids, and rules without one
+    lines: list[str] = field(default_factory=list)  # the lines, in the order of `keys`
 
     @property
     def degraded(self) -> str:
         """What could not be read, for the caller to say (`search.open.briefing_note` names the server)."""
         return f"memory search unavailable ({type(self.down).__name__}): MEMORY.md rules only" if self.down else ""
+
+
+Line = tuple[str, str | None]  # a rendered line and its citation id (None: a hand-written rule)
+
+
+@dataclass
+class Parts:
+    """A briefing's candidate lines by section, in order, before the budget: what `render` chooses from."""
+
+    sections: list[tuple[str, list[Line]]]
+    notice: str = ""
+    down: Exception | None = None
+
+
+def line_key(line: str, doc_id: str | None) -> str:
+    """What identifies a line across deliveries: its citation id, or for a rule written by hand (no id) a hash
+    of its text, so a session is never given the same rule twice either."""
+    return doc_id or "MEMORY.md#" + hashlib.sha1(line.strip().encode()).hexdigest()[:12]
+
+
+def render(parts: Parts, token_budget: int, given: Iterable[str] = (), header: str = HEADER) -> Briefing:
+    """The briefing of `parts` within `token_budget` tokens: each section's lines in order while they fit,
+    leaving out the lines whose key is in `given` (delivered to this session already)."""
+    notice = parts.notice
+    text, ids, keys, shown, seen = header, [], [], [], set(given)
+    if tokens(text + notice) > token_budget:
+        return Briefing("", [], parts.down)
+    for section, lines in parts.sections:
+        heading_added = False
+        for line, doc_id in lines:
+            key = line_key(line, doc_id)
+            if key in seen:
+                continue
+            addition = line if heading_added else SECTIONS[section] + line
+            if tokens(text + addition + notice) > token_budget:
+                continue
+            text += addition
+            heading_added = True
+            seen.add(key)
+            keys.append(key)
+            shown.append(line.strip())
+            if doc_id:
+                ids.append(doc_id)
+    if text == header and not notice:
+        return Briefing("", [], parts.down)
+    return Briefing(text + notice, ids, parts.down, keys, shown)
+
+
+def briefing_parts(
+    search: MemorySearch,
+    prompt: str,
+    project: str | None = None,
+    candidates: int = 30,
+    workspace: Path | None = None,
+    policy: BriefingPolicy = DEFAULT_POLICY,
+    agent: str | None = None,
+) -> Parts:
+    """The lines a session of `project` whose prompt is `prompt` may be briefed with, by section (with
+    `agent`, only what that coding agent's sessions hold; MEMORY.md's rules are every agent's)."""
+    rules = memory_rules(workspace, project)
+    down: Exception | None = None
+    try:
+        high, related = _searched(search, prompt, Filters(project=project, agent=agent), candidates, policy)
+    except (TransportConnectionError, ConnectionTimeout) as exc:
+        # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
+        high, related, down = [], [], exc
+    shown = [content_words(r.text) for r in rules]
+    important_rows = folded(high, shown)
+    shown += [content_words(r.summary) for r in important_rows]
+    agents = len({r.agent for r in [*high, *related] if r.agent}) > 1
+    sections: list[tuple[str, list[Line]]] = [
+        ("rules", [(rule_line(r), r.id) for r in rules]),
+        ("important", [(memory_line(r, agents), r.id) for r in important_rows]),
+        ("related", [(memory_line(r, agents), r.id) for r in folded(related, shown)]),
+    ]
+    return Parts(sections, review_notice(workspace, project), down)
 
 
 def build_briefing(
@@ -166,42 +248,8 @@ def build_briefing(
 ) -> Briefing:
     """The briefing for a session of `project` whose first prompt is `prompt`, within `token_budget` tokens
     (with `agent`, only what that coding agent's sessions hold; MEMORY.md's rules are every agent's)."""
-    rules = memory_rules(workspace, project)
-    down: Exception | None = None
-    try:
-        high, related = _searched(search, prompt, Filters(project=project, agent=agent), candidates, policy)
-    except (TransportConnectionError, ConnectionTimeout) as exc:
-        # The rules are local files: a briefing still holds them when Elasticsearch is down, and says so.
-        high, related, down = [], [], exc
-    notice = review_notice(workspace, project)
-    shown = [content_words(r.text) for r in rules]
-    important_rows = folded(high, shown)
-    shown += [content_words(r.summary) for r in important_rows]
-    agents = len({r.agent for r in [*high, *related] if r.agent}) > 1
-    parts: list[tuple[str, list[tuple[str, str | None]]]] = [
-        ("rules", [(rule_line(r), r.id) for r in rules]),
-        ("important", [(_line(r, agents), r.id) for r in important_rows]),
-        ("related", [(_line(r, agents), r.id) for r in folded(related, shown)]),
-    ]
-    text, ids, seen = HEADER, [], set()
-    if tokens(text + notice) > token_budget:
-        return Briefing("", [], down)
-    for section, lines in parts:
-        heading_added = False
-        for line, doc_id in lines:
-            if doc_id and doc_id in seen:
-                continue
-            addition = line if heading_added else SECTIONS[section] + line
-            if tokens(text + addition + notice) > token_budget:
-                continue
-            text += addition
-            heading_added = True
-            if doc_id:
-                seen.add(doc_id)
-                ids.append(doc_id)
-    if text == HEADER and not notice:
-        return Briefing("", [], down)
-    return Briefing(text + notice, ids, down)
+    parts = briefing_parts(search, prompt, project, candidates, workspace, policy, agent)
+    return render(parts, token_budget)
 
 
 def _searched(

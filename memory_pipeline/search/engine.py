@@ -208,7 +208,8 @@ class MemorySearch:
                 if mode == "knn":
                     raise
                 # The embedding server is down: BM25 alone still answers (a briefing must not fail on it).
-                self.degraded = "; ".join(filter(None, [cut, f"{self.embedder.base_url} unreachable: BM25 only"]))
+                down = f"embeddings down ({self.embedder.base_url} unreachable): BM25 only, no similarity (sim -)"
+                self.degraded = "; ".join(filter(None, [cut, down]))
         if not channels:
             return []
         searches: list[dict[str, Any]] = []

@@ -1,6 +1,6 @@
 """One way for a command to reach the memory: ask the running service over the same memory when there is one
-(about 0.3 s), else search in-process (seconds to load the search). `search`, `briefing` and `remember` all go
-through `MemoryAccess`, so the CLI and the agents' hooks agree on which path a read takes.
+(about 0.3 s), else search in-process (seconds to load the search). `search`, `briefing`, `recall` and `remember` all
+go through `MemoryAccess`, so the CLI and the agents' hooks agree on which path a read takes.
 
 Light to import: the standard library's HTTP client only; the search, pydantic and the stores are imported by
 the in-process path when it runs (`memory-pipeline --help` and a search the service answers load none of them).
@@ -17,6 +17,7 @@ from memory_pipeline.service.client import DEGRADED_HEADER, ServiceRefused, ask,
 if TYPE_CHECKING:
     from memory_pipeline.search.engine import MemorySearch
     from memory_pipeline.search.models import Row
+    from memory_pipeline.search.moment import Moment, Recalled
     from memory_pipeline.search.remember import Note
     from memory_pipeline.settings import Settings
 
@@ -85,7 +86,10 @@ class MemoryAccess:
         base = None if as_json or everything else self.service
         if base:
             answer = ask(base, "/api/v1/search", {"q": query, "k": k, "mode": mode, "format": "text", **filters})
-            return Found(answer.text, answer.headers.get(DEGRADED_HEADER))
+            degraded = answer.headers.get(DEGRADED_HEADER)
+            # The service's text says it on its first line (for a model reading it); the CLI says it apart.
+            text = answer.text.removeprefix(f"note: {degraded}\n") if degraded else answer.text
+            return Found(text, degraded)
         from memory_pipeline.search.render import as_json as dumps
         from memory_pipeline.search.render import rows_text
 
@@ -109,6 +113,22 @@ class MemoryAccess:
         made = build_briefing(engine, prompt, token_budget=tokens, project=project, workspace=workspace, agent=agent)
         # The server that is down comes first: it is what the person must fix.
         return BriefingAnswer(made.markdown, made.ids, engine.degraded or briefing_note(made, self.settings))
+
+    def recall(self, moment: Moment) -> Recalled:
+        """What the session should be given at `moment` and was not yet (the injection ledger records it): from
+        the running service, else in-process over the same ledger. `ServiceRefused`, OSError on the way."""
+        from memory_pipeline.search.moment import Recalled
+
+        base = self.service
+        if base:
+            answer = tell(base, "/api/v1/recall", moment.model_dump(), self.settings.service_token())
+            return Recalled.model_validate(answer)
+        from memory_pipeline.search.moment import recall
+        from memory_pipeline.search.open import briefing_note
+        from memory_pipeline.stores.injections import open_ledger
+
+        answer, made = recall(self.engine, open_ledger(self.settings), moment, self.settings.memory_workspace)
+        return answer.model_copy(update={"degraded": briefing_note(made, self.settings)})
 
     def remember(self, note: Note) -> Row:
         """Keep `note` as it says (its author too). In-process even when a service runs: the service takes a

@@ -8,7 +8,6 @@ SameSite=Strict session cookie. A local process that reads a page finds no crede
 
 from __future__ import annotations
 
-import html
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -26,10 +25,12 @@ from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.open import DOWN, open_search, unavailable
 from memory_pipeline.service.deps import TOKEN_HEADER, mark_person
 from memory_pipeline.service.mcp_server import build_mcp
-from memory_pipeline.service.routes import api, review
+from memory_pipeline.service.routes import api, recall, review
+from memory_pipeline.service.routes import forget as forget_routes
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.injections import open_ledger
 from memory_pipeline.stores.memory_store import open_store
 
 SearchFactory = Callable[[Settings], AbstractContextManager[MemorySearch]]
@@ -84,6 +85,7 @@ def create_app(
         with open_search_for(settings) as search, open_store(settings) as store:
             app.state.search, app.state.store, app.state.settings = search, store, settings
             app.state.redactor = Redactor.with_patterns(settings.redact_extra_patterns)
+            app.state.ledger = open_ledger(settings, app.state.redactor)
             app.state.fresh = ingest_for(settings)
             try:
                 async with mcp.session_manager.run():
@@ -146,7 +148,10 @@ def create_app(
         return response
 
     app.include_router(api.router)
+    app.include_router(forget_routes.router)
     app.include_router(review.router)
+    app.include_router(recall.router)
+    app.include_router(recall.pages)
     app.include_router(web.router)
     app.mount("/static", StaticFiles(directory=Path(web.__file__).parent / "static"), name="static")
 
@@ -158,11 +163,7 @@ def create_app(
             raise exc
         if request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", ""):
             return JSONResponse({"detail": reason}, status_code=503)
-        page = (
-            "<!doctype html><title>memory: a server is down</title><h1>A server the memory needs is down</h1>"
-            f"<p>{html.escape(reason)}</p><p>This page works again as soon as it is back; no restart needed.</p>"
-        )
-        return HTMLResponse(page, status_code=503)
+        return web.down_page(request, settings, reason)
 
     for failure in DOWN:
         app.add_exception_handler(failure, server_down)

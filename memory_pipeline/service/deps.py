@@ -10,6 +10,7 @@ from memory_pipeline.fresh.queue import FreshIngest
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.injections import InjectionLedger
 from memory_pipeline.stores.memory_store import MemoryStore
 
 # The header every write carries: the token the service made (`Settings.service_token`).
@@ -46,6 +47,10 @@ def get_redactor(request: Request) -> Redactor:
     return request.app.state.redactor
 
 
+def get_ledger(request: Request) -> InjectionLedger:
+    return request.app.state.ledger
+
+
 def get_fresh(request: Request) -> FreshIngest:
     return request.app.state.fresh
 
@@ -56,3 +61,4 @@ StoreDep = Annotated[MemoryStore, Depends(get_store)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedactorDep = Annotated[Redactor, Depends(get_redactor)]
 FreshDep = Annotated[FreshIngest, Depends(get_fresh)]
+LedgerDep = Annotated[InjectionLedger, Depends(get_ledger)]

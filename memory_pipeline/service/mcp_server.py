@@ -16,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
+from memory_pipeline.curation.actions import NothingToUndo, undo_forget
 from memory_pipeline.limits import MAX_K, MAX_TOKENS, MAX_WINDOW, MIN_TOKENS
 from memory_pipeline.search.briefing import build_briefing
 from memory_pipeline.search.engine import MemorySearch
@@ -27,11 +28,13 @@ from memory_pipeline.service.models import Briefing, Memories, MemoryDetails
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.memory_store import MemoryStore
+from memory_pipeline.stores.outage import quiet_outages
 
 INSTRUCTIONS = (
     "Persistent memory of earlier coding-agent sessions. memory_search finds memories (ids are citations), "
     "memory_timeline shows what happened around one, memory_show gives a memory with the turn it came from, "
-    "memory_remember keeps a note on purpose, memory_briefing is what a new session should know first."
+    "memory_remember keeps a note on purpose, memory_briefing is what a new session should know first, "
+    "memory_undo_forget brings back a memory forgotten by mistake."
 )
 
 
@@ -65,6 +68,7 @@ def build_mcp(
     # WARNING: its logging set-up is the process's root logger; at INFO every Elasticsearch request and every
     # storage migration of a fast-path run would be a line in the service's log.
     server = MCPServer(name="memory-pipeline", instructions=INSTRUCTIONS, log_level="WARNING")
+    quiet_outages()  # a server down is one line in the log, not thousands (the service builds this too)
     mcp = _Reasoned(server, settings)
 
     @mcp.tool()
@@ -157,6 +161,20 @@ def build_mcp(
         )
         degraded = briefing_note(made, settings) if settings else made.degraded or None
         return Briefing(markdown=made.markdown, project=where, ids=made.ids, degraded=degraded)
+
+    @mcp.tool()
+    def memory_undo_forget(
+        id: Annotated[str, Field(description="The id of the memory that was forgotten (the 'Forgotten:' notice's).")],
+    ) -> Memory:
+        """Bring back a memory forgotten by mistake, as it was, within a week of the forget."""
+        if workspace is None:
+            raise ToolError("this server has no memory workspace: undo the forget from the CLI or the service")
+        try:
+            undo_forget(_store(get_store), workspace, id, who="agent")
+        except NothingToUndo as exc:
+            raise ToolError(str(exc)) from None
+        [row] = get_search().get([id])
+        return Memory.of(row)
 
     return server
 

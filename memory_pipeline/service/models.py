@@ -119,3 +119,4 @@ class DayIngestState(BaseModel):
     seconds: float | None = Field(None, description="How long the last run took.")
     runs: int = Field(description="Successful runs of the day so far.")
     error: str | None = None
+    retry_at: float | None = Field(None, description="A failed day's next try (epoch seconds), made without a notice.")

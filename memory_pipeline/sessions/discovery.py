@@ -65,6 +65,7 @@ class FoundFile:
     size: int
     mtime_ns: int
     agent: str = "pi"
+    folder: str = ""  # the configured folder it was found under (a memory outlives that folder's setting)
 
 
 def scan_sessions(roots: Roots) -> tuple[list[FoundFile], list[Problem]]:
@@ -99,6 +100,7 @@ def scan_sessions(roots: Roots) -> tuple[list[FoundFile], list[Problem]]:
                     size=stat.st_size,
                     mtime_ns=stat.st_mtime_ns,
                     agent=agent,
+                    folder=str(root.path),
                 )
             )
     return _one_file_per_session(found, problems)

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import time
 from collections import Counter
+from collections.abc import Set
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from memory_pipeline.sessions.secret_rule import Rule
 from memory_pipeline.sessions.sources import parse_any
 
 # Bump when parsing or the row shape changes: every file is then parsed (and diffed) again.
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 
 FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "partition": pl.String,
@@ -41,6 +42,7 @@ FILE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "mtime_ns": pl.Int64,
     "fingerprint": pl.String,
     "changed": pl.Boolean,
+    "folder": pl.String,
 }
 
 
@@ -53,6 +55,15 @@ class Recorded:
     mtime_ns: int
     fingerprint: str
     parser_version: str
+    project: str | None = None  # None: recorded before the manifest kept it (not compared)
+    folder: str | None = None  # the configured folder it was found under; None: recorded before it was kept
+
+
+def elsewhere(recorded: Recorded, folders: Set[str] | None) -> bool:
+    """A recorded file not found because its folder is no longer configured (SESSIONS_DIR pointed elsewhere):
+    its memories stay (only `memory-pipeline folders --forget` removes them), unlike a file deleted from a
+    folder still read."""
+    return folders is not None and recorded.folder is not None and recorded.folder not in folders
 
 
 def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFrame:
@@ -74,6 +85,7 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
             or before.fingerprint != digest
             or before.parser_version != PARSER_VERSION
             or before.session_file != item.relative_path
+            or _project_moved(before, item)
         )
         rows.append(
             {
@@ -88,13 +100,22 @@ def catalog(found: list[FoundFile], recorded: dict[str, Recorded]) -> pl.DataFra
                 "mtime_ns": item.mtime_ns,
                 "fingerprint": digest,
                 "changed": changed,
+                "folder": item.folder,
             }
         )
     return pl.DataFrame(rows, schema=FILE_SCHEMA) if rows else pl.DataFrame(schema=FILE_SCHEMA)
 
 
+def _project_moved(before: Recorded, item: FoundFile) -> bool:
+    """The project a file is read under changed without the file changing (a Gemini chat's `.project_root`)."""
+    return before.project is not None and before.project != item.project
+
+
 def changes_since_indexed(
-    found: list[FoundFile], recorded: dict[str, tuple[str, Recorded]], days: set[str]
+    found: list[FoundFile],
+    recorded: dict[str, tuple[str, Recorded]],
+    days: set[str],
+    folders: Set[str] | None = None,
 ) -> dict[str, list[str]]:
     """Per day of `days`, what changed in its files since `memory-raw` indexed them (`recorded`: the manifest,
     session id -> (day, entry)): new, grown, rewritten, moved or gone files; files whose size and mtime are
@@ -112,14 +133,21 @@ def changes_since_indexed(
             what = f"moved from {before[1].session_file}"
         elif before[1].parser_version != PARSER_VERSION:
             what = "read by a newer parser"
+        elif _project_moved(before[1], item):
+            what = f"now in project {item.project} (was {before[1].project})"
         elif item.size > before[1].size:
             what = "grew"
+        elif item.size < before[1].size:
+            what = (
+                f"shrank from {before[1].size:,} to {item.size:,} bytes: what was indexed from it is kept, "
+                "marked as no longer in the file"
+            )
         else:
             what = "rewritten"
         changes.setdefault(item.partition, []).append(f"{item.relative_path}: {what}")
     present = {f.session_id for f in found}
     for session_id, (day, entry) in recorded.items():
-        if day in days and session_id not in present:
+        if day in days and session_id not in present and not elsewhere(entry, folders):
             changes.setdefault(day, []).append(f"{entry.session_file}: gone")
     return changes
 
@@ -155,7 +183,9 @@ def load_messages(
     jobs = _parse_jobs(files, cache_dir, redactor)
     # The whole set unchanged (a re-run): one combined file instead of hundreds of small ones.
     combined = cache_dir / f"set-{hashlib.sha1(chr(10).join(sorted(j.stem for j in jobs)).encode()).hexdigest()}"
-    if jobs and combined.with_suffix(".json").exists():
+    # Only while every file's own entry is there too: a lost entry is parsed again below, never reported as
+    # unread run after run (the sync reads the per-file entries to know what was read).
+    if jobs and all(job.cached for job in jobs) and combined.with_suffix(".json").exists():
         notes = json.loads(combined.with_suffix(".json").read_text())
         report.cached_files = len(jobs)
         _add_notes(report, notes)
@@ -212,7 +242,10 @@ def _parse_jobs(files: pl.DataFrame, cache_dir: Path, redactor: Redactor) -> lis
             row["size"],
             str(
                 cache_dir
-                / f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
+                / (
+                    f"{row['session_id']}-{(row['fingerprint'] or 'unread')[:16]}-{PARSER_VERSION}-{redaction_key}"
+                    f"-{_reading_key(row)}"
+                )
             ),
             redactor.extra_rules,
             row["session_id"],
@@ -273,6 +306,14 @@ def _parse_to_cache(job: _ParseJob) -> str | None:
         )
     )
     return None
+
+
+def _reading_key(row: dict) -> str:
+    """What a parse depends on beside the file's bytes, the parser and the rules: where the file is (its name
+    in problems and rows), its day, and its project (a Gemini chat's is the `.project_root` file beside it,
+    which changes without the chat changing)."""
+    context = "\n".join(str(row[k]) for k in ("session_file", "partition", "project"))
+    return hashlib.sha1(context.encode()).hexdigest()[:8]
 
 
 def _redaction_key(redactor: Redactor) -> str:

@@ -31,6 +31,7 @@ from memory_pipeline.sessions.models import (
     ToolCallBlock,
 )
 from memory_pipeline.sessions.parse import ParsedSession, Problem, parse_timestamp
+from memory_pipeline.sessions.private import PRIVATE_MARK, hide_private, hide_private_value, private_turn
 from memory_pipeline.sessions.redact import Redactor, masked_project, secret_argument
 from memory_pipeline.sessions.turns import Node, assign_turns
 
@@ -111,9 +112,16 @@ def empty_messages() -> pl.DataFrame:
     return pl.DataFrame(schema=MESSAGE_SCHEMA)
 
 
-def _cut(text: str) -> tuple[str, bool]:
+TRUNCATED = "truncated"  # the kind of problem a cut text is listed as
+
+
+def _cut(text: str, cuts: list[str] | None = None, what: str = "text") -> tuple[str, bool]:
+    """The text, cut to MAX_TEXT_CHARS with a marker saying how much went; each cut is named in `cuts` (the
+    caller lists it with the file and line: a 50 MB line must not shrink without a word)."""
     if len(text) <= MAX_TEXT_CHARS:
         return text, False
+    if cuts is not None:
+        cuts.append(f"{what} cut from {len(text):,} to {MAX_TEXT_CHARS:,} characters")
     return text[:MAX_TEXT_CHARS] + f"\n[… truncated {len(text) - MAX_TEXT_CHARS:,} characters]", True
 
 
@@ -181,10 +189,12 @@ def session_messages(
     for parsed in session.entries:
         entry = parsed.entry
         if isinstance(entry, LabelEntry):
-            labels[safe_id(entry.targetId)] = redactor.redact(entry.label, redactions) if entry.label else entry.label
+            label = _private_hidden(entry.label, redactions) if entry.label else entry.label
+            labels[safe_id(entry.targetId)] = redactor.redact(label, redactions) if label else label
         elif isinstance(entry, SessionInfoEntry):
             # Names and labels are free text a person typed: they are scanned like everything else.
-            session_name = redactor.redact(entry.name, redactions) if entry.name else None
+            name_text = _private_hidden(entry.name, redactions) if entry.name else None
+            session_name = redactor.redact(name_text, redactions) if name_text else None
         elif isinstance(entry, ContextEditEntry) and safe_id(entry.targetId) in _ancestors(parsed.id, parent_of):
             # Branch-relative: an edit changes what the model saw on its own branch only.
             edits[safe_id(entry.targetId)] = entry.replacement is None
@@ -213,6 +223,9 @@ def session_messages(
         nodes.append(Node(parsed.id, parsed.parent_id, role))
 
     places = assign_turns(nodes, session.active_path)
+    # What a person marked private goes before anything is masked, counted or stored (sessions/private.py).
+    private = _private_entries(fields_of, places)
+    fields_of = {eid: _without_private(f, eid in private, redactions) for eid, f in fields_of.items()}
     call_owner = {call.id: entry_id for entry_id, f in fields_of.items() for call in f.get("calls", [])}
     started_at = session.started_at
     rows: list[dict[str, Any]] = []
@@ -221,16 +234,25 @@ def session_messages(
         if fields is None:
             continue
         counts: Counter[str] = Counter()
-        content, cut_content = _cut(redactor.redact("\n".join(t for t in fields.get("texts", []) if t), counts))
-        thinking, cut_thinking = _cut(redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts))
+        cuts: list[str] = []
+        texts = "\n".join(t for t in fields.get("texts", []) if t)
+        content, cut_content = _cut(redactor.redact(texts, counts), cuts, "content")
+        thinking, cut_thinking = _cut(
+            redactor.redact("\n".join(t for t in fields.get("thinking", []) if t), counts), cuts, "thinking"
+        )
         calls = [
             {
                 "id": c.id,
                 "name": c.name,
-                "arguments": _cut(json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False))[0],
+                "arguments": _cut(
+                    json.dumps(redact_arguments(c.arguments, redactor, counts), ensure_ascii=False),
+                    cuts,
+                    f"arguments of tool call {c.name}",
+                )[0],
             }
             for c in fields.get("calls", [])
         ]
+        session.problems.extend(Problem(name, parsed.line, TRUNCATED, cut) for cut in cuts)
         error = fields.get("error_message")
         usage = fields.get("usage")
         place = places.get(parsed.id)
@@ -296,6 +318,46 @@ def session_messages(
         )
         redactions.update(counts)
     return rows, redactions
+
+
+def _private_hidden(text: str, counts: Counter[str]) -> str:
+    hidden, spans = hide_private(text)
+    if spans:
+        counts["private"] += spans
+    return hidden
+
+
+def _private_entries(fields_of: dict[str, dict[str, Any]], places: dict[str, Any]) -> set[str]:
+    """The entries of private turns: every message of a turn whose user message starts with `#private`."""
+    opened = {eid for eid, f in fields_of.items() if f["role"] == "user" and private_turn("\n".join(f["texts"]))}
+    turns = {places[eid].turn_id for eid in opened if eid in places}
+    return opened | {eid for eid in fields_of if eid in places and places[eid].turn_id in turns}
+
+
+def _without_private(fields: dict[str, Any], whole: bool, counts: Counter[str]) -> dict[str, Any]:
+    """A message's text fields with private spans hidden, or all of them (`whole`: a private turn's message)."""
+    calls: list[ToolCallBlock] = fields.get("calls", [])
+    if whole:
+        counts["private"] += 1
+        return {
+            **fields,
+            "texts": [PRIVATE_MARK],
+            "thinking": [],
+            "calls": [c.model_copy(update={"arguments": PRIVATE_MARK}) for c in calls],
+            "error_message": PRIVATE_MARK if fields.get("error_message") else None,
+        }
+    hidden = dict(fields)
+    hidden["texts"] = [_private_hidden(t, counts) for t in fields.get("texts", []) if t]
+    hidden["thinking"] = [_private_hidden(t, counts) for t in fields.get("thinking", []) if t]
+    error = fields.get("error_message")
+    hidden["error_message"] = _private_hidden(error, counts) if error else error
+    hidden["calls"] = []
+    for call in calls:
+        arguments, spans = hide_private_value(call.arguments)
+        if spans:
+            counts["private"] += spans
+        hidden["calls"].append(call.model_copy(update={"arguments": arguments}) if spans else call)
+    return hidden
 
 
 def redact_arguments(value: Any, redactor: Redactor, counts: Counter[str]) -> Any:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 
 import ahocorasick
 
-from memory_pipeline.sessions.reach import holds_keyword, line_reach
+from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
 from memory_pipeline.sessions.secret_rule import GENERIC, MARKER, Rule, gitleaks_rules, shannon_entropy
 from memory_pipeline.sessions.secret_rules import OWN_RULES, PLACEHOLDER, SHAPE_RULES
 
@@ -54,6 +54,25 @@ class Redactor:
         self._keywords.make_automaton()
         # Per rule, the lines around a keyword its matches stay within; None: the whole text (see reach.py).
         self._reach = tuple(_line_reach(rule) for rule in self.rules)
+        # For the rules unbounded only by runs of whitespace (`\s*` between a name and its `=`): the non-blank
+        # lines around a keyword their matches stay within, blank lines not counted (see reach.blank_reach).
+        self._blank_reach = tuple(
+            _line_reach(rule, blank_reach) if reach is None else None
+            for rule, reach in zip(self.rules, self._reach, strict=True)
+        )
+        # The rules whose every match starts in a short run right before a keyword (gitleaks' generated rules):
+        # tried only at those starts (`_lead_matches`), not at every position of the lines around.
+        self._lead = tuple(
+            lead(rule.pattern, rule.keywords) if rule.keywords and not (rule.block or rule.in_runs) else None
+            for rule in self.rules
+        )
+        # The rules each keyword can wake, and those without keywords: a text wakes only its keywords' rules
+        # (asking each of the ~270 rules about its keywords, per text, was a third of the time on tool output).
+        self._waking: dict[str, list[int]] = {}
+        for i, rule in enumerate(self.rules):
+            for keyword in set(rule.keywords):
+                self._waking.setdefault(keyword, []).append(i)
+        self._sleepless = [i for i, rule in enumerate(self.rules) if not rule.keywords]
 
     @classmethod
     def with_patterns(cls, patterns: Iterable[str]) -> Redactor:
@@ -115,29 +134,42 @@ class Redactor:
         lines: _Lines | None = None
         runs: list[tuple[int, int]] | None = None
         found: list[tuple[int, int, str]] = []
-        for rule, reach in zip(self.rules, self._reach, strict=True):
-            if rule.keywords and not any(k in hits for k in rule.keywords):
+        woken = set(self._sleepless).union(*(self._waking[k] for k in hits))
+        for index in sorted(woken):  # rule order: the earlier rule names a merged span
+            rule, reach, blank, opening = (
+                self.rules[index],
+                self._reach[index],
+                self._blank_reach[index],
+                self._lead[index],
+            )
+            if opening is not None and junctions is None:
+                starts = sorted({p for k in rule.keywords for p in hits.get(k, ())})
+                matches = _lead_matches(rule.pattern, text, starts, *opening)
+                found.extend(_accepted(rule, rule.pattern.finditer(text) if matches is None else matches, masked))
                 continue
             if rule.in_runs:
                 runs = runs if runs is not None else _runs(text, junctions)
                 windows = [(a, b) for a, b in runs if b - a >= rule.in_runs]
-            elif reach is not None:
+            elif reach is not None or blank is not None:
                 lines = lines or _Lines(text)
-                windows = lines.around(sorted(p for k in rule.keywords for p in hits.get(k, ())), reach)
+                positions = sorted(p for k in rule.keywords for p in hits.get(k, ()))
+                windows = lines.around(positions, reach) if reach is not None else lines.around(positions, blank, True)
             else:
                 windows = [(0, len(text))]
             if junctions is not None:
                 windows = [w for w in windows if _holds_junction(w, junctions)]
-            spans = _scan(rule, text, windows, masked, exact_ends=bool(rule.in_runs) or reach is None)
+            whole = reach is None and blank is None
+            spans = _scan(rule, text, windows, masked, exact_ends=bool(rule.in_runs) or whole)
             found.extend(spans if spans is not None else _accepted(rule, rule.pattern.finditer(text), masked))
         return found
 
 
-def _line_reach(rule: Rule) -> int | None:
-    """The lines either side of a keyword that hold all of `rule`'s matches; None: it must read the whole text."""
+def _line_reach(rule: Rule, reach: Callable[[re.Pattern[str]], int | None] = line_reach) -> int | None:
+    """The lines either side of a keyword that hold all of `rule`'s matches (counted by `reach`); None: it must
+    read the whole text."""
     if rule.block or rule.in_runs or not holds_keyword(rule.pattern, rule.keywords):
         return None
-    return line_reach(rule.pattern)
+    return reach(rule.pattern)
 
 
 def _scan(
@@ -151,6 +183,38 @@ def _scan(
         if not exact_ends and end < len(text) and matches and matches[-1].end() >= end - 1:
             return None
     return _accepted(rule, matches, masked)
+
+
+def _lead_matches(
+    pattern: re.Pattern[str], text: str, keywords: list[int], width: int, run: re.Pattern[str]
+) -> list[re.Match[str]] | None:
+    """`pattern.finditer(text)` for a pattern whose every match starts in a run of `run`'s class of at most `width`
+    characters ending at a keyword (`reach.lead`): tried only at those starts, each match read on the whole text
+    (its lookarounds and `$` as there), the next one looked for from its end, as `finditer` does. None on an
+    empty match (finditer's own rules for those): the caller reads the whole text."""
+    starts: list[list[int]] = []
+    for position in keywords:
+        first = max(0, position - width)
+        while (reached := run.match(text, first, position).end()) != position:  # type: ignore[union-attr]
+            first = reached + 1  # the run broke there: a match cannot start before it
+        if starts and first <= starts[-1][1] + 1:
+            starts[-1][1] = max(starts[-1][1], position)
+        else:
+            starts.append([first, position])
+    matches: list[re.Match[str]] = []
+    after = 0
+    for first, last in starts:
+        start = max(first, after)
+        while start <= last:
+            match = pattern.match(text, start)
+            if match is None:
+                start += 1
+                continue
+            if match.end() == match.start():
+                return None
+            matches.append(match)
+            after = start = match.end()
+    return matches
 
 
 def _accepted(
@@ -182,15 +246,36 @@ class _Lines:
     """Where a text's lines start and end, to turn keyword positions into stretches of whole lines."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         self.size = len(text)
         self.breaks = [m.start() for m in _NEWLINE.finditer(text)]
+        self._blank: list[bool] | None = None
 
-    def around(self, positions: list[int], reach: int) -> list[tuple[int, int]]:
-        """The lines within `reach` of each position (line breaks included), overlapping stretches merged."""
+    @property
+    def blank(self) -> list[bool]:
+        """Per line: whether it holds only whitespace (`str.isspace`, what `\\s` matches) or nothing."""
+        if self._blank is None:
+            self._blank = [not line.strip() for line in self.text.split("\n")]
+        return self._blank
+
+    def _spread(self, line: int, reach: int) -> tuple[int, int]:
+        """The first and last line within `reach` non-blank lines of `line`, and every blank line next to them."""
+        blank, first, last, up, down = self.blank, line, line, reach, reach
+        while first > 0 and (blank[first - 1] or up):
+            up -= not blank[first - 1]
+            first -= 1
+        while last < len(blank) - 1 and (blank[last + 1] or down):
+            down -= not blank[last + 1]
+            last += 1
+        return first, last
+
+    def around(self, positions: list[int], reach: int, skip_blank: bool = False) -> list[tuple[int, int]]:
+        """The lines within `reach` of each position (line breaks included), overlapping stretches merged; with
+        `skip_blank`, `reach` counts only lines that are not blank (`reach.blank_reach`)."""
         windows: list[tuple[int, int]] = []
         for position in positions:
             line = bisect_left(self.breaks, position)
-            first, last = line - reach, line + reach
+            first, last = self._spread(line, reach) if skip_blank else (line - reach, line + reach)
             start = self.breaks[first - 1] + 1 if first > 0 else 0
             end = self.breaks[last] + 1 if last < len(self.breaks) else self.size
             if windows and start <= windows[-1][1]:

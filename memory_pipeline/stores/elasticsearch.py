@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -211,6 +211,12 @@ def sync_documents(
             upserts.append((doc_id, hashed))
     written, deleted = bulk_apply(client, index, upserts, sorted(existing), partial=partial)
     return SyncCounts(written, deleted, unchanged)
+
+
+def days_except(partitions: list[str], kept: Sequence[str] = ()) -> dict[str, Any]:
+    """The documents of these days, but those of the sessions `kept` (of a folder no longer configured)."""
+    days = {"terms": {"partition": partitions}}
+    return {"bool": {"filter": [days], "must_not": [{"terms": {"session_id": list(kept)}}]}} if kept else days
 
 
 def delete_matching(client: Elasticsearch, indices: Iterable[str], query: dict[str, Any]) -> int:

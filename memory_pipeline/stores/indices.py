@@ -15,6 +15,9 @@ _KEYWORD = {"type": "keyword"}
 # Filtered (keyword) and searched (text) at once.
 _KEYWORD_TEXT = {"type": "keyword", "ignore_above": 2048, "fields": {"text": {"type": "text"}}}
 _DATE = {"type": "date"}
+# Set on a `memory-raw` document whose message is no longer in its session file (cut short after indexing):
+# the memory is the record, so the message stays, marked with when the pipeline found it gone.
+LEFT_FILE = "left_file_at"
 
 RAW_MAPPINGS: dict[str, Any] = {
     "dynamic": "strict",
@@ -70,6 +73,7 @@ RAW_MAPPINGS: dict[str, Any] = {
         "turn_id": _KEYWORD,
         "turn_index": {"type": "integer"},
         "message_index": {"type": "integer"},
+        LEFT_FILE: _DATE,
     },
 }
 
@@ -84,6 +88,9 @@ RAW_FILES_MAPPINGS: dict[str, Any] = {
         "fingerprint": _KEYWORD,
         "parser_version": _KEYWORD,
         "message_count": {"type": "integer"},
+        # What a parse of the file depends on beside its bytes (a Gemini chat's project is a file beside it).
+        "project": _KEYWORD,
+        "folder": _KEYWORD,  # the configured folder the file was found under
     },
 }
 
@@ -206,6 +213,17 @@ NOTE_MAPPINGS: dict[str, Any] = {
         "embed_model": _KEYWORD,
     },
 }
+# A forgotten memory, kept whole for its undo (`UNDO_DAYS`, limits.py) and no longer: never searched.
+FORGOTTEN_INDEX = "memory-forgotten"
+FORGOTTEN_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "memory_id": _KEYWORD,
+        "index": _KEYWORD,
+        "forgotten_at": _DATE,
+        "document": {"type": "object", "enabled": False},  # kept as it was, never indexed
+    },
+}
 # Everything the search layers read, by the kind a result shows.
 SEARCH_INDICES = {**RECALL_INDICES, NOTES_INDEX: "note"}
 EMBED_FIELDS = {"embed_hash": _KEYWORD, "embed_model": _KEYWORD}
@@ -291,6 +309,8 @@ class RawFileDoc(TypedDict):
     fingerprint: str
     parser_version: str
     message_count: int
+    project: str
+    folder: str
 
 
 RAW_MESSAGE_DOC = TypeAdapter(RawMessageDoc)

@@ -9,11 +9,12 @@ one instead of failing halfway through a write.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import polars as pl
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.stores.elasticsearch import bulk_apply, ensure_index, stored_sources, sync_documents
+from memory_pipeline.stores.elasticsearch import bulk_apply, days_except, ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import (
     EMBED_FIELDS,
     OBSERVATION_INDEX,
@@ -70,11 +71,14 @@ def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions
     return [item | {"stored_hash": stored.get((item["index"], item["doc_id"]), "")} for item in items]
 
 
-def write_observations(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> tuple[int, int]:
-    """Observation documents equal to the frame for these days (vectors on them are kept)."""
+def write_observations(
+    client: Elasticsearch, observations: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+) -> tuple[int, int]:
+    """Observation documents equal to the frame for these days (vectors on them are kept), but those of the
+    sessions `kept` (of a folder no longer configured), left as they are."""
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS)
     rows = ((row["doc_id"], row) for row in observations.iter_rows(named=True))
-    counts = sync_documents(client, OBSERVATION_INDEX, {"terms": {"partition": partitions}}, rows, partial=True)
+    counts = sync_documents(client, OBSERVATION_INDEX, days_except(partitions, kept), rows, partial=True)
     return counts.written, counts.deleted
 
 

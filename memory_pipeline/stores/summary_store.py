@@ -9,6 +9,7 @@ to what the run produced: new or changed ideas written, vanished ones deleted.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -16,7 +17,7 @@ from elasticsearch import Elasticsearch
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from memory_pipeline.stores.elasticsearch import ensure_index, stored_sources, sync_documents
+from memory_pipeline.stores.elasticsearch import days_except, ensure_index, stored_sources, sync_documents
 from memory_pipeline.stores.indices import LEDGER_INDEX, LEDGER_MAPPINGS, SUMMARY_INDEX, SUMMARY_MAPPINGS
 
 
@@ -106,10 +107,10 @@ def failed_turns_by_day(client: Elasticsearch, partitions: list[str]) -> dict[st
     return {b["key"]: b["doc_count"] for b in answer["aggregations"]["days"]["buckets"]}
 
 
-def read_summaries(client: Elasticsearch, partitions: list[str]) -> list[SummaryDoc]:
+def read_summaries(client: Elasticsearch, partitions: list[str], kept: Sequence[str] = ()) -> list[SummaryDoc]:
     if not client.indices.exists(index=SUMMARY_INDEX):
         return []
-    docs = stored_sources(client, SUMMARY_INDEX, {"terms": {"partition": partitions}})
+    docs = stored_sources(client, SUMMARY_INDEX, days_except(partitions, kept))
     return [
         SummaryDoc.model_validate({k: v for k, v in d.items() if k in SummaryDoc.model_fields}) for d in docs.values()
     ]
@@ -124,12 +125,17 @@ class SummarySyncReport:
 
 
 def sync_summaries(
-    client: Elasticsearch, ideas: pl.DataFrame, turns: pl.DataFrame, partitions: list[str]
+    client: Elasticsearch,
+    ideas: pl.DataFrame,
+    turns: pl.DataFrame,
+    partitions: list[str],
+    kept: Sequence[str] = (),
 ) -> SummarySyncReport:
     """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
-    (one row per turn outcome); only what differs is written."""
+    (one row per turn outcome); only what differs is written. The sessions `kept` (of a folder no longer
+    configured) are left as they are."""
     ensure_summary_indices(client)
-    days = {"terms": {"partition": partitions}}
+    days = days_except(partitions, kept)
     summaries = sync_documents(
         client,
         SUMMARY_INDEX,

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
-from memory_pipeline.summarize import gate
+from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import (
     disclosed,
     distinct,
@@ -103,14 +103,31 @@ class TurnOutcome:
 
 
 Keep = Callable[[Idea, TurnText], bool]
+Read = Callable[[TurnText], bool]  # whether the chat model reads a turn
+# The reason on a turn the gate before the model kept from it (`turn_gate`): counted, never retried.
+UNREAD = "not read by the chat model: the turn gate finds no knowledge in it"
 
 
 def summarise_turn(
-    client: ChatClient, job: TurnJob, context_tokens: int, max_output_tokens: int, keep: Keep = gate.keeps
+    client: ChatClient,
+    job: TurnJob,
+    context_tokens: int,
+    max_output_tokens: int,
+    keep: Keep = gate.keeps,
+    read: Read = turn_gate.may_hold_knowledge,
 ) -> TurnOutcome:
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
     text = turn_text(job.messages)
     begin = time.perf_counter()
+    if not read(text):
+        # Not worth the model's half minute (a heartbeat, an acknowledgement, a tool loop): its own words only.
+        kept, gated = _split(candidates_without_model(text), lambda idea: keep(idea, text))
+        outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
+        outcome.ideas, outcome.reason = kept, UNREAD
+        outcome.status = "summarised" if kept else "empty"
+        outcome.seconds = time.perf_counter() - begin
+        outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
+        return outcome
     budget = max_output_tokens + int((context_tokens - max_output_tokens) * job.prompt_share)
     for attempt in range(1, ATTEMPTS + 1):
         outcome.attempts = attempt
@@ -255,11 +272,12 @@ def summarise_turns(
     concurrency: int = 1,
     on_done: Callable[[TurnOutcome], None] | None = None,
     keep: Keep = gate.keeps,
+    read: Read = turn_gate.may_hold_knowledge,
 ) -> list[TurnOutcome]:
     """Every job's outcome, in job order. A transport failure propagates (the server is gone)."""
 
     def run(job: TurnJob) -> TurnOutcome:
-        outcome = summarise_turn(client, job, context_tokens, max_output_tokens, keep)
+        outcome = summarise_turn(client, job, context_tokens, max_output_tokens, keep, read)
         if on_done:
             on_done(outcome)
         return outcome

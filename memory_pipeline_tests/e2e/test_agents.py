@@ -176,7 +176,9 @@ def test_the_claude_code_hook_prints_the_projects_briefing(every_agent, tmp_path
     Claude Code sends: the briefing of the payload's project, as Claude Code takes context from a hook."""
     settings, _, _, _ = every_agent
     payload = {
-        "session_id": "5d0c3e1a-0000-4000-8000-000000000002",
+        # A session of its own for each event: the first thing a session is given is the project's briefing
+        # (what a later prompt of the same session gets is in test_recall_every_prompt.py).
+        "session_id": f"5d0c3e1a-0000-4000-8000-00000000000{2 if event == 'SessionStart' else 3}",
         "transcript_path": str(settings.claude_projects_dir / "-home-dev-overseer" / "next.jsonl"),
         "cwd": PROJECT,
         "hook_event_name": event,

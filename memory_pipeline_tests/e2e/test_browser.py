@@ -69,7 +69,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         assert settings.service_token() not in driver.page_source
         driver.get(f"{base}/login?code={settings.service_login_path.read_text().strip()}")
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
-        rows = driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")
+        rows = driver.find_elements(By.CSS_SELECTOR, "#results a[data-id]")
         assert rows, driver.page_source[:2000]
         # The hostile text is shown as text: no alert, no script of its own ran, the markup is visible.
         assert "<script>window.__pwned" in driver.find_element(By.ID, "results").text
@@ -78,7 +78,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
             driver.switch_to.alert.text  # noqa: B018 - touching it is the check
 
         # A memory's page: its turn as a conversation.
-        forgotten_id = rows[0].text
+        forgotten_id = rows[0].get_attribute("data-id")  # the whole id (the link shows a short one)
         rows[0].click()
         _wait(driver, expected_conditions.presence_of_element_located((By.ID, "turn")))
         roles = [e.text.split(" ·")[0] for e in driver.find_elements(By.CSS_SELECTOR, "#turn .role")]
@@ -96,7 +96,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
 
         # Its turn is still found through its observation: forget that with the whole turn, and nothing of the
         # turn is left to find (its messages, its observation, any memory of it).
-        found = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")]
+        found = [e.get_attribute("data-id") for e in driver.find_elements(By.CSS_SELECTOR, "#results a[data-id]")]
         [observation_id] = [i for i in found if i.startswith("obs_")][:1]
         driver.get(f"{base}/m/{observation_id}")
         forgotten_turn = driver.find_element(By.ID, "turn-id").text
@@ -108,7 +108,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
 
         # Edit another: the new text is shown, with the change in the trail.
         driver.get(f"{base}/?q=checkout+price+formatter&project={PROJECT}")
-        edited_id = driver.find_elements(By.CSS_SELECTOR, "#results tr td.id a")[0].text
+        edited_id = driver.find_elements(By.CSS_SELECTOR, "#results a[data-id]")[0].get_attribute("data-id")
         assert edited_id != forgotten_id
         driver.get(f"{base}/m/{edited_id}")
         box = driver.find_element(By.CSS_SELECTOR, "#edit textarea")
@@ -116,6 +116,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         box.send_keys("Checkout broke on empty carts: the price formatter returned NaN (fixed: total defaults to 0).")
         Select(driver.find_element(By.CSS_SELECTOR, "#edit select")).select_by_visible_text("high")
         driver.find_element(By.CSS_SELECTOR, "#edit button").click()
+        _wait(driver, expected_conditions.alert_is_present()).accept()
         _wait(driver, expected_conditions.presence_of_element_located((By.ID, "trail")))
         assert "total defaults to 0" in driver.find_element(By.TAG_NAME, "h2").text
         trail = driver.find_element(By.ID, "trail").text  # who, what, when; never the text before (hashed)
@@ -124,10 +125,12 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         # Promote one proposal, reject the other, with the page's buttons.
         driver.get(f"{base}/review")
         driver.find_element(By.CSS_SELECTOR, "#p-20240701-001 button[value=promote]").click()
+        _wait(driver, expected_conditions.alert_is_present()).accept()
         _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-001"))
         driver.find_element(By.CSS_SELECTOR, "#p-20240701-002 button[value=reject]").click()
+        _wait(driver, expected_conditions.alert_is_present()).accept()
         _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-002"))
-        assert "Format prices with the shared formatter" in driver.find_element(By.CSS_SELECTOR, "pre.memory").text
+        assert "Format prices with the shared formatter" in driver.find_element(By.CSS_SELECTOR, ".memory-md").text
 
     # The day again: what people did stands.
     _run_day(settings)

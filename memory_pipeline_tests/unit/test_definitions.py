@@ -103,6 +103,6 @@ def test_the_definitions_are_what_the_snapshot_says() -> None:
     assert now == json.loads(SNAPSHOT.read_text()), "the Definitions changed: see the module's docstring"
     # The snapshot holds what it is for: every check, on its asset.
     assert now["assets"]["memory_raw_index"]["checks"] == sorted(
-        ["turn_integrity", "index_equals_messages", "every_file_represented", "rerun_changes_nothing",
-         "every_message_placed"]
+        ["turn_integrity", "index_equals_messages", "index_equals_manifest", "every_file_represented",
+         "rerun_changes_nothing", "every_message_placed"]
     )  # fmt: skip

@@ -89,6 +89,29 @@ def test_a_failing_day_is_retried_then_reported_and_a_new_notice_tries_again() -
         fresh.close()
 
 
+def test_a_failed_day_is_tried_again_later_without_a_notice_when_the_server_is_back() -> None:
+    calls: list[float] = []
+
+    def run_day(day: str) -> tuple[str, bool]:
+        calls.append(time.monotonic())
+        if len(calls) <= ATTEMPTS + 1:  # the retries, and the first later try: the server is still down
+            raise ConnectionError("Elasticsearch went away")
+        return "run-ok", True
+
+    fresh = FreshIngest(run_day, busy=lambda day: False, retry_seconds=0.01, recover_seconds=0.2)
+    try:
+        fresh.notify("2026-03-04", "a.jsonl")
+        failed = _wait(fresh, "2026-03-04", ("failed",))
+        assert failed["retry_at"] is not None and failed["retry_at"] > time.time() - 1
+        done = _wait(fresh, "2026-03-04", ("done",), seconds=10)  # no new notice: the later tries did it
+        assert done["runs"] == 1 and done["error"] is None and done["retry_at"] is None
+        assert len(calls) == ATTEMPTS + 2
+        # One try each time, and the second later try waited twice as long as the first.
+        assert calls[-1] - calls[-2] >= 2 * 0.2 - 0.05 and calls[-2] - calls[-3] >= 0.2 - 0.05
+    finally:
+        fresh.close()
+
+
 def test_only_session_files_under_the_sessions_folder_are_read(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     (root / "--w--").mkdir(parents=True)

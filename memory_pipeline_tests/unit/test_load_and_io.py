@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from dataclasses import astuple
 from pathlib import Path
 
 import polars as pl
@@ -14,8 +16,16 @@ from memory_pipeline.backfill import day_ranges, newest_first_runs, plan_backfil
 from memory_pipeline.io_managers import PolarsParquetIOManager
 from memory_pipeline.partitions import instance_with_days, ordered_days
 from memory_pipeline.sessions import load
-from memory_pipeline.sessions.discovery import scan_sessions
-from memory_pipeline.sessions.load import PARSER_VERSION, Recorded, catalog, changes_since_indexed, load_messages
+from memory_pipeline.sessions.discovery import agent_roots, scan_sessions
+from memory_pipeline.sessions.load import (
+    PARSER_VERSION,
+    Recorded,
+    catalog,
+    changes_since_indexed,
+    load_messages,
+    unread_sessions,
+)
+from memory_pipeline.sessions.messages import MAX_TEXT_CHARS, TRUNCATED
 from memory_pipeline.sessions.redact import Redactor
 from testkit.paths import SESSION_FIXTURES
 
@@ -102,12 +112,20 @@ def test_parse_cache_serves_the_second_load(sessions: Path, tmp_path: Path) -> N
     second, report = load_messages(files, tmp_path / "cache", Redactor())
     assert (report.parsed_files, report.cached_files) == (0, 2)
     assert second.equals(first)
-    # An unchanged set is served by one combined file: the per-file entries are not even read.
-    for entry in (tmp_path / "cache").glob("*-*-*-*.parquet"):
+    # An unchanged set is served by one combined file: the per-file entries are not read, only seen to be there.
+    for entry in (tmp_path / "cache").glob("*-*-*-*.json"):
         if not entry.name.startswith("set-"):
-            entry.unlink()
+            entry.write_text("not read")
     third, report = load_messages(files, tmp_path / "cache", Redactor())
     assert third.equals(first) and report.cached_files == 2 and report.problems == first_problems
+    # A lost per-file entry is parsed again (not served by the set and then reported unread run after run).
+    lost = [e for e in (tmp_path / "cache").glob("*-*-*-*.parquet") if not e.name.startswith("set-")]
+    for entry in lost:
+        entry.unlink()
+    assert unread_sessions(files, tmp_path / "cache", Redactor()) == set(files["session_id"])
+    fourth, report = load_messages(files, tmp_path / "cache", Redactor())
+    assert fourth.equals(first) and report.parsed_files == 2 and all(e.exists() for e in lost)
+    assert unread_sessions(files, tmp_path / "cache", Redactor()) == set()
     # Another rule set means other redactions: the cache must not answer for it.
     _, report = load_messages(files, tmp_path / "cache", Redactor.with_patterns(["hello"]))
     assert report.parsed_files == 2
@@ -204,3 +222,68 @@ def test_backfill_runs_the_newest_day_first_then_doubling_stretches() -> None:
         ("2019-05-01", "2019-05-01"),
     ]
     assert newest_first_runs([], order) == []
+
+
+def test_a_gemini_chat_moved_to_another_project_is_read_again(tmp_path: Path) -> None:
+    """The chat's project is the `.project_root` file beside it: changing it changes the parse (issue 45)."""
+    gemini = tmp_path / "tmp"
+    shutil.copytree(SESSION_FIXTURES.parent / "gemini-cli" / "synthetic", gemini)
+    roots = agent_roots(tmp_path / "pi", None, None, gemini)
+    files = catalog(scan_sessions(roots)[0], {})
+    first, _ = load_messages(files, tmp_path / "cache", Redactor())
+    assert set(first["project"]) == {"/home/dev/overseer"}
+    recorded = {
+        r["session_id"]: Recorded(
+            r["session_file"], r["size"], r["mtime_ns"], r["fingerprint"], PARSER_VERSION, r["project"]
+        )
+        for r in files.iter_rows(named=True)
+    }
+    (gemini / "overseer" / ".project_root").write_text("/home/dev/renamed\n")
+    found = scan_sessions(roots)[0]
+    again = catalog(found, recorded)
+    assert again["changed"].all()  # the manifest's project differs: the sync compares them again
+    moved, report = load_messages(again, tmp_path / "cache", Redactor())
+    assert set(moved["project"]) == {"/home/dev/renamed"} and report.parsed_files == files.height
+    days = set(again["partition"])
+    changes = changes_since_indexed(found, {sid: ("d", rec) for sid, rec in recorded.items()}, days | {"d"})
+    said = [c for cs in changes.values() for c in cs]
+    assert len(said) == files.height
+    assert all(c.endswith(": now in project /home/dev/renamed (was /home/dev/overseer)") for c in said), said
+    # A manifest written before it kept the project is not a change.
+    older = {sid: Recorded(*astuple(rec)[:5]) for sid, rec in recorded.items()}
+    assert not catalog(found, older)["changed"].any()
+
+
+def test_a_file_cut_short_is_said_to_have_shrunk(sessions: Path) -> None:
+    found, _ = scan_sessions(sessions)
+    recorded = {sid: (f.partition, rec) for f in found for sid, rec in _recorded(catalog([f], {})).items()}
+    path = sessions / "handwritten-cass-v1.jsonl"
+    size = path.stat().st_size
+    path.write_bytes(b"\n".join(path.read_bytes().split(b"\n")[:3]) + b"\n")
+    now, _ = scan_sessions(sessions)
+    v1 = next(f for f in now if f.relative_path == "handwritten-cass-v1.jsonl")
+    [why] = changes_since_indexed(now, recorded, {v1.partition})[v1.partition]
+    assert why == (
+        f"handwritten-cass-v1.jsonl: shrank from {size:,} to {v1.size:,} bytes: what was indexed from it is kept, "
+        "marked as no longer in the file"
+    )
+
+
+def test_a_text_cut_to_fit_is_listed_with_its_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    path = root / "long.jsonl"
+    lines = (SESSION_FIXTURES / "handwritten-cass-v1.jsonl").read_text().rstrip("\n").split("\n")
+    huge = {
+        "type": "message",
+        "timestamp": "2024-01-15T10:40:00.000Z",
+        "message": {"role": "user", "content": "y" * 250_000},
+    }
+    root.mkdir()
+    path.write_text("\n".join([*lines, json.dumps(huge)]) + "\n")
+    messages, report = load_messages(catalog(scan_sessions(root)[0], {}), tmp_path / "cache", Redactor())
+    cut = [p for p in report.problems if p.kind == TRUNCATED]
+    assert [str(p) for p in cut] == [
+        f"long.jsonl:{len(lines) + 1}: truncated: content cut from 250,000 to {MAX_TEXT_CHARS:,} characters"
+    ]
+    [row] = messages.filter(pl.col("line") == len(lines) + 1).iter_rows(named=True)
+    assert row["content_truncated"] and row["content"].startswith("y" * MAX_TEXT_CHARS)

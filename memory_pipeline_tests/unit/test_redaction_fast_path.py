@@ -10,7 +10,7 @@ import string
 
 import pytest
 
-from memory_pipeline.sessions.reach import holds_keyword, line_reach
+from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
 from memory_pipeline.sessions.redact import Redactor
 from testkit.corpora.redaction_texts import texts
 
@@ -69,3 +69,67 @@ def test_line_reach_counts_the_line_breaks_a_match_or_its_lookahead_can_hold(pat
 )
 def test_holds_keyword_only_when_every_match_holds_one(pattern: str, keywords: tuple[str, ...], holds: bool) -> None:
     assert holds_keyword(re.compile(pattern), keywords) is holds
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reach"),
+    [
+        (r"key\s*=\s*'\w+'", 2),  # a run of whitespace: blank lines, then one line at most
+        (r"key[ \t\n]+=", 1),
+        (r"key(?:\r?\n)+=", 1),
+        (r"key\s{0,3}=\S+", 1),
+        (r"key[^\n]*(?=\s)", 1),
+        (r"(?s)key.*", None),  # any character: no line is out of reach
+        (r"key[\s\S]*?=", None),
+        (r"key(?:\s*x)*", None),  # whitespace between other characters, repeated without bound
+    ],
+)
+def test_blank_reach_counts_a_run_of_whitespace_as_one_line(pattern: str, reach: int | None) -> None:
+    assert blank_reach(re.compile(pattern)) == reach
+
+
+@pytest.mark.parametrize(
+    ("pattern", "keywords", "width"),
+    [
+        (r"(?i)[\w.-]{0,50}?(?:access|auth|passw(?:or)?d|key)(?:[ \t\w.-]{0,20})=(\w{10,})", ("access", "auth",
+         "key", "passwd", "password"), 50),
+        (r"[\w.-]{0,10}(?:\bkey)=\w+", ("key",), 10),
+        (r"[\w.-]{0,50}?x?key=\w+", ("key",), None),  # the keyword does not open what follows the run
+        (r"[\w.-]*key=\w+", ("key",), None),  # a run without bound
+        (r"[\s\w]{0,5}key=\w+", ("key",), None),  # a run that can cross a line
+        (r"\bkey=\w+", ("key",), None),
+    ],
+)  # fmt: skip
+def test_lead_finds_the_run_every_match_starts_in(pattern: str, keywords: tuple[str, ...], width: int | None) -> None:
+    found = lead(re.compile(pattern), keywords)
+    assert (found[0] if found else None) == width
+
+
+def _long_output(rng: random.Random, secrets: list[str]) -> str:
+    """Tool output with keywords on most lines, blank lines between names and values, and a few secrets."""
+    words = ["api_key", "token", "auth", "password", "x.secret", "access", "keyboard", "monkey", "passwd"]
+    lines = []
+    for i in range(3000):
+        word = rng.choice(words)
+        kind = i % 7
+        if kind == 0:
+            lines += [f"{word}", "", "   ", f'  = "{rng.choice(secrets)}"']
+        elif kind == 1:
+            lines.append(f"config.{word}={rng.choice(secrets)} # {word}")
+        elif kind == 2:
+            lines.append(f'{word}: "{rng.choice(secrets)}",')
+        else:
+            lines.append(f"log {i}: {word} looked up in {rng.getrandbits(40):x}")
+    return "\n".join(lines)
+
+
+def test_fast_path_is_the_reference_on_long_output_with_blank_lines_and_keywords_everywhere() -> None:
+    rng = random.Random(11)
+    alphabet = string.ascii_letters + string.digits
+    secrets = ["".join(rng.choice(alphabet) for _ in range(n)) for n in (12, 24, 40)] + ["changeme", "x"]
+    redactor = Redactor()
+    for _ in range(3):
+        text = _long_output(rng, secrets)
+        masked = redactor.redact(text)
+        assert masked == redactor.redact_reference(text)
+        assert masked != text  # the secrets after a blank line are masked too

@@ -169,6 +169,12 @@ class _Memories:
     def delete(self, index: str, memory_id: str) -> None:
         del self.rows[memory_id]
 
+    def hold(self, index: str, memory_id: str, at: object) -> None:
+        """A forget keeps the memory for its undo (the real store: stores/memory_store.py)."""
+
+    def purge_held(self, before: object) -> int:
+        return 0
+
 
 def _staged(tmp_path: Path) -> tuple[Path, _Memories]:
     """The shop's REVIEW.md as the reflect stage staged it: the pnpm rule (from m1 alone) ticked, a rule from

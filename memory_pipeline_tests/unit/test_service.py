@@ -157,7 +157,14 @@ def test_mcp_tools_through_the_sdks_own_client(fake: FakeSearch) -> None:
     async def session() -> None:
         async with Client(build_mcp(lambda: fake, Redactor), raise_exceptions=True) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
-            assert tools == {"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"}
+            assert tools == {
+                "memory_search",
+                "memory_timeline",
+                "memory_show",
+                "memory_remember",
+                "memory_briefing",
+                "memory_undo_forget",
+            }
             found = await c.call_tool("memory_search", {"query": "pnpm", "project": "/work/shop"})
             assert not found.is_error and [m["id"] for m in found.structured_content["data"]] == ["m1", "m2"]
             shown = await c.call_tool("memory_show", {"ids": ["m1"]})
@@ -231,7 +238,7 @@ def test_writes_need_json_and_a_local_origin(client: TestClient) -> None:
 
 def test_search_page_shows_scores_and_ids_and_escapes_session_text(client: TestClient) -> None:
     page = client.get("/", params={"q": "pnpm"}).text
-    assert 'href="/m/m1"' in page and 'href="/m/m2"' in page and "<th>BM25</th>" in page
+    assert 'href="/m/m1"' in page and 'href="/m/m2"' in page and "BM25 · sim.</th>" in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "Nothing matched “pnpm” well" in page  # the fake's rows have no scores: said, not hidden
     empty = client.get("/", params={"q": "pnpm", "project": "/work/elsewhere"}).text
@@ -316,7 +323,7 @@ def test_bar_charts_escape_their_labels() -> None:
     from memory_pipeline.service.web.glance import Series, bar_chart
 
     svg = str(bar_chart(Series("Per day", [("2026-11-29", 3), ("<img src=x>", 1)])))
-    assert svg.count("<rect") == 2 and "<img" not in svg and "&lt;img src=x&gt;" in svg and "(max 3)" in svg
+    assert svg.count("<rect") == 2 and "<img" not in svg and "&lt;img src=x&gt;" in svg and "(total 4, max 3)" in svg
     assert "nothing yet" in str(bar_chart(Series("Per day", [])))
 
 
@@ -348,7 +355,11 @@ def test_a_server_that_is_down_is_named_with_its_fix_everywhere(tmp_path) -> Non
         assert api.status_code == 503 and "Elasticsearch at http://127.0.0.1:9200" in api.json()["detail"]
         assert "memory-pipeline local up" in api.json()["detail"]
         page = c.get("/", params={"q": "pnpm"}, headers={"accept": "text/html"})
-        assert page.status_code == 503 and "memory-pipeline local up" in page.text and "<h1>" in page.text
+        assert (
+            page.status_code == 503
+            and "memory-pipeline local up" in page.text
+            and '<div class="error" id="down">' in page.text
+        )
         # The briefing still holds MEMORY.md's rules (local files), and says what it could not read.
         brief = c.get("/api/v1/briefing", params={"prompt": "set up", "project": "/work/shop"})
         assert brief.status_code == 200 and "Always use pnpm" in brief.json()["markdown"]

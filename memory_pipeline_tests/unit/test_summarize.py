@@ -419,6 +419,7 @@ def test_a_turn_the_server_refuses_is_that_turns_failure_and_the_rest_goes_on() 
         context_tokens=4096,
         max_output_tokens=256,
         on_done=done.append,
+        read=lambda _: True,  # "poison" is no knowledge: the gate before the model would spare it the request
     )
     assert [o.status for o in outcomes] == ["summarised", "failed", "summarised"]
     assert "rejected" in outcomes[1].reason and "HTTP 400" in outcomes[1].reason and outcomes[1].attempts == 2
@@ -567,3 +568,31 @@ def test_one_memory_said_alike_several_times_in_a_turn_is_kept_once() -> None:
     assert [i.summary for i in distinct([bullet, link, again, bullet])] == [bullet.summary, link.summary]
     as_decision = make_idea(Kind.DECISION, said, said, "user")
     assert as_decision and [i.kind for i in distinct([bullet, as_decision])] == ["rule", "decision"]
+
+
+def test_a_turn_the_gate_finds_empty_is_never_sent_to_the_model() -> None:
+    """The gate before the model (trained weights, turn_gate.json): an acknowledgement after a tool loop costs no
+    request; a stated rule is read by the model."""
+    from memory_pipeline.summarize.extract import UNREAD
+
+    ack = [TurnMessage("user", "ok, continue"), TurnMessage("assistant", "Running the tests now.")]
+    rule = [
+        TurnMessage("user", "From now on always use pnpm, never npm, in this repo."),
+        TurnMessage("assistant", "Noted."),
+    ]
+    said = "always use pnpm, never npm"
+    drafted = json.dumps(
+        [{"kind": "rule", "subject": "pnpm", "statement": "Always use pnpm, never npm.", "evidence": said}]
+    )
+    calls: list[dict] = []
+    client = chat_client([completion(drafted)], calls)
+    skipped, read = summarise_turns(
+        client,
+        [TurnJob("s", "a", "/p", ack), TurnJob("s", "b", "/p", rule)],
+        context_tokens=4096,
+        max_output_tokens=256,
+    )
+    assert (skipped.status, skipped.reason, skipped.attempts) == ("empty", UNREAD, 0)
+    asked = [call["messages"][1]["content"] for call in calls]
+    assert asked and all("pnpm" in text and "ok, continue" not in text for text in asked)
+    assert read.status == "summarised" and read.ideas[0].kind == "rule"

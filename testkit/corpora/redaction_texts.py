@@ -35,6 +35,6 @@ def texts(step: int = 1) -> Iterator[tuple[str, str]]:
     for block in list(by_file.values())[::step]:
         yield "real line blocks", "\n".join(block)
     for root in (FIXTURES, CORPUS):
-        files = sorted(p for pattern in _SESSION_FILES for p in root.rglob(pattern))
+        files = sorted(p for pattern in _SESSION_FILES for p in root.rglob(pattern) if p.is_file())
         for path in files[::step]:
             yield f"sessions/{root.name}", path.read_text(errors="replace")

@@ -47,9 +47,11 @@ def search(
 ) -> Memories | PlainTextResponse:
     rows = search.find(q, k=k, filters=filters.filters(), mode=mode)
     if format == "text":
-        # Why the ranking fell back (the embedding server down), beside the text, as the CLI says it.
+        # Why the ranking fell back (the embedding server down): in the text itself, for a model reads only that
+        # (the pi tools), and in a header for a client that shows it apart (the CLI).
         headers = {DEGRADED_HEADER: search.degraded} if search.degraded else None
-        return PlainTextResponse(rows_text(rows, query=q), headers=headers)
+        text = rows_text(rows, query=q)
+        return PlainTextResponse(f"note: {search.degraded}\n{text}" if search.degraded else text, headers=headers)
     return Memories.of(rows, degraded=search.degraded)
 
 

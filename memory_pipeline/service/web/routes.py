@@ -1,5 +1,7 @@
-"""The pages: search, a memory with its turn and its neighbours, review, and at a glance; plus the write
-actions (edit, forget, promote, reject); the service lets no write through without its local token.
+"""The pages: search (with a feed of the newest memories when nothing is asked), a memory with its turn and its
+neighbours, review, at a glance, and the page a server outage shows; plus the write actions (edit, forget,
+promote, reject), each confirmed in the page before it is sent and reported once done; the service lets no
+write through without its local token.
 
 Every page is rendered with autoescaping: session content is untrusted, and a message holding `<script>`
 shows as text. No page holds a credential: a write from a page carries the browser's HTTP-only session cookie
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, Response
@@ -25,11 +28,18 @@ from memory_pipeline.reflect.workspace import project_dir, project_of
 from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
 from memory_pipeline.service.models import FilterParams
 from memory_pipeline.service.web.glance import bar_chart
+from memory_pipeline.service.web.present import commands_in, memory_lines, project_name, readable, short_id
 from memory_pipeline.sessions.sources import AGENTS
+from memory_pipeline.sessions.tool_text import call_line
 from memory_pipeline.settings import Settings
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
+TEMPLATES.env.filters.update(
+    short_id=short_id, project_name=project_name, readable=readable, memory_lines=memory_lines, call_line=call_line
+)
 router = APIRouter(include_in_schema=False)
+# How often the search page's feed asks for the newest memories, and how many it shows.
+RECENT_SECONDS, RECENT_SHOWN = 10, 12
 # The service runs as the person on this machine (bound to 127.0.0.1, writes need their login): the trail names them.
 BROWSER_USER = f"{getpass.getuser()} (browser)"
 
@@ -68,11 +78,24 @@ def search_page(
         degraded=search.degraded,
         # Before the first run the page says why it is empty, rather than that nothing matched.
         no_history=not rows and not search.has_history(),
+        recent_seconds=RECENT_SECONDS,
     )
 
 
+@router.get("/recent", response_class=HTMLResponse)
+def recent_feed(
+    request: Request, search: SearchDep, settings: SettingsDep, asked: Annotated[FilterParams, Query()]
+) -> HTMLResponse:
+    """The newest memories that pass the filters, as the part of the search page that the page polls."""
+    rows = search.recent(asked.filters(), k=RECENT_SHOWN)
+    now = datetime.now(UTC).strftime("%H:%M:%S")
+    return _page(request, "parts/recent.html", settings, rows=rows, now=now, recent_seconds=RECENT_SECONDS)
+
+
 @router.get("/m/{memory_id}", response_class=HTMLResponse)
-def memory_page(request: Request, search: SearchDep, settings: SettingsDep, memory_id: str) -> HTMLResponse:
+def memory_page(
+    request: Request, search: SearchDep, settings: SettingsDep, memory_id: str, done: str = ""
+) -> HTMLResponse:
     records = search.detail([memory_id])
     if not records:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}")
@@ -83,6 +106,7 @@ def memory_page(request: Request, search: SearchDep, settings: SettingsDep, memo
         memory=records[0],
         around=search.timeline(memory_id, window=4),
         trail=read_corrections(settings.memory_workspace, memory_id),
+        done=done,
     )
 
 
@@ -98,7 +122,7 @@ def edit_memory(
     change = {"text": text.strip() or None, "priority": priority or None}
     return _changed(
         memory_id,
-        f"/m/{memory_id}",
+        f"/m/{memory_id}?done=edited",
         lambda: actions.edit(search, store, settings.memory_workspace, memory_id, **change, who=BROWSER_USER),
     )
 
@@ -144,14 +168,21 @@ def _changed(memory_id: str, then: str, change: Callable[[], object]) -> Respons
 
 
 @router.get("/review", response_class=HTMLResponse)
-def review_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+def review_page(request: Request, settings: SettingsDep, promoted: str = "", rejected: str = "") -> HTMLResponse:
     projects = []
     for project in _projects(settings):
         # A page read writes nothing: a project without a folder yet has no proposals.
         proposals, memory = read_review(project_dir(settings.memory_workspace, project))
         waiting = [p for p in proposals if p.mark == " "]
         projects.append({"name": project, "proposals": waiting, "memory": memory})
-    return _page(request, "review.html", settings, projects=projects)
+    done = (
+        f"Promoted {promoted}: it is in MEMORY.md below, and every new session of its project is briefed with it."
+        if promoted
+        else f"Rejected {rejected}: archived in today's daily log, and gone from the list."
+        if rejected
+        else ""
+    )
+    return _page(request, "review.html", settings, projects=projects, done=done)
 
 
 @router.post("/review/decide")
@@ -166,10 +197,20 @@ def decide_proposal(
         apply_decisions(settings.memory_workspace, project, promote, reject, datetime.now(UTC).date().isoformat())
     except KeyError as exc:
         raise HTTPException(status_code=404, detail=exc.args[0]) from None
-    return Response(status_code=204, headers={"HX-Redirect": "/review"})
+    done = "promoted" if decision == "promote" else "rejected"
+    return Response(status_code=204, headers={"HX-Redirect": f"/review?{urlencode({done: proposal})}"})
 
 
 @router.get("/glance", response_class=HTMLResponse)
 def glance_page(request: Request, store: StoreDep, settings: SettingsDep, project: str = "") -> HTMLResponse:
     charts = [bar_chart(s) for s in store.activity(project or None)]
     return _page(request, "glance.html", settings, charts=charts, project=project, projects=_projects(settings))
+
+
+def down_page(request: Request, settings: Settings, reason: str) -> HTMLResponse:
+    """The page a browser gets while a server the memory needs is down: the page's navigation, the server, why,
+    and the command that starts it (503)."""
+    server = reason.split(" at ", 1)[0] if reason.startswith("Elasticsearch") else "A local llama-server"
+    response = _page(request, "down.html", settings, server=server, reason=reason, commands=commands_in(reason))
+    response.status_code = 503
+    return response

@@ -298,6 +298,7 @@ OWN_NOTES = (
     "<bash-stdout>",
     "<bash-stderr>",
     "[Request interrupted by user",
+    "<task-notification>",  # a background command finished: Claude Code's note, sent in the user role
 )
 # Claude Code's reminders to its model, appended to tool results and prompts: its boilerplate, not the session's.
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>", re.DOTALL)

@@ -1,0 +1,144 @@
+"""The injection ledger: what each session was given from memory, when, and why (its start, a prompt, a file
+read, a failing command), one JSON line per delivery in `<state>/injected/<session>.jsonl`.
+
+A file per session rather than an index: the recall that must not repeat a line reads one small file, the
+ledger is written when Elasticsearch is down too (the session then gets MEMORY.md's rules, and must not get
+them again), and the CLI reads it without a service. Appends are serialised by a lock file; a line torn by a
+crash is skipped on read and named (file and line), the others are kept. Every text recorded went through the
+redactor first: no secret in clear on disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from memory_pipeline.locks import exclusive
+from memory_pipeline.names import safe_id
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.settings import Settings
+
+Event = Literal["start", "prompt", "file", "error"]
+MAX_TEXT = 500  # characters of the prompt, path or command kept with a delivery: enough to tell what asked
+
+
+class InjectedLine(BaseModel):
+    key: str = Field(description="The memory's id, or `MEMORY.md#…` for a rule written by hand.")
+    text: str
+
+
+class Injection(BaseModel):
+    """One delivery to a session: the lines it was given and what it answered."""
+
+    session_id: str
+    agent: str
+    event: Event
+    project: str | None = None
+    text: str = Field("", description="The prompt, the file's path or the command (redacted, clipped).")
+    ids: list[str] = Field(default_factory=list, description="The memory ids of the lines, in order.")
+    lines: list[InjectedLine] = Field(default_factory=list)
+    tokens: int = 0
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class SessionLedger(BaseModel):
+    """A session's deliveries, with the lines of its file that could not be read."""
+
+    session_id: str
+    injections: list[Injection]
+    problems: list[str] = Field(default_factory=list)
+
+    @property
+    def given(self) -> set[str]:
+        return {line.key for i in self.injections for line in i.lines}
+
+
+class SessionSummary(BaseModel):
+    session_id: str
+    deliveries: int
+    lines: int
+    tokens: int
+    last: datetime | None
+
+
+class InjectionLedger:
+    def __init__(self, folder: Path, redactor: Redactor) -> None:
+        self.folder = folder
+        self.redactor = redactor
+
+    def _path(self, session_id: str) -> Path:
+        return self.folder / f"{safe_id(session_id)}.jsonl"
+
+    def record(self, injection: Injection) -> Injection:
+        """Append `injection` (its texts redacted, the prompt clipped) to its session's file; returns what was kept."""
+        clean = injection.model_copy(
+            update={
+                "text": self.redactor.redact(injection.text[:MAX_TEXT]),
+                "lines": [InjectedLine(key=x.key, text=self.redactor.redact(x.text)) for x in injection.lines],
+            }
+        )
+        path = self._path(injection.session_id)
+        with exclusive(self.folder / ".lock"), path.open("a+b") as handle:
+            # A line a crash cut short ends without a newline: the next delivery starts its own line, not glued
+            # to the torn one (which read then names and skips).
+            torn = False
+            if handle.seek(0, 2) > 0:
+                handle.seek(-1, 2)
+                torn = handle.read(1) != b"\n"
+            handle.write((("\n" if torn else "") + clean.model_dump_json() + "\n").encode())
+        return clean
+
+    def read(self, session_id: str) -> SessionLedger:
+        """Every delivery to `session_id`, oldest first (none for a session never given anything)."""
+        path = self._path(session_id)
+        injections, problems = _parsed(path)
+        return SessionLedger(session_id=session_id, injections=injections, problems=problems)
+
+    def sessions(self, limit: int = 50) -> list[SessionSummary]:
+        """The sessions most recently given something, newest first."""
+        if not self.folder.is_dir():
+            return []
+        files = sorted(self.folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:limit]
+        summaries = []
+        for path in files:
+            injections, _ = _parsed(path)
+            if injections:
+                summaries.append(_summary(injections))
+        return summaries
+
+
+def _parsed(path: Path) -> tuple[list[Injection], list[str]]:
+    if not path.exists():
+        return [], []
+    injections, problems = [], []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                injections.append(Injection.model_validate_json(line))
+            except ValidationError as exc:
+                # A line a crash cut short: the rest of the ledger still counts.
+                problems.append(f"{path}:{number}: not a delivery ({exc.errors()[0]['msg']})")
+    return injections, problems
+
+
+def _summary(injections: Iterable[Injection]) -> SessionSummary:
+    items = list(injections)
+    return SessionSummary(
+        session_id=items[0].session_id,
+        deliveries=len(items),
+        lines=sum(len(i.lines) for i in items),
+        tokens=sum(i.tokens for i in items),
+        last=max(i.at for i in items),
+    )
+
+
+def open_ledger(settings: Settings, redactor: Redactor | None = None) -> InjectionLedger:
+    """The ledger under the state folder, redacting with the settings' extra patterns."""
+    redactor = redactor or Redactor.with_patterns(settings.redact_extra_patterns)
+    return InjectionLedger(settings.memory_pipeline_state_dir / "injected", redactor)

@@ -1,0 +1,127 @@
+"""The gate before the chat model: turns that cannot hold knowledge are not read by it.
+
+On 2 cores the chat model reads a turn in half a minute or more, and most turns of a real history hold nothing
+to remember: a scheduled task's prompt, a heartbeat, an acknowledgement ("ok, continue"), a tool loop with no
+word from the person, a question answered. What marks them is learned from labelled turns
+(bench/labels/knowledge_turns.json, `memorable`), not written as rules: a logistic regression over a few plain
+features of the whole turn (how much the person said, whether it is a question or an acknowledgement, whether
+their words carry a lexicon marker, a negation, a replacement, a particular; how much the assistant and the
+tools said, and whether the assistant names a cause or a finding). `python -m bench turn_gate --train` fits it
+on the labels' tuning half with the threshold that keeps every memorable turn there, also when cross-validated,
+and writes `turn_gate.json` beside this file; its held-out figure is in bench/results.md. A turn below the threshold is
+summarised without the model (its own words only, through the same checks). Without `turn_gate.json` every
+turn is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from memory_pipeline.language.lexicon import CAUSE, FINDING, NEGATION, kind_marked, lasting, replacement
+from memory_pipeline.language.words import content_words
+from memory_pipeline.summarize.gate import fit
+from memory_pipeline.summarize.trust import TurnText, is_acknowledgement
+
+WEIGHTS = Path(__file__).with_name("turn_gate.json")
+_PARTICULAR = re.compile(r"`[^`]+`|https?://|\b\d{2,}\b|\w[./_]\w|@\w|#[0-9a-fA-F]{3,}|\b[a-z]+[A-Z]\w*")
+_STRUCTURE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+FEATURES = (
+    "bias",
+    "no words from the person",
+    "the person's words, log chars / 10",
+    "the person's content words / 20",
+    "the person only acknowledges",
+    "the person's message ends on a question",
+    "a lexicon marker in the person's words",
+    "a lasting statement in the person's words",
+    "a negation in the person's words",
+    "a replacement in the person's words",
+    "a particular in the person's words",
+    "the person's message is a document (headings, many list lines)",
+    "the assistant's words, log chars / 10",
+    "a cause or finding in the assistant's words",
+    "tool output and context, log chars / 10",
+)
+
+
+def features(turn: TurnText) -> list[float]:
+    """The turn's plain features, in the order of `FEATURES`."""
+    said, reply = turn.user.strip(), turn.assistant
+    sentences = [s for s in _SENTENCE.split(said) if s.strip()]
+    return [
+        1.0,
+        float(not said),
+        math.log1p(len(said)) / 10,
+        len(content_words(said)) / 20,
+        float(bool(said) and is_acknowledgement(said)),
+        float(said.rstrip().endswith("?")),
+        float(any(kind_marked(s) for s in sentences)),
+        float(any(lasting(s) for s in sentences)),
+        float(bool(NEGATION.search(said))),
+        float(any(replacement(s) for s in sentences)),
+        float(bool(_PARTICULAR.search(said))),
+        float(len(_STRUCTURE.findall(said)) >= 5),
+        math.log1p(len(reply)) / 10,
+        float(bool(CAUSE.search(reply) or FINDING.search(reply))),
+        math.log1p(len(turn.other)) / 10,
+    ]
+
+
+@cache
+def _model() -> tuple[tuple[float, ...], float] | None:
+    if not WEIGHTS.exists():
+        return None
+    data = json.loads(WEIGHTS.read_text())
+    if tuple(data["features"]) != FEATURES:
+        return None  # trained on other features: read every turn rather than misread the weights
+    return tuple(data["weights"]), float(data["threshold"])
+
+
+def score(turn: TurnText) -> float:
+    """The learned probability that `turn` holds knowledge (1.0 without a trained gate)."""
+    model = _model()
+    if model is None:
+        return 1.0
+    weights, _ = model
+    z = sum(w * x for w, x in zip(weights, features(turn), strict=True))
+    return 1 / (1 + math.exp(-z))
+
+
+def may_hold_knowledge(turn: TurnText) -> bool:
+    """Whether the chat model should read `turn` (every turn, without a trained gate)."""
+    model = _model()
+    return model is None or score(turn) >= model[1]
+
+
+def _scores(weights: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
+    return [1 / (1 + math.exp(-sum(w * x for w, x in zip(weights, r, strict=True)))) for r in rows]
+
+
+def train(turns: Sequence[TurnText], memorable: Sequence[bool], folds: int = 5) -> tuple[list[float], float]:
+    """Weights fitted on `turns`, and a threshold that keeps every memorable one: the lowest score a memorable
+    turn gets, from the whole fit or from a cross-validated fit that did not see it (`folds` folds), since the
+    scores of turns a fit has seen flatter it and a missed memorable turn costs more than a model call."""
+    rows, targets = [features(t) for t in turns], [int(m) for m in memorable]
+    weights = fit(rows, targets)
+    lowest = [s for s, m in zip(_scores(weights, rows), memorable, strict=True) if m]
+    for fold in range(folds):
+        inside = [n for n in range(len(rows)) if n % folds != fold]
+        unseen = [n for n in range(len(rows)) if n % folds == fold and memorable[n]]
+        if unseen:
+            partial = fit([rows[n] for n in inside], [targets[n] for n in inside])
+            lowest += _scores(partial, [rows[n] for n in unseen])
+    return weights, (min(lowest) if lowest else 0.0)
+
+
+def save(weights: list[float], threshold: float, provenance: dict) -> None:
+    WEIGHTS.write_text(
+        json.dumps({"features": list(FEATURES), "weights": weights, "threshold": threshold, **provenance}, indent=1)
+        + "\n"
+    )
+    _model.cache_clear()

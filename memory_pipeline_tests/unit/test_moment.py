@@ -1,0 +1,207 @@
+"""Recall at each moment of a session (search/moment.py), its ledger (stores/injections.py) and the Claude Code
+hook's protocol (service/hooks/claude_code.py): pure choices over a stand-in search, files in tmp_path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_pipeline.reflect.workspace import ensure_project_dir
+from memory_pipeline.search.briefing import HEADER, Parts, line_key, tokens
+from memory_pipeline.search.models import Filters, Row
+from memory_pipeline.search.moment import PROMPT_HEADER, Moment, choose, recall, start_parts
+from memory_pipeline.service.hooks.claude_code import HookPayload, context_output, moment_of, parse
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.stores.injections import InjectedLine, Injection, InjectionLedger
+
+PROJECT = "/work/shop"
+
+
+def _row(doc_id: str, priority: str, text: str, **extra: object) -> Row:
+    fields: dict = {"id": doc_id, "kind": "summary", "time": "2026-11-30T10:00:00Z", "priority": priority,
+                    "summary": text, "project": PROJECT, "session_id": "s1", "turn_id": "t1"}  # fmt: skip
+    return Row(**(fields | extra))
+
+
+class _Search:
+    """The newest memories by priority and kind, and a fixed list of matches for any prompt."""
+
+    def __init__(self, high: list[Row], newest: list[Row], matches: dict[str, list[Row]]) -> None:
+        self.high, self.newest, self.matches, self.queries = high, newest, matches, []
+
+    def recent(self, filters: Filters, k: int = 10) -> list[Row]:
+        assert filters.project == PROJECT
+        return (self.high if filters.priority == ("high",) else self.newest)[:k]
+
+    def about_file(self, path: str, filters: Filters = Filters(), k: int = 3) -> list[Row]:
+        return [_row("f9", "high", "src/theme.ts holds rgb triples only.", knowledge="gotcha")]
+
+    def index(self, query: str, k: int = 10, filters: Filters = Filters()) -> list[Row]:
+        self.queries.append(query)
+        return self.matches.get(query, [])[:k] if filters.priority != ("high",) else []
+
+
+def _workspace(tmp_path: Path) -> Path:
+    folder = ensure_project_dir(tmp_path / "memory", PROJECT)
+    (folder / "MEMORY.md").write_text("- Always use pnpm <!-- p-1 -->\n- Store timestamps in UTC\n")
+    return tmp_path / "memory"
+
+
+def _search() -> _Search:
+    high = [_row("h1", "high", "Use Vitest, not Jest: ESM imports broke Jest.")]
+    newest = [_row("n1", "medium", "The CI runs on GitHub Actions in .github/workflows/ci.yml."), high[0]]
+    migrate = [_row("m1", "high", "Run make migrate after changing the schema.", strong=True)]
+    meals = [_row("m2", "medium", "Meal plans are sent by the mailer in src/mail/plan.ts.", strong=True), *migrate]
+    return _Search(high, newest, {"change the schema": migrate, "store when a meal plan was sent": meals})
+
+
+def _ledger(tmp_path: Path) -> InjectionLedger:
+    return InjectionLedger(tmp_path / "state" / "injected", Redactor.with_patterns([]))
+
+
+def test_a_start_without_a_prompt_briefs_from_rules_important_and_recent_never_a_search(tmp_path: Path) -> None:
+    search = _search()
+    parts = start_parts(search, PROJECT, _workspace(tmp_path))  # type: ignore[arg-type]
+    made = choose(parts, set(), "start", 800, first=True)
+    assert search.queries == []  # no search for a placeholder prompt
+    text = made.markdown
+    assert text.startswith(HEADER) and "Always use pnpm" in text and "Store timestamps in UTC" in text
+    assert text.index("Always use pnpm") < text.index("### Important") < text.index("h1") < text.index("n1")
+    assert made.ids == ["p-1", "h1", "n1"] and text.count("`h1`") == 1  # the important one is not recent again
+    assert len(made.keys) == 4 and line_key("- Store timestamps in UTC _(MEMORY.md)_\n", None) in made.keys
+
+
+def test_no_line_twice_and_a_later_prompt_gets_only_what_is_new_within_its_budget(tmp_path: Path) -> None:
+    search, workspace, ledger = _search(), _workspace(tmp_path), _ledger(tmp_path)
+    start, _ = recall(search, ledger, Moment(session_id="s", event="start", project=PROJECT), workspace)  # type: ignore[arg-type]
+    assert start.first and start.ids == ["p-1", "h1", "n1"]
+    first = Moment(session_id="s", event="prompt", project=PROJECT, text="change the schema")
+    one, _ = recall(search, ledger, first, workspace)  # type: ignore[arg-type]
+    assert not one.first and one.ids == ["m1"] and one.markdown.startswith(PROMPT_HEADER)
+    assert "### Important" not in one.markdown and "pnpm" not in one.markdown  # not repeated
+    assert one.tokens == tokens(one.markdown) <= 300
+    second = first.model_copy(update={"text": "store when a meal plan was sent"})
+    two, _ = recall(search, ledger, second, workspace)  # type: ignore[arg-type]
+    assert two.ids == ["m2"]  # m1 matched again, and was given already
+    again, _ = recall(search, ledger, second, workspace)  # type: ignore[arg-type]
+    assert again.markdown == "" and again.ids == []  # nothing new: nothing, and nothing recorded
+    history = ledger.read("s")
+    assert [(i.event, i.ids) for i in history.injections] == [("start", ["p-1", "h1", "n1"]), ("prompt", ["m1"]),
+                                                              ("prompt", ["m2"])]  # fmt: skip
+    keys = [line.key for i in history.injections for line in i.lines]
+    assert len(keys) == len(set(keys)) == 6
+
+
+def test_a_first_prompt_gets_the_whole_briefing_and_a_small_budget_is_kept(tmp_path: Path) -> None:
+    search, workspace, ledger = _search(), _workspace(tmp_path), _ledger(tmp_path)
+    moment = Moment(session_id="p", event="prompt", project=PROJECT, text="store when a meal plan was sent")
+    made, _ = recall(search, ledger, moment, workspace)  # type: ignore[arg-type]
+    assert made.first and made.markdown.startswith(HEADER) and "### Rules" in made.markdown
+    assert "m1" in made.ids and "m2" in made.ids and "h1" in made.ids
+    ledger_b = _ledger(tmp_path / "b")
+    read = Moment(session_id="p", event="file", project=PROJECT, text="src/theme.ts")
+    reminded, _ = recall(search, ledger_b, read, workspace)  # type: ignore[arg-type]
+    assert reminded.ids == ["f9"] and reminded.markdown.startswith("[memory about src/theme.ts]")
+    small, _ = recall(search, ledger_b, moment.model_copy(update={"tokens": 100}), workspace)  # type: ignore[arg-type]
+    assert small.first  # a file reminder before it: the first prompt still gets the briefing
+    assert 0 < small.tokens <= 100 and small.ids == ["p-1"]
+
+
+def test_choose_leaves_out_what_was_given_by_key() -> None:
+    rule = ("- Keep it short _(MEMORY.md)_\n", None)
+    parts = Parts([("rules", [rule]), ("related", [("- **high** x _(id `a`)_\n", "a")])])
+    assert choose(parts, {line_key(*rule)}, "prompt", 300, first=False).keys == ["a"]
+    assert choose(parts, {"a", line_key(*rule)}, "prompt", 300, first=False).markdown == ""
+
+
+def test_the_ledger_redacts_skips_a_torn_line_and_names_it(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    item = Injection(session_id="../../s 1", agent="pi", event="prompt", text=f"deploy with {secret}", ids=["a"],
+                     lines=[InjectedLine(key="a", text=f"token {secret}")], tokens=12)  # fmt: skip
+    kept = ledger.record(item)
+    assert secret not in kept.text and secret not in kept.lines[0].text
+    [path] = list((tmp_path / "state" / "injected").glob("*.jsonl"))  # one file, inside the ledger's folder
+    assert secret not in path.read_text()
+    with path.open("a") as handle:
+        handle.write('{"session_id": "../../s 1", "agent"')  # a crash cut this one short
+    ledger.record(item)
+    read = ledger.read("../../s 1")
+    assert len(read.injections) == 2 and read.given == {"a"}
+    assert path.read_text().count("\n") == 3  # the torn line, closed; each delivery one line
+    assert len(read.problems) == 1 and f"{path}:2:" in read.problems[0]
+    [summary] = ledger.sessions()
+    assert (summary.deliveries, summary.lines, summary.tokens) == (2, 2, 24)
+    assert ledger.read("never").injections == []
+
+
+def test_claude_codes_payloads_become_moments() -> None:
+    start = moment_of(HookPayload(hook_event_name="SessionStart", session_id="c1", cwd=PROJECT), tokens=600)
+    assert start and (start.event, start.text, start.tokens, start.project) == ("start", "", 600, PROJECT)
+    prompt = moment_of(parse(json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "c1", "cwd": PROJECT,
+                                         "prompt": "fix the build", "source": "x"})), tokens=600)  # fmt: skip
+    assert prompt and (prompt.event, prompt.text, prompt.tokens, prompt.agent) == ("prompt", "fix the build", None,
+                                                                                    "claude-code")  # fmt: skip
+    assert moment_of(HookPayload(hook_event_name="PreToolUse", session_id="c1")) is None
+    nameless = moment_of(HookPayload(hook_event_name="SessionStart", cwd=PROJECT))
+    assert nameless and nameless.session_id.startswith("claude-code-")
+    with pytest.raises(ValueError, match="not Claude Code's JSON"):
+        parse("{not json")
+    assert len(Moment(session_id="c1", event="prompt", text="log " * 100_000).text) == 20_000  # clipped, not refused
+    assert json.loads(context_output("SessionStart", "x")) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "x"}
+    }
+
+
+def test_the_service_recalls_records_and_shows_what_a_session_was_given(tmp_path: Path) -> None:
+    from contextlib import contextmanager
+
+    from fastapi.testclient import TestClient
+
+    from memory_pipeline.service.app import create_app
+    from memory_pipeline.settings import load_settings
+    from memory_pipeline_tests.unit.test_service import FakeSearch
+
+    settings = load_settings(memory_workspace=_workspace(tmp_path), memory_pipeline_state_dir=tmp_path / "state")
+
+    @contextmanager
+    def opened(_settings):  # noqa: ANN001, ANN202
+        yield FakeSearch()
+
+    with TestClient(create_app(settings, opened), base_url="http://127.0.0.1") as client:
+        moment = {"session_id": "web-1", "agent": "pi", "event": "start", "project": PROJECT}
+        assert client.post("/api/v1/recall", json=moment).status_code == 403  # recording is a write: the token
+        client.headers["X-Memory-Token"] = settings.service_token()
+        assert client.post("/api/v1/recall", json=moment | {"event": "later"}).status_code == 422
+        start = client.post("/api/v1/recall", json=moment).json()
+        assert start["first"] and "Always use pnpm" in start["markdown"] and "m1" in start["ids"]
+        again = client.post("/api/v1/recall", json=moment | {"event": "prompt", "text": "fix the build"}).json()
+        assert not again["first"] and "Always use pnpm" not in again["markdown"]
+        assert not set(again["ids"]) & set(start["ids"])  # never a line twice
+        ledger = client.get("/api/v1/injected", params={"session_id": "web-1"}).json()
+        assert ledger["injections"][0]["ids"] == start["ids"] and ledger["injections"][0]["event"] == "start"
+        assert [s["session_id"] for s in client.get("/api/v1/injected/sessions").json()] == ["web-1"]
+        page = client.get("/injected", params={"session_id": "web-1"}).text
+        assert "m1" in page and "<script>alert(1)" not in page  # session content is shown as text
+        assert "web-1" in client.get("/injected").text
+        rules = client.get("/api/v1/rules", params={"project": PROJECT}).json()
+        assert "Always use pnpm" in rules["markdown"] and rules["ids"] == ["p-1"]
+
+
+def test_a_failing_command_recalls_only_what_is_known_about_failures(tmp_path: Path) -> None:
+    gotcha = _row("g1", "high", "make migrate fails without DATABASE_URL: export it first.", knowledge="gotcha",
+                  strong=True)  # fmt: skip
+    failed = _row("o1", "low", "Asked: migrate. Failed: make migrate exited 2. Outcome: fixed.", kind="observation",
+                  strong=True)  # fmt: skip
+    asked = _row("o2", "low", "Asked: what does make migrate do. Outcome: explained.", kind="observation", strong=True)
+    fact = _row("f1", "medium", "The schema lives in db/schema.sql.", knowledge="fact", strong=True)
+    guess = _row("g2", "high", "make test needs Docker.", knowledge="gotcha")  # below the relevance floor
+    search = _Search([], [], {"make migrate": [gotcha, failed, asked, fact, guess]})
+    ledger = _ledger(tmp_path)
+    moment = Moment(session_id="e", event="error", project=PROJECT, text="make migrate")
+    made, _ = recall(search, ledger, moment, None)  # type: ignore[arg-type]
+    assert made.ids == ["g1", "o1"] and made.tokens <= 200 and "Known about this command" in made.markdown
+    again, _ = recall(search, ledger, moment, None)  # type: ignore[arg-type]
+    assert again.markdown == ""  # the same failure again: nothing twice
