@@ -43,7 +43,7 @@ from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
 from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
-from memory_pipeline.summarize.faithful import invented, unfaithful
+from memory_pipeline.summarize.faithful import invented, strays, unfaithful
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
@@ -391,7 +391,47 @@ def ablation(turns: Sequence[dict], split: str = "held_out") -> list[list[str]]:
     return rows
 
 
+def replay(turns: Sequence[dict], cache: str) -> list[list[Idea]]:
+    """The memories the code as it is would store, from the model's answers cached by an earlier run (`cache`, a
+    folder of bench/.work/knowledge): the gate before the model spares a turn (its own words only), and the
+    checks after the model that do not ask it again (`faithful.strays`, the learned gate) run anew. An estimate
+    in minutes where a model run takes an hour: the cached answers were given to the earlier code's prompt."""
+    found = []
+    for t in turns:
+        text = turn_text(job_of(t).messages)
+        if not turn_gate.may_hold_knowledge(text):
+            ideas = candidates_without_model(text)
+        else:
+            cached = json.loads((WORK / cache / f"{t['id']}.json").read_text())["ideas"]
+            ideas = [i for i in map(Idea.model_validate, cached) if not strays(i.summary, i.evidence)]
+        found.append([i for i in ideas if gate.keeps(i, text)])
+    return found
+
+
+def main_replay(argv: list[str]) -> None:
+    cache = next(a.split("=", 1)[1] for a in argv if a.startswith("--replay="))
+    turns = load_turns()
+    found = replay(turns, cache)
+    verdicts = judge(turns, found)
+    columns = {}
+    for split in ("tune", "held_out"):
+        at = [n for n, t in enumerate(turns) if t["split"] == split]
+        columns[split] = figures([turns[n] for n in at], [found[n] for n in at], [verdicts[n] for n in at])
+    measures = list(columns["tune"])
+    body = (
+        f"The code as it is, replayed on the embedded model's cached answers of run `{cache}` (no model call; "
+        "the gate before the model and the checks after it run anew), labels frozen in "
+        f"{_labels_commit()}.\n\n"
+        + table(["", "tune half", "held-out half"], [[m, columns["tune"][m], columns["held_out"][m]] for m in measures])
+    )
+    write_section("knowledge (replay)", f"uv run python -m bench knowledge --replay={cache}", body)
+    print(body)
+
+
 def main(argv: list[str]) -> None:
+    if any(a.startswith("--replay=") for a in argv):
+        main_replay(argv)
+        return
     turns = load_turns()
     if "--tune-only" in argv:  # while the code changes: the held-out half is read once, at the end
         turns = [t for t in turns if t["split"] == "tune"]
