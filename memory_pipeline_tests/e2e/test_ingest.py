@@ -41,6 +41,7 @@ def test_partition_twice_second_run_writes_nothing(local_runtime: Settings, tmp_
         "every_file_represented",
         "rerun_changes_nothing",
         "every_message_placed",
+        "index_equals_manifest",
     }
     # 23 + 12 + 5 conversation messages (the 1.6.0 file's 2 system messages are metadata)
     assert first.metadata["memory_raw_index"]["documents"] == 40
