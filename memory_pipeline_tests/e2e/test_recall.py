@@ -213,7 +213,8 @@ def test_the_service_answers_what_the_search_answers(indexed, search: MemorySear
     query = "colours should be rgb values, not indices"
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         found = client.get("/api/v1/search", params={"q": query, "k": 5}).json()
-        assert [m["id"] for m in found["data"]] == [r.id for r in search.index(query, k=5)]
+        # The rows a reader gets (`find`: restatements folded into their first), as the service sends them.
+        assert [m["id"] for m in found["data"]] == [r.id for r in search.find(query, k=5)]
         anchor = found["data"][0]["id"]
         detail = client.get(f"/api/v1/memories/{anchor}").json()
         assert detail["id"] == anchor and detail["source_turn"][0]["role"] == "user"
@@ -272,7 +273,10 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
                 }
 
         got = anyio.run(mcp_over_http)
-        assert got["tools"] == {"memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing"}
+        assert got["tools"] == {
+            "memory_search", "memory_timeline", "memory_show", "memory_remember", "memory_briefing",
+            "memory_undo_forget",
+        }  # fmt: skip
         assert got["found"] == 3 and len(got["around"]) >= 2 and got["shown"]
         kept = got["kept"]
         assert kept["kind"] == "note" and kept["project"] == project and got["again"] == kept["id"]  # stored once
