@@ -46,6 +46,7 @@ from memory_pipeline.summarize.extract import TurnJob, candidates_without_model,
 from memory_pipeline.summarize.faithful import invented, strays, unfaithful
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
+from memory_pipeline.summarize.logistic import fit, probability
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,8 +325,8 @@ def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts)
         for idea, verdict in zip(ideas, vs, strict=True):
             rows.append(gate.features(idea, text))
             targets.append(int(verdict is not None))
-    weights = gate.fit(rows, targets)
-    scores = [1 / (1 + np.exp(-float(np.dot(weights, r)))) for r in rows]
+    weights = fit(rows, targets)
+    scores = [probability(weights, r) for r in rows]
     positives = sum(targets)
     best, best_f1 = 0.5, -1.0
     for threshold in np.arange(0.05, 0.95, 0.025):
@@ -335,7 +336,7 @@ def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts)
         f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
         if f1 >= best_f1:
             best, best_f1 = float(threshold), f1
-    gate.save(
+    gate.LEARNED.save(
         weights,
         round(best, 3),
         {

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> None:
     if "--train" in argv:
         tune = [n for n, t in enumerate(labelled) if t["split"] == "tune"]
         weights, threshold = turn_gate.train([texts[n] for n in tune], [labelled[n]["memorable"] for n in tune])
-        turn_gate.save(
+        turn_gate.LEARNED.save(
             weights,
             round(threshold, 4),
             {

@@ -13,16 +13,14 @@ bench/results.md. It judges facts only (see `keeps`). Without a `gate.json` ever
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.language.lexicon import NEGATION, kind_marked, replacement
 from memory_pipeline.summarize.ideas import Idea
+from memory_pipeline.summarize.logistic import LearnedWeights
 from memory_pipeline.summarize.trust import TurnText
 
 WEIGHTS = Path(__file__).with_name("gate.json")
@@ -52,7 +50,8 @@ FEATURES = (
     "a fact the assistant states",
     "tool output in the turn, log chars / 10",
 )
-_STRUCTURE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
+# A line that makes a message a document (a heading, a list item, a tag), as pasted prompts and files have.
+DOCUMENT_LINE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 _CODE_WORD = re.compile(r"[`/._()\[\]{}=→<>#:]|[a-z][A-Z]")
 
 
@@ -75,7 +74,7 @@ def features(idea: Idea, turn: TurnText) -> list[float]:
         math.log1p(len(turn.user)) / 10,
         float(role == "assistant" and bool(_SELF.match(evidence.strip()))),
         float(bool(_ADDRESSED.search(turn.user))),
-        float(len(_STRUCTURE.findall(turn.user)) >= 5),
+        float(len(DOCUMENT_LINE.findall(turn.user)) >= 5),
         float(text[:1] in "`/." or text.lower().startswith(("file", "src/", "//"))),
         sum(bool(_CODE_WORD.search(w)) for w in text.split()) / max(len(text.split()), 1),
         float(role == "assistant" and idea.kind is Kind.FACT),
@@ -83,30 +82,17 @@ def features(idea: Idea, turn: TurnText) -> list[float]:
     ]
 
 
-@cache
-def _model() -> tuple[tuple[float, ...], float] | None:
-    if not WEIGHTS.exists():
-        return None
-    data = json.loads(WEIGHTS.read_text())
-    if tuple(data["features"]) != FEATURES:
-        return None  # trained on other features: keep everything rather than misread the weights
-    return tuple(data["weights"]), float(data["threshold"])
+LEARNED = LearnedWeights(WEIGHTS, FEATURES)
 
 
 def score(idea: Idea, turn: TurnText) -> float:
     """The learned probability that `idea` is a piece a person would keep (1.0 without a trained gate)."""
-    model = _model()
-    if model is None:
-        return 1.0
-    weights, _ = model
-    z = sum(w * x for w, x in zip(weights, features(idea, turn), strict=True))
-    return 1 / (1 + math.exp(-z))
+    return LEARNED.probability(features(idea, turn))
 
 
 def threshold() -> float:
     """The trained threshold; 0.0 without a trained gate (every score passes)."""
-    model = _model()
-    return model[1] if model else 0.0
+    return LEARNED.threshold()
 
 
 def keeps(idea: Idea, turn: TurnText) -> bool:
@@ -114,28 +100,4 @@ def keeps(idea: Idea, turn: TurnText) -> bool:
     `disclosed`) are the noisy ones. Over every candidate, trained on the nine positives of the tuning half, it
     also dropped a person's plain rules ("Always use pnpm, never npm."), which the older, tested composition
     keeps; bench/results.md (`knowledge`) has both policies' figures."""
-    model = _model()
-    return idea.kind is not Kind.FACT or model is None or score(idea, turn) >= model[1]
-
-
-def fit(rows: Sequence[Sequence[float]], targets: Sequence[int], l2: float = 0.1, steps: int = 3000) -> list[float]:
-    """Logistic regression by gradient descent (a few hundred rows, a dozen features: no library needed)."""
-    import numpy as np
-
-    x, y = np.asarray(rows, dtype=float), np.asarray(targets, dtype=float)
-    w = np.zeros(x.shape[1])
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(x @ w)))
-        gradient = x.T @ (p - y) / len(y) + l2 * np.r_[0.0, w[1:]] / len(y)
-        w -= 0.5 * gradient
-    return [float(v) for v in w]
-
-
-def save(weights: Sequence[float], threshold: float, provenance: dict) -> None:
-    WEIGHTS.write_text(
-        json.dumps(
-            {"features": list(FEATURES), "weights": list(weights), "threshold": threshold, **provenance}, indent=1
-        )
-        + "\n"
-    )
-    _model.cache_clear()
+    return idea.kind is not Kind.FACT or LEARNED.passes(features(idea, turn))

@@ -15,21 +15,19 @@ turn is read.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 
 from memory_pipeline.language.lexicon import CAUSE, FINDING, NEGATION, kind_marked, lasting, replacement
 from memory_pipeline.language.words import content_words
-from memory_pipeline.summarize.gate import fit
+from memory_pipeline.summarize.gate import DOCUMENT_LINE
+from memory_pipeline.summarize.logistic import LearnedWeights, fit, probability
 from memory_pipeline.summarize.trust import TurnText, is_acknowledgement
 
 WEIGHTS = Path(__file__).with_name("turn_gate.json")
 _PARTICULAR = re.compile(r"`[^`]+`|https?://|\b\d{2,}\b|\w[./_]\w|@\w|#[0-9a-fA-F]{3,}|\b[a-z]+[A-Z]\w*")
-_STRUCTURE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 FEATURES = (
     "bias",
@@ -66,41 +64,24 @@ def features(turn: TurnText) -> list[float]:
         float(bool(NEGATION.search(said))),
         float(any(replacement(s) for s in sentences)),
         float(bool(_PARTICULAR.search(said))),
-        float(len(_STRUCTURE.findall(said)) >= 5),
+        float(len(DOCUMENT_LINE.findall(said)) >= 5),
         math.log1p(len(reply)) / 10,
         float(bool(CAUSE.search(reply) or FINDING.search(reply))),
         math.log1p(len(turn.other)) / 10,
     ]
 
 
-@cache
-def _model() -> tuple[tuple[float, ...], float] | None:
-    if not WEIGHTS.exists():
-        return None
-    data = json.loads(WEIGHTS.read_text())
-    if tuple(data["features"]) != FEATURES:
-        return None  # trained on other features: read every turn rather than misread the weights
-    return tuple(data["weights"]), float(data["threshold"])
+LEARNED = LearnedWeights(WEIGHTS, FEATURES)
 
 
 def score(turn: TurnText) -> float:
     """The learned probability that `turn` holds knowledge (1.0 without a trained gate)."""
-    model = _model()
-    if model is None:
-        return 1.0
-    weights, _ = model
-    z = sum(w * x for w, x in zip(weights, features(turn), strict=True))
-    return 1 / (1 + math.exp(-z))
+    return LEARNED.probability(features(turn))
 
 
 def may_hold_knowledge(turn: TurnText) -> bool:
     """Whether the chat model should read `turn` (every turn, without a trained gate)."""
-    model = _model()
-    return model is None or score(turn) >= model[1]
-
-
-def _scores(weights: Sequence[float], rows: Sequence[Sequence[float]]) -> list[float]:
-    return [1 / (1 + math.exp(-sum(w * x for w, x in zip(weights, r, strict=True)))) for r in rows]
+    return LEARNED.passes(features(turn))
 
 
 def train(turns: Sequence[TurnText], memorable: Sequence[bool], folds: int = 5) -> tuple[list[float], float]:
@@ -109,19 +90,11 @@ def train(turns: Sequence[TurnText], memorable: Sequence[bool], folds: int = 5) 
     scores of turns a fit has seen flatter it and a missed memorable turn costs more than a model call."""
     rows, targets = [features(t) for t in turns], [int(m) for m in memorable]
     weights = fit(rows, targets)
-    lowest = [s for s, m in zip(_scores(weights, rows), memorable, strict=True) if m]
+    lowest = [probability(weights, r) for r, m in zip(rows, memorable, strict=True) if m]
     for fold in range(folds):
         inside = [n for n in range(len(rows)) if n % folds != fold]
         unseen = [n for n in range(len(rows)) if n % folds == fold and memorable[n]]
         if unseen:
             partial = fit([rows[n] for n in inside], [targets[n] for n in inside])
-            lowest += _scores(partial, [rows[n] for n in unseen])
+            lowest += [probability(partial, rows[n]) for n in unseen]
     return weights, (min(lowest) if lowest else 0.0)
-
-
-def save(weights: list[float], threshold: float, provenance: dict) -> None:
-    WEIGHTS.write_text(
-        json.dumps({"features": list(FEATURES), "weights": weights, "threshold": threshold, **provenance}, indent=1)
-        + "\n"
-    )
-    _model.cache_clear()
