@@ -60,9 +60,8 @@ from pathlib import Path
 from dagster import materialize
 
 from bench.needs_perfect import mark_replaced, perfect_memories
-from bench.next_session import LOCAL_MODEL
+from bench.next_session import LOCAL_MODEL, run_day
 from bench.results_file import table, write_section
-from memory_pipeline.assets import reflect
 from memory_pipeline.partitions import RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.search.briefing import build_briefing, tokens
@@ -240,17 +239,7 @@ def run_pipeline(
                 done.append(day)
                 if perfect:
                     perfect_memories(es, truth, projects, [day])
-                config = {"ops": {"reflections": {"config": {"as_of": day}}}} if reflect.reflections in assets else None
-                result = materialize(
-                    assets,
-                    resources=build_resources(settings),
-                    partition_key=day,
-                    instance=instance_with_days(done),
-                    run_config=config,
-                    raise_on_error=False,
-                )
-                if not result.success:
-                    raise SystemExit(f"{name}: the run of {day} failed")
+                run_day(name, assets, settings, day, done)
                 if len(done) % 10 == 0:
                     print(f"  {name}: {day} done ({len(done)}/{len(days)})", flush=True)
         row.seconds = time.perf_counter() - begin

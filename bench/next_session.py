@@ -311,17 +311,7 @@ def run_pipeline(settings: Settings, truth: dict, assets: list, name: str) -> li
                     )
                     variant.scored.append(score(session, made.markdown, knowledge, replaced, found))
         done.append(day)
-        config = {"ops": {"reflections": {"config": {"as_of": day}}}} if reflect.reflections in assets else None
-        result = materialize(
-            assets,
-            resources=build_resources(settings),
-            partition_key=day,
-            instance=instance_with_days(done),
-            run_config=config,
-            raise_on_error=False,
-        )
-        if not result.success:
-            raise SystemExit(f"{name}: the run of {day} failed")
+        run_day(name, assets, settings, day, done)
         print(f"  {name}: {day} done ({len(done)}/{len(days)})", flush=True)
     for variant in variants.values():
         variant.seconds = time.perf_counter() - begin
@@ -422,3 +412,19 @@ def main(argv: list[str]) -> None:
         argv = [a for a in argv if not a.startswith("--dump=")]
     write_section("next_session", f"uv run python -m bench next_session {' '.join(argv)}".strip(), body)
     print(table(["variant", "split", "coverage", "noise", "stale", "cut", "recall@5", "lines a briefing"], rows))
+
+
+def run_day(name: str, assets: list, settings: Settings, day: str, done: list[str]) -> None:
+    """One day of a replayed history through `assets` (reflection as of that day), the days `done` registered;
+    a failed run ends the benchmark, named."""
+    config = {"ops": {"reflections": {"config": {"as_of": day}}}} if reflect.reflections in assets else None
+    result = materialize(
+        assets,
+        resources=build_resources(settings),
+        partition_key=day,
+        instance=instance_with_days(done),
+        run_config=config,
+        raise_on_error=False,
+    )
+    if not result.success:
+        raise SystemExit(f"{name}: the run of {day} failed")
