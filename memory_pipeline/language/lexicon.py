@@ -46,6 +46,20 @@ NEGATION = re.compile(
     r"|no longer|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
     r"|n't\b"
 )
+# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size), a name with code marks.
+PARTICULAR = re.compile(
+    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*\w*|\b\w+[._-]\w[\w.-]*|\b[a-z]+[A-Z]\w*"
+)
+# The words a negation reaches: up to the end of its clause.
+CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
+# A person correcting what was said or done: the openings and words of "no, that's wrong, we moved to …".
+CORRECTION = re.compile(
+    r"(?i)(?:^|[.!?]\s+)(?:no|nope|nah|wait|stop)\b|\b(?:wrong|incorrect|actually|not anymore|no longer|any ?more"
+    r"|outdated|out of date|stale|not true|isn'?t true|not right|changed|we (?:moved|switched|migrated|went|dropped)"
+    r"|(?:moved|switched|migrated) (?:away )?(?:from|off|back|to)|dropped|got rid of"
+    r"|not (?:using|use) \w+ (?:any ?more)"
+    r"|don'?t use|do not use|stop using|never use|i said|i told you|told you|how many times|again\?)\b"
+)
 # One thing put in another's place, in the forms people write it: (chosen, replaced). Checked in this order.
 REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.I)

@@ -35,6 +35,7 @@ from memory_pipeline.search.ranking import (
     spread_sessions,
 )
 from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.followthrough_store import counters, demoted_ids, restated_ids
 from memory_pipeline.stores.indices import (
     NOTES_INDEX,
     OBSERVATION_INDEX,
@@ -417,6 +418,11 @@ class MemorySearch:
         seen = {r.id for r in before}
         return [*before, row, *[r for r in after if r.id not in seen]]
 
+    def learned(self, project: str | None) -> tuple[set[str], set[str]]:
+        """What the sessions after injections taught (`memory-followthrough`): the memories people contradicted
+        in two sessions (no longer injected), and those ignored then said again by the person (raised)."""
+        return demoted_ids(self._es, project), restated_ids(self._es, project)
+
     def get(self, ids: list[str]) -> list[Row]:
         indices = self._existing(list(SEARCH_INDICES))
         if not ids or not indices:
@@ -428,7 +434,9 @@ class MemorySearch:
     def detail(self, ids: list[str]) -> list[Detail]:
         """Layer 3: the full records of `ids`, each with every message of its source turn from memory-raw."""
         records = []
-        for row in self.with_replacements(self.get(ids)):
+        rows = self.with_replacements(self.get(ids))
+        followed = counters(self._es, [row.id for row in rows])
+        for row in rows:
             messages = []
             if row.session_id and row.turn_id and self._es.indices.exists(index=RAW_INDEX):
                 messages = self.turn_messages(row.session_id, row.turn_id)
@@ -436,6 +444,7 @@ class MemorySearch:
             said_in = len({row.session_id, *(r.session_id for r in again)} - {""}) or 1
             restated = [r.model_dump(include=_RESTATED) for r in again]
             fields = {"source_turn": messages, "said_in": said_in, "said_again": restated}
+            fields["followthrough"] = followed[row.id]
             records.append(Detail.model_validate(row.to_dict() | fields))
         return records
 
