@@ -2,18 +2,20 @@
 
 Pure and without the chat model. A memory's stance is what it wants and what it rejects ("use pnpm, not npm":
 wants pnpm, rejects npm; "moved from SQLite to Postgres": wants Postgres, rejects SQLite; "the dev server is on
-port 5173": wants 5173), in the names a command or a path can hold (tools, code spans, flags, paths, numbers).
-A turn then says it plainly or not at all:
+port 5173": wants 5173), in the names a command or a path can hold (tools, code spans, flags, paths, numbers),
+and the names its subject is known by. A turn then says it plainly or not at all:
 
-- **contradicted**: the person corrects the memory itself: a message with a correction cue (or a replacement)
-  that rejects what the memory wants, wants what it rejects, or gives its subject another value of the same sort
-  ("no, the port is 8080 now");
-- **ignored**: the agent ran or touched what the memory rejects;
-- **followed**: the agent ran or touched what it wants, and nothing it rejects;
+- **contradicted**: the person (or the agent, having checked) says the memory no longer holds or never did: a
+  change or refutation cue ("no longer", "we moved to", "was a red herring", "nicht mehr") that rejects what the
+  memory wants, wants what it rejects, gives its subject another value of the same sort ("the port is 8080
+  now"), or names its subject;
+- **ignored**: the agent ran what the memory rejects, or wrote it into a file;
+- **followed**: the agent ran or wrote what it wants, and nothing it rejects;
 - **no_signal**: anything else. Unsure is no signal: a memory demoted without evidence is the worst error.
 
-A person who restates the memory after the agent ignored it (the memory's own stance, with a correction cue)
-is noted (`restated`): such a rule deserves more weight, not less.
+Reading is not doing (a read of `pnpm-lock.yaml` installs nothing), tool output is not anyone's word, and a
+person letting a rule go once ("skip it this time") neither changes nor breaks it. A person who says the memory
+again after the agent ignored it is noted (`restated`): such a rule deserves more weight, not less.
 """
 
 from __future__ import annotations
@@ -26,21 +28,47 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from memory_pipeline.language.lexicon import CLAUSE_END, CORRECTION, NEGATION, PARTICULAR, replacement
+from memory_pipeline.language.lexicon import (
+    CHOSEN_AFTER,
+    CLAUSE_END,
+    CORRECTION,
+    EXEMPTION,
+    LEFT_BEHIND,
+    NEGATION,
+    NO_LONGER,
+    NO_LONGER_ABROAD,
+    PARTICULAR,
+    REFUTED,
+    TAKEN_AWAY,
+    replacement,
+)
 from memory_pipeline.language.topics import topics_of
-from memory_pipeline.language.words import content_words, words
+from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, words
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
 LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
 SNIPPET = 200  # characters of the evidence message kept with an outcome
-# The argument fields of a tool call that name what it ran or touched.
+# The argument fields of a tool call that name what it ran or touched, and those that hold what it wrote.
 _ACTION_FIELDS = ("command", "cmd", "path", "file_path", "filePath", "file", "paths", "script", "args", "pattern")
+_CONTENT_FIELDS = ("content", "new_string", "newText", "new_str", "text", "input", "patch", "edits")
+_READ_TOOLS = frozenset({"read", "read_file", "grep", "glob", "ls", "find", "view", "search", "list_directory"})
+_INSTALL = frozenset({"add", "install", "i", "require", "get", "upgrade", "update", "remove", "uninstall", "rm"})
+_RUNNERS = frozenset({"npx", "pnpx", "bunx", "sudo", "env", "time", "exec", "nohup", "uvx", "pipx"})
+_SEGMENT = re.compile(r"&&|\|\||;|\||\n")
 _NUMBER = re.compile(r"^\d{2,}$")
+_CODE = re.compile(r"`([^`]+)`")
+_MOVE = re.compile(r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$")
+_PASSIVE = re.compile(r"(?i)\b(?:is|was|were|are|been|be|got)\s+$")
+_ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)[^>]*>.*?</\1>|```.*?```")
+
+# The kinds whose truth an agent can check (a port, a path, a cause): its word that they are not so counts.
+FACTUAL = frozenset({"fact", "gotcha", "root_cause"})
+Phrase = tuple[str, ...]  # a name ("pnpm", "docker compose", "src/api/"), or words that must all be there
 
 
 class ToolCall(BaseModel):
     name: str = ""
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
 
 
 class TurnMessage(BaseModel):
@@ -62,11 +90,12 @@ class Outcome(BaseModel):
 
 @dataclass(frozen=True)
 class Stance:
-    """What a text wants and rejects (names, lower-cased), and the words of its subject."""
+    """What a text wants and rejects, and the names its subject is known by (lower-cased)."""
 
-    wants: frozenset[str] = frozenset()
-    rejects: frozenset[str] = frozenset()
-    subject: frozenset[str] = field(default_factory=frozenset)
+    wants: frozenset[Phrase] = frozenset()
+    rejects: frozenset[Phrase] = frozenset()
+    keys: frozenset[str] = field(default_factory=frozenset)
+    words: frozenset[str] = field(default_factory=frozenset)  # the stems of its content words
 
     @property
     def empty(self) -> bool:
@@ -74,87 +103,228 @@ class Stance:
 
 
 def names(text: str) -> list[str]:
-    """The names a command or a path can hold: tools the lexicon knows, code spans, flags, paths and numbers."""
-    found: list[str] = []
-    for particular in PARTICULAR.findall(text):
+    """The names a command or a path can hold: code spans whole, then tools the lexicon knows, flags, paths,
+    numbers and names with code marks."""
+    found = [span.strip().lower() for span in _CODE.findall(text) if span.strip()]
+    rest = _CODE.sub(" ", text)
+    for particular in PARTICULAR.findall(rest):
         name = particular.strip("`.,;:()'\"").lower()
-        if name and not re.fullmatch(r"\d\.?", name):
+        if name and not re.fullmatch(r"\d\.?|[\d.]*\.\.+", name):
             found.append(name)
-    for word in words(text):
-        if (topics_of(word) or word.startswith("--")) and word not in found:
+    for word in words(rest):
+        if topics_of(word) or word.startswith("-"):
             found.append(word)
     return list(dict.fromkeys(found))
 
 
+def _plain(text: str) -> list[str]:
+    """The words that carry meaning, as written (lower-cased): what a clause without names is about."""
+    return [w for w in words(text) if w not in STOP_WORDS and w not in SPEECH_WORDS and (len(w) > 2 or w[-1].isdigit())]
+
+
+def _named(text: str, plain: bool = False) -> set[Phrase]:
+    found: set[Phrase] = {(n,) for n in names(text)}
+    if not found and plain:
+        bag = tuple(dict.fromkeys(_plain(text)))[:4]
+        if bag:
+            found.add(bag)
+    return found
+
+
+def _keys(text: str) -> frozenset[str]:
+    """The names a text's subject is known by: its names and their parts, and its proper or numbered words."""
+    keys = set()
+    for name in names(text):
+        keys.add(name)
+        keys |= {part for part in re.split(r"[\s/.=:_@-]+", name) if len(part) > 2 and part not in STOP_WORDS}
+    for token in re.findall(r"[^\W_][\w+-]*", _CODE.sub(" ", text)):
+        if (token[0].isupper() or any(c.isdigit() for c in token)) and token.lower() not in STOP_WORDS:
+            keys.add(token.lower())
+    return frozenset(k for k in keys if len(k) > 1)
+
+
 def _clauses(text: str) -> list[str]:
-    return [c for c in re.split(r"[,;:.!?()\n]|\b(?:but|instead|whereas)\b", text) if c.strip()]
+    return [c for c in re.split(r"[;:.!?()\n]+(?:\s|$)|[;()\n]|,\s|\s-{1,2}\s|\s—\s", text) if c.strip()]
 
 
 def stance(text: str) -> Stance:
-    """What `text` wants and rejects: the two sides of a replacement, then each clause's names, rejected where
-    a negation reaches them (to the end of its clause), wanted elsewhere."""
-    wants: set[str] = set()
-    rejects: set[str] = set()
-    replaced = replacement(text)
-    if replaced:
-        wants |= set(names(replaced[0]) or [replaced[0].lower()])
-        rejects |= set(names(replaced[1]) or [replaced[1].lower()])
+    """What `text` wants and rejects, clause by clause: the two sides of a replacement or a move, the names a
+    negation reaches (to the end of its clause) or a "removed"/"deprecated" marks, and the other names as
+    wanted."""
+    wants: set[Phrase] = set()
+    rejects: set[Phrase] = set()
     for clause in _clauses(text):
+        replaced = replacement(clause)
+        moved = _MOVE.search(clause)
+        left = LEFT_BEHIND.search(clause)
         negation = NEGATION.search(clause)
-        before = clause[: negation.start()] if negation else clause
-        after = clause[negation.end() :] if negation else ""
-        end = CLAUSE_END.search(after)
-        reached = after[: end.start()] if end else after
-        rejects |= set(names(reached)) - wants
-        wants |= set(names(before)) - rejects
-    subject = frozenset(content_words(text) - {w for n in wants | rejects for w in content_words(n)})
-    return Stance(frozenset(wants), frozenset(rejects - wants), subject)
+        if replaced:
+            wants |= _named(replaced[0], plain=True)
+            rejects |= _named(replaced[1], plain=True)
+        elif moved:
+            rejects |= _named(moved[1], plain=True)
+            wants |= _named(moved[2], plain=True)
+        elif left:
+            after = clause[left.end() :]
+            chosen = CHOSEN_AFTER.search(after)
+            rejects |= _named(after[: chosen.start()] if chosen else after)
+            wants |= _named(after[chosen.end() :], plain=True) if chosen else set()
+            if _PASSIVE.search(clause[: left.start()]) or not _named(after):
+                rejects |= _named(clause[: left.start()], plain=True)
+        elif negation:
+            before, after = clause[: negation.start()], clause[negation.end() :]
+            end = CLAUSE_END.search(after)
+            reached = after[: end.start()] if end else after
+            if _named(reached) or not _named(before):
+                rejects |= _named(reached, plain=True)
+                wants |= _named(before)
+            else:  # "acme-uploads-dev doesn't exist": what the negation speaks of is before it
+                rejects |= _named(before)
+        else:
+            wants |= _named(clause)
+    return Stance(frozenset(wants - rejects), frozenset(rejects), _keys(text), frozenset(content_words(text)))
 
 
-def _mentions(text: str, name: str) -> bool:
-    """Whether `text` holds `name` as a whole name (`npm` is not in `pnpm`, `src/api/` is in `src/api/x.py`)."""
+def _mention(text: str, name: str) -> bool:
+    """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
     if "/" in name:
-        return name.rstrip("/") in text.lower()
-    return re.search(rf"(?<![\w/-]){re.escape(name)}(?![\w-])", text, re.I) is not None
+        return name.strip("/.") in text.lower()
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I) is not None
 
 
-def action_text(call: ToolCall) -> str:
-    """What a tool call ran or touched: its command or path fields (the whole arguments when none is named)."""
+def _has(text: str, phrase: Phrase) -> bool:
+    return all(_mention(text, word) for word in phrase)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
     arguments = call.arguments
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except ValueError:
-            return arguments
-    if not isinstance(arguments, dict):
-        return str(arguments)
+            return {"command": arguments}
+    return arguments if isinstance(arguments, dict) else {"command": arguments}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return " ".join(value)
+    return json.dumps(value)
+
+
+def action_text(call: ToolCall) -> str:
+    """What a tool call ran or touched: its command or path fields (the whole arguments when none is named)."""
+    arguments = _arguments(call)
     picked = [arguments[k] for k in _ACTION_FIELDS if k in arguments]
-    values = picked or [v for v in arguments.values() if isinstance(v, str) and len(v) < 2000]
-    return " ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
+    return " ".join(_text(v) for v in picked or arguments.values())
+
+
+def _program(segment: str) -> list[str]:
+    """A shell segment's words from its program on (env assignments, `sudo`, `npx` and paths left out)."""
+    parts = [w for w in re.split(r"\s+", segment.strip()) if w]
+    while parts and (("=" in parts[0] and not parts[0].startswith("-")) or parts[0] in _RUNNERS):
+        parts = parts[1:]
+    if parts:
+        parts[0] = parts[0].rsplit("/", 1)[-1]
+    return [p.strip("'\"").lower() for p in parts]
+
+
+def _runs(command: str, phrase: Phrase) -> bool:
+    """Whether a shell command uses `phrase`: a tool as its program (or one run through a package manager, or
+    installed by one), anything else named anywhere in it."""
+    tool = len(phrase) == 1 and " " not in phrase[0] and bool(topics_of(phrase[0]))
+    for segment in _SEGMENT.split(command):
+        if not tool:
+            if _has(segment, phrase):
+                return True
+            continue
+        program, name = _program(segment), phrase[0]
+        if program[:1] == [name] or (len(program) > 1 and program[1] == name and topics_of(program[0])):
+            return True
+        if len(program) > 2 and topics_of(program[0]) and program[1] in _INSTALL and name in program[2:]:
+            return True
+    return False
+
+
+def _acts(call: ToolCall, phrase: Phrase) -> bool:
+    """Whether a tool call uses or touches `phrase`: a command that runs it, a file written that names it."""
+    arguments = _arguments(call)
+    if call.name.rsplit("__", 1)[-1].lower() in _READ_TOOLS:
+        return False
+    command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
+    if command:
+        return _runs(command, phrase)
+    written = " ".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
+    return _has(written, phrase)
 
 
 def _same_sort(a: str, b: str) -> bool:
-    """Two names that can stand for one another: two numbers, two tools of one category, two files of a kind."""
+    """Two names that can stand for one another: two numbers, or two tools of one category."""
     if _NUMBER.match(a) and _NUMBER.match(b):
         return True
-    shared = set(topics_of(a)) & set(topics_of(b))
-    return bool(shared)
+    return bool(set(topics_of(a)) & set(topics_of(b)))
 
 
-def _conflict(memory: Stance, said: Stance, text: str) -> bool:
-    """Whether a person's words go against the memory."""
+def _conflict(memory: Stance, said: Stance) -> bool:
+    """Whether words go against the memory: they reject what it wants, or want what it rejects, or give its
+    subject another value of the same sort ("the port is 8080" of "the dev server is on port 5173")."""
     if said.rejects & memory.wants or said.wants & memory.rejects:
         return True
-    # Another value for the memory's subject: "no, the port is 8080 now" of "the dev server runs on port 5173".
-    others = said.wants - memory.wants - memory.rejects
-    about = memory.subject & said.subject
-    if about and any(_same_sort(o, w) for o in others for w in memory.wants):
-        return not any(_mentions(text, w) for w in memory.wants) or bool(said.rejects & memory.wants)
-    return False
+    if said.wants & memory.wants:
+        return False
+    others = {p[0] for p in said.wants - memory.wants - memory.rejects if len(p) == 1}
+    mine = {p[0] for p in memory.wants if len(p) == 1}
+    # Another tool of the memory's tool's category ("it's bun now" of "use pnpm"), or another value (a number) of
+    # the subject both name ("the port is 8080" of "the dev server listens on port 5173").
+    if any(topics_of(o) and _same_sort(o, w) for o in others for w in mine):
+        return True
+    return bool(memory.keys & said.keys) and any(_same_sort(o, w) for o in others for w in mine)
 
 
 def _agrees(memory: Stance, said: Stance) -> bool:
     return bool(said.wants & memory.wants or said.rejects & memory.rejects)
+
+
+def _spoken(content: str) -> str:
+    """A message's own words: envelopes (system reminders, environment blocks) and pasted code or logs out."""
+    return _ENVELOPE.sub(" ", content)
+
+
+def _sentences(text: str) -> list[str]:
+    return [x for x in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if x.strip()]
+
+
+def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
+    """Whether a message says the memory no longer holds (or never did): words that go against its stance with a
+    cue, or a sentence that says something no longer holds (not asked, not agreeing) about its subject."""
+    # A question asks, it says nothing of what holds ("why did we drop styled-components?").
+    text = " ".join(x for x in _sentences(_spoken(content)) if not x.rstrip().endswith(("?", "？")))
+    if not text.strip() or EXEMPTION.search(text):
+        return False
+    said = stance(text)
+    changed = NO_LONGER.search(text) or NO_LONGER_ABROAD.search(text) or (person and TAKEN_AWAY.search(text))
+    if (changed or (person and (CORRECTION.search(text) or replacement(text)))) and _conflict(memory, said):
+        return True
+    # The agent that checked a fact or a cause and says its value is not so ("on 3000 here, not 5173").
+    if not person and kind in FACTUAL and said.rejects & memory.wants and memory.keys & said.keys:
+        return True
+    for sentence in _sentences(text):
+        abroad = NO_LONGER_ABROAD.search(sentence)
+        changed = abroad or NO_LONGER.search(sentence) or (person and TAKEN_AWAY.search(sentence))
+        if not changed:
+            continue
+        # Agreeing by naming what the memory wants is read in English only: "мы отказались от date-fns" names it.
+        own = stance(sentence)
+        if own.rejects & memory.rejects or (not abroad and own.wants & memory.wants):
+            continue
+        if memory.keys & own.keys:
+            return True
+        # A cause refuted in other words than the memory's names ("the earlier diagnosis was wrong: listeners…").
+        if REFUTED.search(sentence) and len(memory.words & own.words) >= 2:
+            return True
+    return False
 
 
 def _snippet(text: str) -> str:
@@ -164,29 +334,27 @@ def _snippet(text: str) -> str:
 def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
     """The outcome of one turn for one injected memory (`kind`, `text`); see the module's docstring."""
     memory = stance(text)
-    if memory.empty:
+    if memory.empty and not memory.keys:
         return Outcome(outcome="no_signal")
     ignored: tuple[int, str] | None = None
     followed: tuple[int, str] | None = None
     restated = False
     for index, message in enumerate(turn):
         content = message.content or ""
-        if message.role == "user" and content.strip():
-            said = stance(content)
-            cued = CORRECTION.search(content) or replacement(content)
-            if cued and _conflict(memory, said, content):
-                return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(content),
+        person = message.role == "user"
+        if person or message.role == "assistant":
+            if content.strip() and _against(memory, kind, content, person):
+                return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
                                decided_by="rule")  # fmt: skip
-            if ignored and cued and _agrees(memory, said):
+            if person and ignored and _agrees(memory, stance(_spoken(content))):
                 restated = True
         if message.role != "assistant":
             continue
         for call in message.tool_calls:
-            action = action_text(call)
-            if ignored is None and any(_mentions(action, r) for r in memory.rejects):
-                ignored = (index, action)
-            elif followed is None and any(_mentions(action, w) for w in memory.wants):
-                followed = (index, action)
+            if ignored is None and any(_acts(call, r) for r in memory.rejects):
+                ignored = (index, action_text(call))
+            elif followed is None and any(_acts(call, w) for w in memory.wants):
+                followed = (index, action_text(call))
     if ignored:
         return Outcome(outcome="ignored", evidence_index=ignored[0], evidence=_snippet(ignored[1]), decided_by="rule",
                        restated=restated)  # fmt: skip

@@ -8,6 +8,7 @@ used more than 3 times. Exit status 1 on any problem.
 
     python3 bench/corpus/followthrough/check.py
 """
+
 import collections
 import json
 import pathlib
@@ -51,14 +52,21 @@ def main(path=HERE / "events.jsonl"):
         if set(e) != {"id", "split", "memory", "agent", "turn", "label", "evidence", "note"}:
             problems.append(f"{where}: fields {sorted(e)}")
             continue
-        if e["label"] not in LABELS: problems.append(f"{where}: label {e['label']}")
-        if e["agent"] not in AGENTS: problems.append(f"{where}: agent {e['agent']}")
-        if e["memory"].get("kind") not in KINDS: problems.append(f"{where}: kind")
-        if not e["memory"].get("text"): problems.append(f"{where}: memory text")
-        if not e["note"]: problems.append(f"{where}: empty note")
+        if e["label"] not in LABELS:
+            problems.append(f"{where}: label {e['label']}")
+        if e["agent"] not in AGENTS:
+            problems.append(f"{where}: agent {e['agent']}")
+        if e["memory"].get("kind") not in KINDS:
+            problems.append(f"{where}: kind")
+        if not e["memory"].get("text"):
+            problems.append(f"{where}: memory text")
+        if not e["note"]:
+            problems.append(f"{where}: empty note")
         for m in e["turn"]:
-            if m.get("role") not in ROLES: problems.append(f"{where}: role {m.get('role')}")
-            if not isinstance(m.get("content"), str): problems.append(f"{where}: content not str")
+            if m.get("role") not in ROLES:
+                problems.append(f"{where}: role {m.get('role')}")
+            if not isinstance(m.get("content"), str):
+                problems.append(f"{where}: content not str")
             for c in m.get("tool_calls", []):
                 if c["name"] not in TOOLS[e["agent"]]:
                     problems.append(f"{where}: tool {c['name']} for {e['agent']}")
@@ -66,14 +74,16 @@ def main(path=HERE / "events.jsonl"):
                 problems.append(f"{where}: toolResult without tool_name")
         ev = e["evidence"]
         if e["label"] == "no_signal":
-            if ev: problems.append(f"{where}: no_signal with evidence")
+            if ev:
+                problems.append(f"{where}: no_signal with evidence")
         elif not ev:
             problems.append(f"{where}: empty evidence")
         elif not any(ev in h for h in haystacks(e["turn"])):
             problems.append(f"{where}: evidence not found: {ev!r}")
     uses = collections.Counter(e["memory"]["text"] for e in events)
     for t, k in uses.items():
-        if k > 3: problems.append(f"memory used {k} times: {t}")
+        if k > 3:
+            problems.append(f"memory used {k} times: {t}")
 
     print(f"{len(events)} events, {len(uses)} distinct memories")
     for title, key in (("label", "label"), ("agent", "agent"), ("kind", lambda e: e["memory"]["kind"])):
@@ -89,7 +99,8 @@ def main(path=HERE / "events.jsonl"):
         print(f"{sp}: {sum(1 for e in events if e['split'] == sp)}")
     if problems:
         print("\nPROBLEMS:")
-        for p in problems: print(" ", p)
+        for p in problems:
+            print(" ", p)
         return 1
     print("\nOK")
     return 0
