@@ -280,7 +280,8 @@ def _conflict(memory: Stance, said: Stance) -> bool:
     # the subject both name ("the port is 8080" of "the dev server listens on port 5173").
     if any(topics_of(o) and _same_sort(o, w) for o in others for w in mine):
         return True
-    return bool(memory.keys & said.keys) and any(_same_sort(o, w) for o in others for w in mine)
+    about = memory.keys & said.keys or {w for w in memory.words & said.words if not w.isdigit()}
+    return bool(about) and any(_same_sort(o, w) for o in others for w in mine)
 
 
 def _agrees(memory: Stance, said: Stance) -> bool:
