@@ -64,7 +64,7 @@ CORRECTION = re.compile(
 # the names beside it are rejected, as a negation's are.
 LEFT_BEHIND = re.compile(
     r"(?i)\b(?:removed|dropped|deprecated|abandoned|retired|replaced|legacy|obsolete|gone|old|stale"
-    r"|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from|went from|moving from)\b"
+    r"|instead of|rather than|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from|went from|moving from)\b"
 )
 # The other side of a move ("from SQLite to Postgres", "in favour of Tailwind"): the names after it are chosen.
 CHOSEN_AFTER = re.compile(r"(?i)\b(?:in favou?r of|for|to|with|by)\b")
@@ -96,6 +96,11 @@ TAKEN_AWAY = re.compile(
 REFUTED = re.compile(
     r"(?i)\b(?:was wrong|were wrong|diagnosis|red herring|nothing to do with|not the (?:cause|reason|problem)|never the"
     r"|wasn'?t (?:the|it|about)|was not (?:the|it)|no era la causa|war nicht|n'était pas)\b"
+)
+# An agent saying it leaves out what it was asked to do ("I'll skip clippy this time", "skipping gofmt").
+SKIPPING = re.compile(
+    r"(?i)\b(?:skip|skips|skipping|skipped|won'?t (?:run|bother|add|use)|without (?:running|adding|using)"
+    r"|not (?:bother|run)ning|leave out|leaving out)\b"
 )
 # A person letting a rule go once, which neither changes nor breaks it ("skip it this time", "just for now").
 EXEMPTION = re.compile(r"(?i)\b(?:this time|just this once|for now|this once|for this one|one-?off|today only)\b")

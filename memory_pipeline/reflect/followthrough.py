@@ -39,6 +39,7 @@ from memory_pipeline.language.lexicon import (
     NO_LONGER_ABROAD,
     PARTICULAR,
     REFUTED,
+    SKIPPING,
     TAKEN_AWAY,
     replacement,
 )
@@ -57,6 +58,8 @@ _RUNNERS = frozenset({"npx", "pnpx", "bunx", "sudo", "env", "time", "exec", "noh
 _SEGMENT = re.compile(r"&&|\|\||;|\||\n")
 _NUMBER = re.compile(r"^\d{2,}$")
 _CODE = re.compile(r"`([^`]+)`")
+_FLAG = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*")
+_DATA_FILE = r"\.(?:ya?ml|json|lock|toml|md|txt|cfg|ini|env)\b"
 _MOVE = re.compile(r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$")
 _PASSIVE = re.compile(r"(?i)\b(?:is|was|were|are|been|be|got)\s+$")
 _ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)[^>]*>.*?</\1>|```.*?```")
@@ -111,9 +114,8 @@ def names(text: str) -> list[str]:
         name = particular.strip("`.,;:()'\"").lower()
         if name and not re.fullmatch(r"\d\.?|[\d.]*\.\.+", name):
             found.append(name)
-    for word in words(rest):
-        if topics_of(word) or word.startswith("-"):
-            found.append(word)
+    found += [flag.lower() for flag in _FLAG.findall(rest)]
+    found += [word for word in words(rest) if topics_of(word)]
     return list(dict.fromkeys(found))
 
 
@@ -175,7 +177,8 @@ def stance(text: str) -> Stance:
             before, after = clause[: negation.start()], clause[negation.end() :]
             end = CLAUSE_END.search(after)
             reached = after[: end.start()] if end else after
-            if _named(reached) or not _named(before):
+            predicate = re.fullmatch(r"(?i)n't|not|never|no longer|doesn'?t|does not|isn'?t|wasn'?t", negation[0])
+            if _named(reached) or not _named(before) or not predicate or len(_plain(reached)) > 2:
                 rejects |= _named(reached, plain=True)
                 wants |= _named(before)
             else:  # "acme-uploads-dev doesn't exist": what the negation speaks of is before it
@@ -189,7 +192,8 @@ def _mention(text: str, name: str) -> bool:
     """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
     if "/" in name:
         return name.strip("/.") in text.lower()
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I) is not None
+    # `docker-compose.yml` is a data file, not the `docker-compose` binary (`webpack.config.js` is webpack's).
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-]|{_DATA_FILE})", text, re.I) is not None
 
 
 def _has(text: str, phrase: Phrase) -> bool:
@@ -260,6 +264,20 @@ def _acts(call: ToolCall, phrase: Phrase) -> bool:
     return _has(written, phrase)
 
 
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=|\s+is\s+)([^\s`'\"]+?)[.,;]?(?=\s|$|`)")
+
+
+def _setting(memory_text: str, call: ToolCall) -> bool | None:
+    """For a memory that gives a setting its value (`DATABASE_URL is postgres://…`), whether a call sets it to
+    that value (True), to another (False), or does not set it (None)."""
+    arguments = _arguments(call)
+    written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
+    for name, value in _SETTING.findall(memory_text):
+        for found in re.findall(rf"\b{re.escape(name)}=[\"']?([^\s\"']+)", written):
+            return found.rstrip(".,;") == value
+    return None
+
+
 def _same_sort(a: str, b: str) -> bool:
     """Two names that can stand for one another: two numbers, or two tools of one category."""
     if _NUMBER.match(a) and _NUMBER.match(b):
@@ -318,14 +336,27 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
             continue
         # Agreeing by naming what the memory wants is read in English only: "мы отказались от date-fns" names it.
         own = stance(sentence)
-        if own.rejects & memory.rejects or (not abroad and own.wants & memory.wants):
+        refuted = REFUTED.search(sentence)
+        if own.rejects & memory.rejects or (not abroad and not refuted and own.wants & memory.wants):
             continue
         if memory.keys & own.keys:
             return True
         # A cause refuted in other words than the memory's names ("the earlier diagnosis was wrong: listeners…").
-        if REFUTED.search(sentence) and len(memory.words & own.words) >= 2:
+        if refuted and len(memory.words & own.words) >= 2:
             return True
     return False
+
+
+def _skips(memory: Stance, content: str) -> bool:
+    """Whether the agent says it leaves out what the memory asks ("I'll skip clippy this time")."""
+    for sentence in _sentences(_spoken(content)):
+        if SKIPPING.search(sentence) and memory.keys & _keys(sentence) and not _mentions_rejected(memory, sentence):
+            return True
+    return False
+
+
+def _mentions_rejected(memory: Stance, sentence: str) -> bool:
+    return any(_has(sentence, phrase) for phrase in memory.rejects)
 
 
 def _snippet(text: str) -> str:
@@ -351,10 +382,13 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
                 restated = True
         if message.role != "assistant":
             continue
+        if ignored is None and _skips(memory, content):
+            ignored = (index, content)
         for call in message.tool_calls:
-            if ignored is None and any(_acts(call, r) for r in memory.rejects):
+            setting = _setting(text, call)
+            if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):
                 ignored = (index, action_text(call))
-            elif followed is None and any(_acts(call, w) for w in memory.wants):
+            elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):
                 followed = (index, action_text(call))
     if ignored:
         return Outcome(outcome="ignored", evidence_index=ignored[0], evidence=_snippet(ignored[1]), decided_by="rule",
