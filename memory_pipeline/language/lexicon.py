@@ -64,7 +64,8 @@ CORRECTION = re.compile(
 # the names beside it are rejected, as a negation's are.
 LEFT_BEHIND = re.compile(
     r"(?i)\b(?:removed|dropped|deprecated|abandoned|retired|replaced|legacy|obsolete|gone|old|stale"
-    r"|instead of|rather than|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from|went from|moving from)\b"
+    r"|instead of|rather than|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from"
+    r"|went from|moving from)\b"
 )
 # The other side of a move ("from SQLite to Postgres", "in favour of Tailwind"): the names after it are chosen.
 CHOSEN_AFTER = re.compile(r"(?i)\b(?:in favou?r of|for|to|with|by)\b")
