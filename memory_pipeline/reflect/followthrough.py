@@ -359,6 +359,29 @@ def _mentions_rejected(memory: Stance, sentence: str) -> bool:
     return any(_has(sentence, phrase) for phrase in memory.rejects)
 
 
+@dataclass(frozen=True)
+class Correction:
+    """A person's correction that says what is wanted or rejected, in one sentence."""
+
+    text: str
+    wants: frozenset[Phrase]
+    rejects: frozenset[Phrase]
+
+
+def correction(message: TurnMessage) -> Correction | None:
+    """The first sentence of a person's message that corrects the agent ("no, use pnpm, not npm"): a correction
+    cue and names both wanted and rejected, or rejected alone (not a question, not a one-off exemption)."""
+    for sentence in _sentences(_spoken(message.content or "")):
+        if sentence.rstrip().endswith(("?", "？")) or EXEMPTION.search(sentence) or not CORRECTION.search(sentence):
+            continue
+        said = stance(sentence)
+        names_only = {p for p in said.rejects if len(p) == 1}
+        if names_only:
+            wanted = frozenset(p for p in said.wants if len(p) == 1)
+            return Correction(" ".join(sentence.split())[:SNIPPET], wanted, frozenset(names_only))
+    return None
+
+
 def _snippet(text: str) -> str:
     return " ".join(text.split())[:SNIPPET]
 

@@ -41,3 +41,15 @@ def candidates_by_project(contradicted: Mapping[str, Sequence[FollowThrough]]) -
         project = turns[0].project
         found.setdefault(project, []).append(edit_or_forget(memory_id, turns))
     return found
+
+
+def repeated_correction(turns: Sequence[FollowThrough]) -> Candidate:
+    """The proposal for a correction the person made in two sessions or more with no memory behind it: the rule
+    in their words (the first time), its turns as evidence."""
+    return Candidate(
+        "Hard rules",
+        turns[0].memory_text,
+        sorted({t.session_id for t in turns}),
+        [f"{t.session_id}/{t.turn_id}" for t in turns],
+        origin="correction",
+    )

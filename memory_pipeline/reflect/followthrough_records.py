@@ -8,6 +8,7 @@ edited since is judged by what was injected.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.reflect.followthrough import TurnMessage, decide, turn_of
+from memory_pipeline.reflect.followthrough import TurnMessage, correction, decide, stance, turn_of
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import FollowThrough
 from memory_pipeline.stores.injections import Injection
@@ -168,4 +169,42 @@ def delivery_records(injections: Iterable[Injection], days: Sequence[str]) -> li
                     at=at,
                 )
             )
+    return records
+
+
+def correction_records(turns: Sequence[Turn], memories: Sequence[Given], redactor: Redactor) -> list[FollowThrough]:
+    """Each person's correction that names what is wanted or rejected and that no memory given to the project
+    says (nor goes against): keyed by what it says, so the same correction in two sessions is one proposal."""
+    said_by_memories = {}
+    for memory in memories:
+        mine = stance(memory.text)
+        said_by_memories.setdefault(memory.project, set()).update(mine.wants | mine.rejects)
+    records = []
+    for turn in turns:
+        known = said_by_memories.get(turn.project, set())
+        for index, message in enumerate(turn.messages):
+            found = correction(message) if message.role == "user" else None
+            if found is None or (found.wants | found.rejects) & known:
+                continue
+            key = "|".join(
+                ["+" + " ".join(p) for p in sorted(found.wants)] + ["-" + " ".join(p) for p in sorted(found.rejects)]
+            )
+            records.append(
+                FollowThrough(
+                    memory_id="correction:" + hashlib.sha1(key.encode()).hexdigest()[:16],
+                    signal="corrected",
+                    project=turn.project,
+                    agent=turn.agent,
+                    partition=turn.partition,
+                    session_id=turn.session_id,
+                    turn_id=turn.turn_id,
+                    at=turn.at,
+                    memory_kind="rule",
+                    memory_text=redactor.redact(found.text),
+                    evidence=redactor.redact(found.text),
+                    evidence_index=index,
+                    decided_by="rule",
+                )
+            )
+            break  # one correction per turn
     return records

@@ -20,8 +20,9 @@ from pydantic import BaseModel, Field
 from memory_pipeline.stores.elasticsearch import SyncCounts, ensure_index, stored_sources, sync_documents
 
 FOLLOWTHROUGH_INDEX = "memory-followthrough"
-Signal = Literal["injected", "followed", "ignored", "contradicted"]
-SIGNALS: tuple[Signal, ...] = ("injected", "followed", "ignored", "contradicted")
+# `corrected`: a person's correction no injected memory says (its `memory_id` names what it says, `correction:…`).
+Signal = Literal["injected", "followed", "ignored", "contradicted", "corrected"]
+SIGNALS: tuple[Signal, ...] = ("injected", "followed", "ignored", "contradicted")  # a memory's counters
 DEMOTE_AFTER = 2  # distinct sessions whose person contradicted a memory before it stops being injected
 _KEYWORD = {"type": "keyword"}
 MAPPINGS: dict[str, Any] = {
@@ -155,6 +156,16 @@ def contradictions(client: Elasticsearch, project: str | None = None) -> dict[st
 def demoted_ids(client: Elasticsearch, project: str | None = None) -> set[str]:
     """The memories no longer injected: contradicted in `DEMOTE_AFTER` sessions or more."""
     return set(contradictions(client, project))
+
+
+def repeated_corrections(client: Elasticsearch, project: str) -> dict[str, list[FollowThrough]]:
+    """The corrections with no memory behind them that the person made in `DEMOTE_AFTER` sessions or more (one
+    turn per session, the first), by what they say: each is worth a proposal."""
+    query = {"bool": {"filter": [{"term": {"signal": "corrected"}}, {"term": {"project": project}}]}}
+    by_key: dict[str, dict[str, FollowThrough]] = defaultdict(dict)
+    for record in read_followthrough(client, query):
+        by_key[record.memory_id].setdefault(record.session_id, record)
+    return {k: list(s.values()) for k, s in by_key.items() if len(s) >= DEMOTE_AFTER}
 
 
 def restated_ids(client: Elasticsearch, project: str | None = None) -> set[str]:

@@ -9,8 +9,9 @@ from pathlib import Path
 import polars as pl
 
 from memory_pipeline.reflect.followthrough import decide, stance, turn_of
-from memory_pipeline.reflect.followthrough_proposals import candidates_by_project
+from memory_pipeline.reflect.followthrough_proposals import candidates_by_project, repeated_correction
 from memory_pipeline.reflect.followthrough_records import (
+    correction_records,
     delivery_records,
     follow_records,
     given,
@@ -166,3 +167,22 @@ def test_counters_say_what_happened_and_when_a_memory_is_demoted() -> None:
     )
     assert not Counters.of({"contradicted": 1}, 1).demoted and Counters.of({"contradicted": 3}, 2).demoted
     assert Counters().text == "never injected"
+
+
+def test_a_correction_with_no_memory_behind_it_repeated_in_two_sessions_is_one_proposal(tmp_path: Path) -> None:
+    said = "No, run the tests with vitest, not jest!"
+    messages = _messages([
+        ("s2", "t1", 0, "user", said, T0 + timedelta(hours=1)),
+        ("s3", "t2", 0, "user", "I told you: vitest, never jest.", T0 + timedelta(hours=2)),
+        ("s4", "t3", 0, "user", "No, use pnpm, not npm!", T0 + timedelta(hours=3)),  # the injected memory says it
+        ("s5", "t4", 0, "user", "Why not jest?", T0 + timedelta(hours=4)),  # a question corrects nothing
+    ])  # fmt: skip
+    records = correction_records(turns_of(messages), given([_injection("s1", T0)]), Redactor())
+    assert [(r.session_id, r.signal) for r in records] == [("s2", "corrected"), ("s3", "corrected")]
+    assert records[0].memory_id == records[1].memory_id  # the same correction, in other words
+    candidate = repeated_correction(records)
+    assert (
+        candidate.rule == said and candidate.sessions == ["s2", "s3"] and candidate.evidence_ids == ["s2/t1", "s3/t2"]
+    )
+    report = stage(tmp_path, "/w/shop", [candidate], "2026-12-01")
+    assert len(report.new) == 1 and said in (tmp_path / "REVIEW.md").read_text()
