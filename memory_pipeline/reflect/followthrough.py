@@ -20,6 +20,7 @@ again after the agent ignored it is noted (`restated`): such a rule deserves mor
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -149,6 +150,7 @@ def _clauses(text: str) -> list[str]:
     return [c for c in re.split(r"[;:.!?()\n]+(?:\s|$)|[;()\n]|,\s|\s-{1,2}\s|\s—\s", text) if c.strip()]
 
 
+@functools.lru_cache(maxsize=4096)  # a day's run judges every turn against the same few memories
 def stance(text: str) -> Stance:
     """What `text` wants and rejects, clause by clause: the two sides of a replacement or a move, the names a
     negation reaches (to the end of its clause) or a "removed"/"deprecated" marks, and the other names as
