@@ -123,7 +123,9 @@ def embeddings(
     """Vectors from `/v1/embeddings` for the memories (summaries and observations) whose text, model,
     dimension or prefix changed since they were embedded; unchanged texts are never embedded twice.
     Each text is cut to the model's context in its tokens; a text the server refuses is listed with its
-    id (and tried again next run), the others go on."""
+    id (and tried again next run), the others go on. The observations' texts are `turn_observations`; the
+    summaries' are read from `memory-summary`, where every writer leaves them (a run without the chat model
+    has no summary frame), so a memory the index holds without a vector is embedded by the next run."""
     keys = context.partition_keys
     with embedder.get_client() as client, es.get_client() as es_client:
         model, prefix = client.model_id(), client.prefix("document")

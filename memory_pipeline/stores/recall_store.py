@@ -61,7 +61,11 @@ def ensure_vectors(client: Elasticsearch, dims: int) -> None:
 
 
 def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> list[dict[str, str]]:
-    """(index, doc_id, text, partition, stored embed hash) of every memory of these days."""
+    """(index, doc_id, text, partition, stored embed hash) of every memory of these days. The observations are
+    the run's frame; the summaries are what `memory-summary` holds, because every writer of that index leaves
+    them there (a day's `memory_summary_index`, an import, the memories of a folder no longer configured, which
+    no run writes again) and a run without the chat model has no summary frame: whatever the index holds without
+    this model's vector is embedded, whoever wrote it."""
     items = [
         {"index": OBSERVATION_INDEX, "doc_id": r["doc_id"], "text": r["summary"], "partition": r["partition"]}
         for r in observations.iter_rows(named=True)
