@@ -142,6 +142,32 @@ def test_an_observation_lost_from_the_index_is_written_and_embedded_again(indexe
         assert es.count(index="memory-observations", query=query)["count"] == 1
 
 
+def test_observations_are_indexed_while_the_embedding_server_is_down(local_runtime: Settings, tmp_path) -> None:  # noqa: ANN001
+    """Observations reach memory-observations by their own asset, apart from any vector: a run whose embedding
+    server is down fails at `embeddings` and still leaves every turn's observation indexed (BM25 finds it)."""
+    day, session = "2024-06-23", "recall-embedder-down"
+    reset_days(local_runtime, [day])
+    copy_fixture("handwritten-kuato.v3.jsonl", tmp_path / "s" / "a.jsonl", session, day)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "s")
+    down = load_settings(**{**settings.model_dump(), "embed_url": f"http://127.0.0.1:{free_port()}"})
+    result = materialize(
+        RECALL_ASSETS,
+        resources=build_resources(down),
+        partition_key=day,
+        instance=instance_with_days([day]),
+        raise_on_error=False,
+    )
+    metadata, checks, _ = run_metadata(result)
+    assert not result.success and "embeddings" not in metadata and "es_dense_vector" not in metadata
+    assert checks["index_equals_observations"]
+    observed = metadata["memory_observations_index"]
+    assert observed["written"] == observed["observations"] > 0
+    with make_client(settings) as es:
+        by_session = {"term": {"session_id": session}}
+        assert es.count(index="memory-observations", query=by_session)["count"] == observed["observations"]
+    reset_days(local_runtime, [day])
+
+
 def test_index_layer_is_compact_ranked_and_cites_stable_ids(search: MemorySearch) -> None:
     rows = search.index("colours should be rgb values, not indices", k=5)
     assert rows and len(rows) <= 5
