@@ -277,6 +277,7 @@ def write(  # noqa: PLR0913
         "turns": f"{turns:,.0f} turns",
         "memory_raw_index": f"bulk index + checks: {documents:,.0f} documents",
         "turn_observations": f"{observations:,.0f} observations",
+        "memory_observations_index": "observations indexed + check",
         "embeddings": f"{embedded:,.0f} texts embedded",
         "es_dense_vector": "vectors written + checks",
     }

@@ -59,6 +59,7 @@ ASSETS = [
     ingest.turns,
     ingest.memory_raw_index,
     recall.turn_observations,
+    recall.memory_observations_index,
     recall.embeddings,
     recall.es_dense_vector,
 ]

@@ -107,7 +107,7 @@ def main(flags: list[str]) -> None:
     for n, (day, project, turns) in enumerate(SESSIONS):
         write_session(settings.sessions_dir / f"{n}.jsonl", f"demo-{n}", day, project, turns)
     assets = [*INGEST_ASSETS, summarize.llm_ideas, summarize.memory_summary_index, recall.turn_observations,
-              recall.embeddings, recall.es_dense_vector]  # fmt: skip
+              recall.memory_observations_index, recall.embeddings, recall.es_dense_vector]  # fmt: skip
     for day in days:
         assert materialize(
             assets, resources=build_resources(settings), partition_key=day, instance=instance_with_days([day])

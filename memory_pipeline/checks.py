@@ -319,6 +319,30 @@ def ideas_grounded(client: Elasticsearch, partitions: list[str], edited: set[str
     )
 
 
+@acceptance(
+    "memory_observations_index",
+    "Every observation of the days is in memory-observations with its text, and none other is.",
+)
+def index_equals_observations(expected: dict[str, str], stored: dict[str, str]) -> Verdict:
+    """The observation documents the index holds for the days (sessions of an unconfigured folder aside) are
+    the run's, by id and content hash (`recall_store.observation_hashes`): a turn whose observation is missing
+    or stale, or an observation of a turn no longer there, fails it (and the next run of the day writes it)."""
+    missing = sorted(set(expected) - set(stored))
+    stale = sorted(i for i in set(expected) & set(stored) if expected[i] != stored[i])
+    extra = sorted(set(stored) - set(expected))
+    return Verdict(
+        passed=not (missing or stale or extra),
+        metadata={
+            "expected": len(expected),
+            "stored": len(stored),
+            # Ids only (session and turn): an observation's text is the session's words.
+            "missing": MetadataValue.json(missing[:20]),
+            "stale": MetadataValue.json(stale[:20]),
+            "not_in_run": MetadataValue.json(extra[:20]),
+        },
+    )
+
+
 @acceptance("es_dense_vector", "A kNN query for a summary's own text returns that summary first.")
 def knn_finds_itself(found: int, tried: int, coverage: dict[str, tuple[int, int]], sample: int) -> Verdict:
     """A kNN query for a memory's own text returns it first, for every memory tried; and the days' memories

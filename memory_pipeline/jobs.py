@@ -30,6 +30,7 @@ LLM_FREE_ASSETS = [
         "turns",
         "memory_raw_index",
         "turn_observations",
+        "memory_observations_index",
         "embeddings",
         "es_dense_vector",
         "memory_followthrough",

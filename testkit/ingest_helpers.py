@@ -22,13 +22,20 @@ from testkit.paths import SESSION_FIXTURES
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
 # Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.
-RECALL_ASSETS = [*INGEST_ASSETS, recall.turn_observations, recall.embeddings, recall.es_dense_vector]
+RECALL_ASSETS = [
+    *INGEST_ASSETS,
+    recall.turn_observations,
+    recall.memory_observations_index,
+    recall.embeddings,
+    recall.es_dense_vector,
+]
 # Everything a day's memories need: ingest, the chat model's memories, observations and their vectors.
 MEMORY_ASSETS = [
     *INGEST_ASSETS,
     summarize.llm_ideas,
     summarize.memory_summary_index,
     recall.turn_observations,
+    recall.memory_observations_index,
     recall.embeddings,
     recall.es_dense_vector,
 ]

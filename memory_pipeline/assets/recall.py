@@ -1,4 +1,5 @@
-"""Recall: turn observations, embeddings of every memory, and the dense_vector fields kNN searches."""
+"""Recall: turn observations and their index, embeddings of every memory, and the dense_vector fields kNN
+searches."""
 
 import time
 
@@ -14,7 +15,13 @@ from dagster_elasticsearch import ElasticsearchResource
 
 from memory_pipeline.assets.metadata import preview
 from memory_pipeline.assets.when import DAILY, runs
-from memory_pipeline.checks import every_memory_has_a_vector, knn_finds_itself, self_retrieval, specs
+from memory_pipeline.checks import (
+    every_memory_has_a_vector,
+    index_equals_observations,
+    knn_finds_itself,
+    self_retrieval,
+    specs,
+)
 from memory_pipeline.curation.corrections import correct_frame
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
@@ -25,6 +32,7 @@ from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,
+    observation_hashes,
     texts_to_embed,
     vector_coverage,
     write_observations,
@@ -68,6 +76,41 @@ def turn_observations(
     )
 
 
+@asset(**_common, kinds={"elasticsearch"}, check_specs=specs("memory_observations_index"))
+@runs(DAILY)
+def memory_observations_index(
+    context: AssetExecutionContext,
+    turn_observations: pl.DataFrame,
+    es: ElasticsearchResource,
+    sessions: SessionsResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
+) -> MaterializeResult:
+    """`memory-observations`: one document per active-path turn (id `obs_<session>_<turn>`), the turn's
+    observation as `turn_observations` made it. It is what search finds before any summary exists (the
+    person's own words of each turn, ranked beside the memories) and what every memory cites back to. Kept
+    equal to the frame: only new or changed observations are written (vectors on them stay), those of turns no
+    longer there are deleted, so re-running writes nothing; the sessions of a folder no longer configured are
+    left as they are."""
+    keys = context.partition_keys
+    with es.get_client() as client:
+        # The observations of a folder no longer configured stay as they are (`folders --forget` removes them).
+        kept = elsewhere_sessions(client, keys, {str(root.path) for root in sessions.roots})
+        counts = write_observations(client, turn_observations, keys, kept)
+        client.indices.refresh(index=OBSERVATION_INDEX)
+        check = index_equals_observations(*observation_hashes(client, turn_observations, keys, kept))
+    return MaterializeResult(
+        metadata={
+            "observations": turn_observations.height,
+            "written": counts.written,
+            "deleted": counts.deleted,
+            "unchanged": counts.unchanged,
+            "sessions": turn_observations["session_id"].n_unique() if turn_observations.height else 0,
+            "kept_from_unconfigured_folders": len(kept),
+        },
+        check_results=[check],
+    )
+
+
 @asset(**_common, kinds={"polars"}, deps=["memory_summary_index"])
 @runs(DAILY)
 def embeddings(
@@ -80,7 +123,9 @@ def embeddings(
     """Vectors from `/v1/embeddings` for the memories (summaries and observations) whose text, model,
     dimension or prefix changed since they were embedded; unchanged texts are never embedded twice.
     Each text is cut to the model's context in its tokens; a text the server refuses is listed with its
-    id (and tried again next run), the others go on."""
+    id (and tried again next run), the others go on. The observations' texts are `turn_observations`; the
+    summaries' are read from `memory-summary`, where every writer leaves them (a run without the chat model
+    has no summary frame), so a memory the index holds without a vector is embedded by the next run."""
     keys = context.partition_keys
     with embedder.get_client() as client, es.get_client() as es_client:
         model, prefix = client.model_id(), client.prefix("document")
@@ -136,15 +181,19 @@ def embeddings(
 SELF_SAMPLE = 5  # memories of each index a run queries for themselves
 
 
-@asset(**_common, kinds={"elasticsearch"}, check_specs=specs("es_dense_vector"))
+@asset(
+    **_common,
+    kinds={"elasticsearch"},
+    check_specs=specs("es_dense_vector"),
+    # Vectors are written onto documents that exist: the observations' are written by their own asset.
+    deps=["memory_observations_index"],
+)
 @runs(DAILY)
 def es_dense_vector(
     context: AssetExecutionContext,
     embeddings: pl.DataFrame,
-    turn_observations: pl.DataFrame,
     embedder: EmbeddingsResource,
     es: ElasticsearchResource,
-    sessions: SessionsResource,
     day_locks: DayLocksResource,  # held for the whole run, however it was started
 ) -> MaterializeResult:
     """The vectors as indexed `dense_vector` fields (cosine, `vector_<dims>`) on `memory-summary` and
@@ -155,8 +204,6 @@ def es_dense_vector(
     with embedder.get_client() as client, es.get_client() as es_client:
         dims = embedded["vector"].list.len()[0] if embedded.height else client.dimensions()
         ensure_vectors(es_client, dims)
-        kept = elsewhere_sessions(es_client, keys, {str(root.path) for root in sessions.roots})
-        observed = write_observations(es_client, turn_observations, keys, kept)
         written = write_vectors(es_client, embedded, dims)
         es_client.indices.refresh(index="memory-*")
         coverage = vector_coverage(es_client, keys, dims)
@@ -165,8 +212,6 @@ def es_dense_vector(
         metadata={
             "dims": dims,
             "vectors_written": written,
-            "observations_written": observed[0],
-            "observations_deleted": observed[1],
             "coverage": MetadataValue.json({k: list(v) for k, v in coverage.items()}),
         },
         check_results=[

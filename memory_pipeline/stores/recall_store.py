@@ -9,12 +9,21 @@ one instead of failing halfway through a write.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import polars as pl
 from elasticsearch import Elasticsearch
 
-from memory_pipeline.stores.elasticsearch import bulk_apply, days_except, ensure_index, stored_sources, sync_documents
+from memory_pipeline.stores.elasticsearch import (
+    SyncCounts,
+    bulk_apply,
+    days_except,
+    ensure_index,
+    stored_hashes,
+    stored_sources,
+    sync_documents,
+    with_hash,
+)
 from memory_pipeline.stores.indices import (
     EMBED_FIELDS,
     OBSERVATION_INDEX,
@@ -52,7 +61,11 @@ def ensure_vectors(client: Elasticsearch, dims: int) -> None:
 
 
 def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions: list[str]) -> list[dict[str, str]]:
-    """(index, doc_id, text, partition, stored embed hash) of every memory of these days."""
+    """(index, doc_id, text, partition, stored embed hash) of every memory of these days. The observations are
+    the run's frame; the summaries are what `memory-summary` holds, because every writer of that index leaves
+    them there (a day's `memory_summary_index`, an import, the memories of a folder no longer configured, which
+    no run writes again) and a run without the chat model has no summary frame: whatever the index holds without
+    this model's vector is embedded, whoever wrote it."""
     items = [
         {"index": OBSERVATION_INDEX, "doc_id": r["doc_id"], "text": r["summary"], "partition": r["partition"]}
         for r in observations.iter_rows(named=True)
@@ -73,13 +86,28 @@ def texts_to_embed(client: Elasticsearch, observations: pl.DataFrame, partitions
 
 def write_observations(
     client: Elasticsearch, observations: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
-) -> tuple[int, int]:
+) -> SyncCounts:
     """Observation documents equal to the frame for these days (vectors on them are kept), but those of the
     sessions `kept` (of a folder no longer configured), left as they are."""
     ensure_index(client, OBSERVATION_INDEX, OBSERVATION_MAPPINGS)
-    rows = ((row["doc_id"], row) for row in observations.iter_rows(named=True))
-    counts = sync_documents(client, OBSERVATION_INDEX, days_except(partitions, kept), rows, partial=True)
-    return counts.written, counts.deleted
+    return sync_documents(
+        client, OBSERVATION_INDEX, days_except(partitions, kept), _documents(observations), partial=True
+    )
+
+
+def observation_hashes(
+    client: Elasticsearch, observations: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(id -> hash) of the frame's observation documents as `write_observations` writes them, and of those
+    the index holds for these days (but the sessions `kept`): equal when the index is the frame."""
+    expected = {doc_id: with_hash(row)[1] for doc_id, row in _documents(observations)}
+    if not client.indices.exists(index=OBSERVATION_INDEX):
+        return expected, {}
+    return expected, stored_hashes(client, OBSERVATION_INDEX, days_except(partitions, kept))
+
+
+def _documents(observations: pl.DataFrame) -> Iterator[tuple[str, dict[str, object]]]:
+    return ((row["doc_id"], row) for row in observations.iter_rows(named=True))
 
 
 def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> int:

@@ -119,7 +119,53 @@ def test_every_memory_gets_one_vector_and_unchanged_texts_are_not_embedded_again
     assert first["es_dense_vector"]["coverage"] == {"memory-summary": [3, 3], "memory-observations": [88, 88]}
     assert second["embeddings"]["embedded"] == 0 and second["es_dense_vector"]["vectors_written"] == 0
     assert all(checks.values()) and all(checks2.values())
-    assert {"every_memory_has_a_vector", "knn_finds_itself"} <= set(checks)
+    assert {"every_memory_has_a_vector", "knn_finds_itself", "index_equals_observations"} <= set(checks)
+    # The observations were indexed by the run before (their own asset): unchanged since, nothing written.
+    observed = first["memory_observations_index"]
+    assert (observed["observations"], observed["unchanged"], observed["written"], observed["deleted"]) == (88, 88, 0, 0)
+
+
+def test_an_observation_lost_from_the_index_is_written_and_embedded_again(indexed) -> None:  # noqa: ANN001
+    settings, _ = indexed
+    with make_client(settings) as es:
+        hits = es.search(index="memory-observations", query={"term": {"session_id": SESSION}}, size=1)["hits"]["hits"]
+        lost = hits[0]["_id"]
+        es.delete(index="memory-observations", id=lost, refresh=True)
+    meta, checks = _run(settings)
+    assert all(checks.values()), [name for name, ok in checks.items() if not ok]
+    observed = meta["memory_observations_index"]
+    assert (observed["written"], observed["deleted"], observed["unchanged"]) == (1, 0, 87)
+    assert meta["embeddings"]["embedded"] == 1 and meta["es_dense_vector"]["vectors_written"] == 1
+    assert meta["es_dense_vector"]["coverage"] == {"memory-summary": [3, 3], "memory-observations": [88, 88]}
+    with make_client(settings) as es:
+        query = {"bool": {"filter": [{"ids": {"values": [lost]}}, {"exists": {"field": "vector_384"}}]}}
+        assert es.count(index="memory-observations", query=query)["count"] == 1
+
+
+def test_observations_are_indexed_while_the_embedding_server_is_down(local_runtime: Settings, tmp_path) -> None:  # noqa: ANN001
+    """Observations reach memory-observations by their own asset, apart from any vector: a run whose embedding
+    server is down fails at `embeddings` and still leaves every turn's observation indexed (BM25 finds it)."""
+    day, session = "2024-06-23", "recall-embedder-down"
+    reset_days(local_runtime, [day])
+    copy_fixture("handwritten-kuato.v3.jsonl", tmp_path / "s" / "a.jsonl", session, day)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=tmp_path / "s")
+    down = load_settings(**{**settings.model_dump(), "embed_url": f"http://127.0.0.1:{free_port()}"})
+    result = materialize(
+        RECALL_ASSETS,
+        resources=build_resources(down),
+        partition_key=day,
+        instance=instance_with_days([day]),
+        raise_on_error=False,
+    )
+    metadata, checks, _ = run_metadata(result)
+    assert not result.success and "embeddings" not in metadata and "es_dense_vector" not in metadata
+    assert checks["index_equals_observations"]
+    observed = metadata["memory_observations_index"]
+    assert observed["written"] == observed["observations"] > 0
+    with make_client(settings) as es:
+        by_session = {"term": {"session_id": session}}
+        assert es.count(index="memory-observations", query=by_session)["count"] == observed["observations"]
+    reset_days(local_runtime, [day])
 
 
 def test_index_layer_is_compact_ranked_and_cites_stable_ids(search: MemorySearch) -> None:

@@ -107,7 +107,10 @@ def test_a_second_pass_writes_nothing_and_asks_the_llm_nothing(rough) -> None:  
     metadata, checks, _ = run_metadata(second[0])
     assert all(checks.values()), [name for name, ok in checks.items() if not ok]
     assert (metadata["memory_raw_index"]["written"], metadata["memory_raw_index"]["deleted"]) == (0, 0)
-    assert metadata["es_dense_vector"]["observations_written"] == 0
+    assert (metadata["memory_observations_index"]["written"], metadata["memory_observations_index"]["deleted"]) == (
+        0,
+        0,
+    )
     # Only a turn the model failed twice in the first pass is read again (by design: failures are retried).
     retried = run_metadata(first[0])[0]["llm_ideas"]["failed"]
     assert metadata["llm_ideas"]["attempted"] == retried and metadata["llm_ideas"]["llm_calls"] <= 2 * retried

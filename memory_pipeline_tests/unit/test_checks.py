@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from memory_pipeline.checks import every_message_placed, knn_finds_itself, llm_answers_usable
+from memory_pipeline.checks import (
+    every_message_placed,
+    index_equals_observations,
+    knn_finds_itself,
+    llm_answers_usable,
+)
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA, to_frame
 
 
@@ -48,3 +53,14 @@ def test_knn_check_fails_when_it_tried_nothing_it_should_have() -> None:
     assert not knn_finds_itself(3, 4, coverage, sample=5).passed
     assert knn_finds_itself(0, 0, {"memory-summary": (0, 0)}, sample=5).passed  # nothing there to try
     assert knn_finds_itself(7, 7, {"a": (9, 9), "b": (2, 2)}, sample=5).metadata["to_try"].value == 7
+
+
+def test_the_observations_index_must_be_the_frame_by_id_and_content() -> None:
+    run = {"obs_s_t0": "h0", "obs_s_t1": "h1"}
+    assert index_equals_observations(run, dict(run)).passed
+    result = index_equals_observations(run, {"obs_s_t1": "older", "obs_s_t9": "h9"})
+    assert not result.passed
+    assert result.metadata["missing"].value == ["obs_s_t0"]  # a turn whose observation is not stored
+    assert result.metadata["stale"].value == ["obs_s_t1"]  # stored with another text
+    assert result.metadata["not_in_run"].value == ["obs_s_t9"]  # a turn no longer there
+    assert (result.metadata["expected"].value, result.metadata["stored"].value) == (2, 2)
