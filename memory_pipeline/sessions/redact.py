@@ -52,20 +52,11 @@ class Redactor:
         for keyword in {k for rule in self.rules for k in rule.keywords}:
             self._keywords.add_word(keyword, keyword)
         self._keywords.make_automaton()
-        # Per rule, the lines around a keyword its matches stay within; None: the whole text (see reach.py).
-        self._reach = tuple(_line_reach(rule) for rule in self.rules)
-        # For the rules unbounded only by runs of whitespace (`\s*` between a name and its `=`): the non-blank
-        # lines around a keyword their matches stay within, blank lines not counted (see reach.blank_reach).
-        self._blank_reach = tuple(
-            _line_reach(rule, blank_reach) if reach is None else None
-            for rule, reach in zip(self.rules, self._reach, strict=True)
-        )
-        # The rules whose every match starts in a short run right before a keyword (gitleaks' generated rules):
-        # tried only at those starts (`_lead_matches`), not at every position of the lines around.
-        self._lead = tuple(
-            lead(rule.pattern, rule.keywords) if rule.keywords and not (rule.block or rule.in_runs) else None
-            for rule in self.rules
-        )
+        # Per rule, what its pattern allows (see `_shape`): read once per process, not per Redactor.
+        shapes = [_shape(rule) for rule in self.rules]
+        self._reach = tuple(shape[0] for shape in shapes)
+        self._blank_reach = tuple(shape[1] for shape in shapes)
+        self._lead = tuple(shape[2] for shape in shapes)
         # The rules each keyword can wake, and those without keywords: a text wakes only its keywords' rules
         # (asking each of the ~270 rules about its keywords, per text, was a third of the time on tool output).
         self._waking: dict[str, list[int]] = {}
@@ -162,6 +153,20 @@ class Redactor:
             spans = _scan(rule, text, windows, masked, exact_ends=bool(rule.in_runs) or whole)
             found.extend(spans if spans is not None else _accepted(rule, rule.pattern.finditer(text), masked))
         return found
+
+
+@cache
+def _shape(rule: Rule) -> tuple[int | None, int | None, tuple[int, re.Pattern[str]] | None]:
+    """What a rule's pattern allows, a pure function of it: (the lines around a keyword its matches stay within,
+    None: the whole text (see reach.py); for the rules unbounded only by runs of whitespace (`\\s*` between a
+    name and its `=`), the non-blank lines around a keyword their matches stay within, blank lines not counted
+    (see reach.blank_reach); the short run right before a keyword where its every match starts, for gitleaks'
+    generated rules, tried only at those starts (`_lead_matches`), not at every position of the lines around).
+    Cached: parsing the ~270 patterns again took about 0.2 s per Redactor, and one is made per file parsed."""
+    reach = _line_reach(rule)
+    blank = _line_reach(rule, blank_reach) if reach is None else None
+    first = lead(rule.pattern, rule.keywords) if rule.keywords and not (rule.block or rule.in_runs) else None
+    return reach, blank, first
 
 
 def _line_reach(rule: Rule, reach: Callable[[re.Pattern[str]], int | None] = line_reach) -> int | None:

@@ -107,7 +107,7 @@ def test_elasticsearch_killed_mid_bulk_loses_and_doubles_nothing(
     with private_server(tmp_path, local_runtime, "elasticsearch") as runtime:
         settings = settings_on(runtime, "elasticsearch", local_runtime, tmp_path)
         day = "2024-08-01"
-        _long_sessions(settings.sessions_dir, day, sessions=20, turns=100)  # 4,000 messages, 4+ bulk chunks
+        _long_sessions(settings.sessions_dir, day, sessions=15, turns=100)  # 3,000 messages, 3 bulk chunks
         expected = _expected_documents(settings.sessions_dir, tmp_path / "parse")
         real_bulk, seen = es_store.helpers.streaming_bulk, []
 
@@ -119,6 +119,9 @@ def test_elasticsearch_killed_mid_bulk_loses_and_doubles_nothing(
                 yield item
 
         monkeypatch.setattr(es_store.helpers, "streaming_bulk", bulk_then_crash)
+        # The dead node stays dead until the run gives up: its retries (75 s of waits in all, there for a
+        # cluster's election; their count and the give-up are unit/test_bulk_retry.py's) are kept, not waited.
+        monkeypatch.setattr(es_store, "RETRY_SECONDS", (0.1,) * len(es_store.RETRY_SECONDS))
         crashed, _, _, _ = _run(settings, INGEST_ASSETS, day)
         assert not crashed.success
         monkeypatch.setattr(es_store.helpers, "streaming_bulk", real_bulk)
