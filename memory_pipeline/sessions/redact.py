@@ -26,6 +26,7 @@ from functools import cache
 
 import ahocorasick
 
+from memory_pipeline.sessions.cover import Cover
 from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
 from memory_pipeline.sessions.secret_rule import GENERIC, MARKER, Rule, gitleaks_rules, shannon_entropy
 from memory_pipeline.sessions.secret_rules import OWN_RULES, PLACEHOLDER, SHAPE_RULES
@@ -73,7 +74,7 @@ class Redactor:
             for keyword in set(rule.keywords):
                 self._waking.setdefault(keyword, []).append(i)
         self._sleepless = [i for i, rule in enumerate(self.rules) if not rule.keywords]
-        # Whether a match inside what earlier rules masked may be skipped unchecked (`_Cover`): only when every
+        # Whether a match inside what earlier rules masked may be skipped unchecked (`Cover`): only when every
         # rule has a name of its own, so an earlier rule's name always names the merged span.
         self._distinct = len({rule.name for rule in self.rules}) == len(self.rules)
         # Whether every rule without keywords matches only in runs of token characters (`_fast_spans`' exit).
@@ -147,7 +148,7 @@ class Redactor:
         lines: _Lines | None = None
         found: list[tuple[int, int, str]] = []
         # On the joined text a span is kept or not by the breaks it crosses (`_keep_crossing`): no skipping there.
-        cover = _Cover() if junctions is None and self._distinct else None
+        cover = Cover() if junctions is None and self._distinct else None
         woken = set(self._sleepless).union(*(self._waking[k] for k in hits))
         for index in sorted(woken):  # rule order: the earlier rule names a merged span
             rule, reach, blank, opening = (
@@ -194,7 +195,7 @@ def _scan(
     windows: list[tuple[int, int]],
     masked: list[tuple[int, int]],
     exact_ends: bool,
-    cover: _Cover | None = None,
+    cover: Cover | None = None,
 ) -> list[tuple[int, int, str]] | None:
     """The rule's secrets in `windows`; None when a match reaches a window's end short of the text's (there `$`
     holds and a lookahead sees nothing, unlike in the whole text): the caller reads the whole text instead."""
@@ -239,11 +240,11 @@ def _lead_matches(
 
 
 def _accepted(
-    rule: Rule, matches: Iterable[re.Match[str]], masked: list[tuple[int, int]], cover: _Cover | None = None
+    rule: Rule, matches: Iterable[re.Match[str]], masked: list[tuple[int, int]], cover: Cover | None = None
 ) -> list[tuple[int, int, str]]:
     """The matches that are secrets: trimmed, outside an earlier mask, random enough, passing the rule's check
     and no allowlist's. With `cover` (what earlier rules' secrets mask), a match inside it is skipped before its
-    checks: masked already, and named by the earlier rule, it would change nothing (`_Cover`)."""
+    checks: masked already, and named by the earlier rule, it would change nothing (`Cover`)."""
     found = []
     for match in matches:
         text = match.string
@@ -266,32 +267,6 @@ def _accepted(
         if cover is not None:
             cover.add(span)
     return found
-
-
-class _Cover:
-    """The stretches the secrets found so far mask, as `_merge` will join them (spans that overlap, not those
-    that only touch). A span inside one stretch changes nothing in the output: the stretch stays as it is and
-    keeps its name (the rule listed first: spans are found in rule order). The machine-token rule, last, matches
-    most provider secrets again: its checks (the dearest) are skipped on them."""
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def holds(self, span: tuple[int, int]) -> bool:
-        i = bisect_right(self.starts, span[0]) - 1
-        return i >= 0 and span[1] <= self.ends[i]
-
-    def add(self, span: tuple[int, int]) -> None:
-        start, end = span
-        first = bisect_right(self.starts, start) - 1  # the stretch starting at or before `start`
-        if first < 0 or self.ends[first] <= start:
-            first += 1  # it ends before `start` (or touches it): not joined
-        last = bisect_left(self.starts, end)  # stretches starting before `end` overlap
-        if first < last:
-            start, end = min(start, self.starts[first]), max(end, self.ends[last - 1])
-        self.starts[first:last] = [start]
-        self.ends[first:last] = [end]
 
 
 class _Lines:

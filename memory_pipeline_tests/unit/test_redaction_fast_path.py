@@ -11,8 +11,9 @@ import string
 import pytest
 
 from memory_pipeline.sessions import shapes
+from memory_pipeline.sessions.cover import Cover
 from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
-from memory_pipeline.sessions.redact import Redactor, _Cover, _merge
+from memory_pipeline.sessions.redact import Redactor, _merge
 from testkit.corpora.redaction_texts import texts
 
 
@@ -137,11 +138,11 @@ def test_fast_path_is_the_reference_on_long_output_with_blank_lines_and_keywords
 
 
 def test_the_cover_joins_spans_as_merge_does_overlapping_not_touching() -> None:
-    """`_Cover` holds the stretches `_merge` makes of the spans: a span inside one is skipped unchecked, so a
+    """`Cover` holds the stretches `_merge` makes of the spans: a span inside one is skipped unchecked, so a
     stretch it made too wide (joining spans that only touch) would lose a secret's own mask."""
     rng = random.Random(7)
     for _ in range(2000):
-        cover, spans = _Cover(), []
+        cover, spans = Cover(), []
         for _ in range(rng.randint(1, 8)):
             start = rng.randint(0, 40)
             span = (start, start + rng.randint(1, 10))
