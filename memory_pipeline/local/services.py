@@ -235,15 +235,17 @@ class LlamaService(LocalService):
             slots = self.settings.local_llama_slots
             argv += ["--ctx-size", str(self.settings.local_llama_ctx * slots), "--parallel", str(slots)]
         else:
-            # Non-causal: a whole input must fit one micro-batch; MiniLM's context is 512 tokens.
+            # Non-causal: a whole input must fit one micro-batch; MiniLM's context is 512 tokens (each slot's).
+            # 32 slots: the pipeline sends 32 texts a request (`embed_each`), read as one wave instead of four
+            # waves of 8 (1.3-1.4x texts/s on observation-like texts, 2 cores; vectors the same, cosine 1.0).
             argv += [
                 "--embedding",
                 "--pooling",
                 "mean",
                 "--ctx-size",
-                "4096",
+                str(512 * 32),
                 "--parallel",
-                "8",
+                "32",
                 "--batch-size",
                 "4096",
                 "--ubatch-size",

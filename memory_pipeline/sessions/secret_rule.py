@@ -10,9 +10,11 @@ import tomllib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
+
+import ahocorasick
 
 GITLEAKS_RULES = Path(__file__).with_name("rules") / "gitleaks.toml"
 GENERIC = "generic-api-key"  # gitleaks' catch-all rule, applied after the project's own
@@ -30,9 +32,27 @@ class Allow:
     target: Literal["secret", "match", "line"] = "secret"
 
     def allows(self, secret: str, match: str, line: str) -> bool:
-        text = {"secret": secret, "match": match, "line": line}[self.target]
+        text = secret if self.target == "secret" else match if self.target == "match" else line
+        if any(r.search(text) for r in self.regexes):
+            return True
+        if not self.stopwords:
+            return False
         lowered = secret.lower()
-        return any(r.search(text) for r in self.regexes) or any(s in lowered for s in self.stopwords)
+        if self._stopwords is None:
+            return any(s in lowered for s in self.stopwords)
+        return next(self._stopwords.iter(lowered), None) is not None
+
+    @cached_property
+    def _stopwords(self) -> ahocorasick.Automaton | None:
+        """generic-api-key's ~1,450 stopwords in one automaton: one pass over a secret instead of a `in` per
+        stopword (that loop was a quarter of the redaction time of short texts with secrets)."""
+        if len(self.stopwords) < 16:
+            return None
+        automaton = ahocorasick.Automaton()
+        for word in self.stopwords:
+            automaton.add_word(word, word)
+        automaton.make_automaton()
+        return automaton
 
 
 @dataclass(frozen=True)

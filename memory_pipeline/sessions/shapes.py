@@ -31,6 +31,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import lru_cache
 
 # A token: letters, digits and what base64 and vendors put in them, `=` padding at its end; no dot (sentence
 # ends, versions, hosts). After a `=` it may start: `UPSTREAM=<token>`.
@@ -74,16 +75,25 @@ def _class(ch: str) -> int:
     return 0 if ch.isdigit() else 1 if ch.isupper() else 2 if ch.islower() else 3
 
 
+# ASCII characters by class, as `_class` sorts them (0 digit, 1 upper, 2 lower, 3 other): a token's classes as
+# one string, its class changes counted as runs by a regex, where a loop over pairs was most of this test's time.
+_ASCII_CLASS = str.maketrans({chr(c): "0123"[_class(chr(c))] for c in range(128)})
+_CLASS_RUN = re.compile(r"(.)\1*")
+
+
 def class_changes(text: str) -> float:
     """The share of consecutive characters of different classes (upper, lower, digit, other)."""
     if len(text) < 2:
         return 0.0
+    if text.isascii():
+        return (sum(1 for _ in _CLASS_RUN.finditer(text.translate(_ASCII_CLASS))) - 1) / (len(text) - 1)
     return sum(_class(a) != _class(b) for a, b in zip(text, text[1:], strict=False)) / (len(text) - 1)
 
 
 # A name's words: camelCase humps, acronyms before a hump (`RFCCodec` is RFC, Codec), digit runs.
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _VOWELS = frozenset("aeiouyAEIOUY")
+_CONSONANTS4 = re.compile(r"[^aeiouyAEIOUY]{4}")  # four in a row: no word
 # An identifier has at least this share of its letters in pronounceable words: on the held-out corpus's tuning
 # half random tokens reach 0.55 at most (a few words in their prefix), gitleaks' identifier examples 0.65-0.85.
 MIN_WORD_SHARE = 0.6
@@ -91,12 +101,10 @@ MIN_WORD_SHARE = 0.6
 
 def _pronounceable(word: str) -> bool:
     """A word of 3+ letters that reads as one: a fair share of vowels, no run of 4 consonants."""
-    vowels = [c in _VOWELS for c in word]
-    run = longest = 0
-    for vowel in vowels:
-        run = 0 if vowel else run + 1
-        longest = max(longest, run)
-    return len(word) >= 3 and 0.2 <= sum(vowels) / len(word) <= 0.7 and longest < 4
+    if len(word) < 3:
+        return False
+    vowels = sum(map(_VOWELS.__contains__, word))
+    return 0.2 <= vowels / len(word) <= 0.7 and not _CONSONANTS4.search(word)
 
 
 def identifier(token: str) -> bool:
@@ -116,6 +124,10 @@ def identifier(token: str) -> bool:
     return in_words / letters >= MIN_WORD_SHARE
 
 
+# The same token comes back many times in one history (a request id in every log line, a key pasted again, a
+# hash in a lockfile read twice), and this test is the dearest of the redactor's per candidate: its answers are
+# kept (a pure function of the token; bounded). bench redaction_speed empties it before each pass.
+@lru_cache(maxsize=16384)
 def machine_made(token: str) -> bool:
     """Whether `token` (a TOKEN match) looks minted by a machine: a vendor-like prefix and a long random body,
     or a long random run of all three character classes; never an identifier."""

@@ -111,6 +111,12 @@ def _documents(observations: pl.DataFrame) -> Iterator[tuple[str, dict[str, obje
 
 
 def write_vectors(client: Elasticsearch, vectors: pl.DataFrame, dims: int) -> int:
+    """The vectors merged into their memories' documents (partial updates: the rest of each document stays)."""
+    if vectors.is_empty():
+        return 0
+    # An update reads its document first; one written since the last refresh (the observations just synced)
+    # makes Elasticsearch refresh for that read. One refresh here instead: the bulk measured 1.7x faster.
+    client.indices.refresh(index=list(RECALL_INDICES), ignore_unavailable=True)
     written = 0
     for index in RECALL_INDICES:
         part = vectors.filter(pl.col("index") == index)

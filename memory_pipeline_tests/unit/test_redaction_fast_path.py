@@ -10,8 +10,10 @@ import string
 
 import pytest
 
+from memory_pipeline.sessions import shapes
+from memory_pipeline.sessions.cover import Cover
 from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
-from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.redact import Redactor, _merge
 from testkit.corpora.redaction_texts import texts
 
 
@@ -133,3 +135,41 @@ def test_fast_path_is_the_reference_on_long_output_with_blank_lines_and_keywords
         masked = redactor.redact(text)
         assert masked == redactor.redact_reference(text)
         assert masked != text  # the secrets after a blank line are masked too
+
+
+def test_the_cover_joins_spans_as_merge_does_overlapping_not_touching() -> None:
+    """`Cover` holds the stretches `_merge` makes of the spans: a span inside one is skipped unchecked, so a
+    stretch it made too wide (joining spans that only touch) would lose a secret's own mask."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        cover, spans = Cover(), []
+        for _ in range(rng.randint(1, 8)):
+            start = rng.randint(0, 40)
+            span = (start, start + rng.randint(1, 10))
+            cover.add(span)
+            spans.append((*span, "r"))
+        stretches = [(s, e) for s, e, _ in _merge(spans)]
+        assert list(zip(cover.starts, cover.ends, strict=True)) == stretches
+        probe = (rng.randint(0, 45), 0)
+        probe = (probe[0], probe[0] + rng.randint(1, 8))
+        assert cover.holds(probe) == any(s <= probe[0] and probe[1] <= e for s, e in stretches)
+
+
+def test_a_token_found_again_by_a_later_rule_is_masked_once_under_the_first_rule_s_name() -> None:
+    """A provider's token the machine-token rule matches again is skipped (inside what the first rule masked):
+    the output names the provider's rule, as the reference does."""
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"
+    text = f"export GITHUB_TOKEN={token}\n"
+    redactor = Redactor()
+    assert redactor.redact(text) == redactor.redact_reference(text)
+    assert "[REDACTED:github-pat]" in redactor.redact(text)
+
+
+def test_the_shape_tests_ascii_shortcuts_agree_with_the_general_path() -> None:
+    rng = random.Random(3)
+    alphabet = string.ascii_letters + string.digits + "_-+/@=. é"
+    for _ in range(5000):
+        word = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        pairs = zip(word, word[1:], strict=False)
+        expected = sum(shapes._class(a) != shapes._class(b) for a, b in pairs) / (len(word) - 1) if len(word) > 1 else 0
+        assert shapes.class_changes(word) == expected
