@@ -19,7 +19,6 @@ from memory_pipeline.checks import (
     every_memory_has_a_vector,
     index_equals_observations,
     knn_finds_itself,
-    self_retrieval,
     specs,
 )
 from memory_pipeline.curation.corrections import correct_frame
@@ -33,6 +32,7 @@ from memory_pipeline.stores.recall_store import (
     embed_hash,
     ensure_vectors,
     observation_hashes,
+    self_retrieval,
     texts_to_embed,
     vector_coverage,
     write_observations,

@@ -26,7 +26,7 @@ from functools import cache
 
 import ahocorasick
 
-from memory_pipeline.sessions.cover import Cover
+from memory_pipeline.sessions.cover import Cover, apply_spans
 from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
 from memory_pipeline.sessions.secret_rule import GENERIC, MARKER, Rule, gitleaks_rules, shannon_entropy
 from memory_pipeline.sessions.secret_rules import OWN_RULES, PLACEHOLDER, SHAPE_RULES
@@ -87,7 +87,7 @@ class Redactor:
                 first = start + removed[bisect_right(junctions, start)]
                 last = end - 1 + removed[bisect_right(junctions, end - 1)] + 1
                 _keep_crossing(text, breaks, first, last, name, spans)
-        return _apply(text, spans, counts)
+        return apply_spans(text, spans, counts)
 
     def redact_reference(self, text: str, counts: Counter[str] | None = None) -> str:
         """`redact` as the rules are written: every rule on the whole text, and on the whole text again with
@@ -101,7 +101,7 @@ class Redactor:
             joined, origin = _join(text, breaks)
             for start, end, name in self._spans(joined):
                 _keep_crossing(text, breaks, origin[start], origin[end - 1] + 1, name, spans)
-        return _apply(text, spans, counts)
+        return apply_spans(text, spans, counts)
 
     def _spans(self, text: str) -> list[tuple[int, int, str]]:
         """(start, end, rule) of every secret in `text`, in rule order (the earlier rule names a merged span)."""
@@ -390,21 +390,6 @@ def _keep_crossing(
         spans.append((first, last, name))
 
 
-def _apply(text: str, spans: list[tuple[int, int, str]], counts: Counter[str] | None) -> str:
-    if not spans:
-        return text
-    merged = _merge(spans)
-    if counts is not None:
-        counts.update(name for _, _, name in merged)
-    out, position = [], 0
-    for start, end, name in merged:
-        out.append(text[position:start])
-        out.append(f"[REDACTED:{name}]" + "\n" * text.count("\n", start, end))
-        position = end
-    out.append(text[position:])
-    return "".join(out)
-
-
 # What a gitleaks pattern's secret may end on without being part of it: its terminator (`(?:[\s;"']|$)`).
 _EDGE = frozenset(" \t\r\n\"'`,;")
 _TOKEN_LINE = re.compile(r"[A-Za-z0-9+/=_\-]*")
@@ -444,19 +429,6 @@ def _join(text: str, breaks: list[tuple[int, int]]) -> tuple[str, list[int]]:
     parts.append(text[position:])
     origin.extend(range(position, len(text)))
     return "".join(parts), origin
-
-
-def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """Overlapping spans become one (named by the rule listed first): a secret is masked whole, once."""
-    order = {name: i for i, (_, _, name) in reversed(list(enumerate(spans)))}
-    merged: list[tuple[int, int, str]] = []
-    for start, end, name in sorted(spans):
-        if merged and start < merged[-1][1]:
-            s, e, n = merged[-1]
-            merged[-1] = (s, max(e, end), n if order[n] <= order[name] else name)
-        else:
-            merged.append((start, end, name))
-    return merged
 
 
 # Provider formats first (certain, and they name the secret), then the contextual ones, the catch-all last.

@@ -24,6 +24,7 @@ from memory_pipeline.stores.elasticsearch import (
     sync_documents,
     with_hash,
 )
+from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.indices import (
     EMBED_FIELDS,
     OBSERVATION_INDEX,
@@ -141,3 +142,64 @@ def vector_coverage(client: Elasticsearch, partitions: list[str], dims: int) -> 
         )["count"]
         coverage[index] = (total, with_vector)
     return coverage
+
+
+TIE = 1e-4  # scores of identical vectors differ by float noise in the HNSW graph (about 1e-7)
+
+
+def self_retrieval(
+    es: Elasticsearch, embedder: EmbeddingsClient, partitions: list[str], dims: int, sample: int = 5
+) -> tuple[int, int]:
+    """(found first, tried): kNN with a memory's own text (up to `sample` of each recall index: summaries
+    and observations, so an LLM-free day is tried too) should return that memory first."""
+    sampled: list[tuple[str, dict]] = []
+    for index in RECALL_INDICES:
+        if not es.indices.exists(index=index):
+            continue
+        hits = es.search(
+            index=index,
+            size=sample,
+            source=["summary"],
+            sort=[{"doc_id": "asc"}],
+            query={
+                "bool": {"filter": [{"terms": {"partition": partitions}}, {"exists": {"field": vector_field(dims)}}]}
+            },
+        )["hits"]["hits"]
+        sampled += [(index, hit) for hit in hits]
+    if not sampled:
+        return 0, 0
+    # One embedding request and one multi-search for the whole sample: on a busy embedding server each
+    # request waits its turn, and one request a memory made this check most of the step's time.
+    vectors = embedder.embed([hit["_source"]["summary"] for _, hit in sampled], purpose="document")
+    searches: list[dict] = []
+    for (index, _), vector in zip(sampled, vectors, strict=True):
+        # Among the days checked only: another day may hold the same text, embedded by another server
+        # (floats differ in the last places), and come first for it.
+        searches += [
+            {"index": index},
+            {
+                "size": 10,
+                "_source": ["summary"],
+                "knn": {
+                    "field": vector_field(dims),
+                    "query_vector": vector,
+                    "k": 10,
+                    "num_candidates": 50,
+                    "filter": {"terms": {"partition": partitions}},
+                },
+            },
+        ]
+    answers = es.msearch(searches=searches)["responses"]
+    found = 0
+    for (_, hit), answer in zip(sampled, answers, strict=True):
+        if "error" in answer:
+            raise RuntimeError(f"kNN self-retrieval of {hit['_id']} failed: {answer['error']}")
+        top = answer["hits"]["hits"]
+        # First, or tied first; or the first is the same text stored twice (same vector): either may come back.
+        text = hit["_source"]["summary"]
+        first = {h["_id"] for h in top if h["_score"] >= top[0]["_score"] - TIE} if top else set()
+        if top and top[0]["_source"].get("summary") == text:
+            first |= {h["_id"] for h in top if h["_source"].get("summary") == text}
+        found += hit["_id"] in first
+    tried = len(sampled)
+    return found, tried

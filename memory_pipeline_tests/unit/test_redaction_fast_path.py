@@ -11,9 +11,9 @@ import string
 import pytest
 
 from memory_pipeline.sessions import shapes
-from memory_pipeline.sessions.cover import Cover
+from memory_pipeline.sessions.cover import Cover, _merge
 from memory_pipeline.sessions.reach import blank_reach, holds_keyword, lead, line_reach
-from memory_pipeline.sessions.redact import Redactor, _merge
+from memory_pipeline.sessions.redact import Redactor
 from testkit.corpora.redaction_texts import texts
 
 
