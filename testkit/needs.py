@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters
+from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.settings import Settings
 
 _PORT = re.compile(r"\bport (\d{4})\b|:(\d{4})\b")
@@ -52,14 +54,19 @@ DeliveryMaker = Callable[[MemorySearch, Settings], Delivery]
 
 
 def service(url: str, token: str | None = None, transport: httpx.BaseTransport | None = None) -> DeliveryMaker:
-    """Delivery through the memory service's recall endpoint (`POST /api/v1/recall`), timed from here."""
+    """Delivery through the memory service's recall endpoint (`POST /api/v1/recall`, with the service's token
+    as the pi extension sends it), timed from here. Each delivery made is a replay of its own: its sessions
+    carry a tag of it (`<id>@<tag>`), so the ledger of a service that served another row or replay of the same
+    session gives this one everything afresh."""
 
     def make(search: MemorySearch, settings: Settings) -> Delivery:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {TOKEN_HEADER: token} if token else {}
         client = httpx.Client(base_url=url, timeout=10, headers=headers, transport=transport)
+        tag = uuid.uuid4().hex[:8]
 
         def deliver(event: RecallEvent) -> Delivered:
-            response = client.post("/api/v1/recall", json=event.model_dump())
+            sent = event.model_copy(update={"session_id": f"{event.session_id}@{tag}"})
+            response = client.post("/api/v1/recall", json=sent.model_dump())
             response.raise_for_status()
             return Delivered.model_validate(response.json())
 

@@ -11,6 +11,7 @@ import pytest
 
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.models import Filters
+from memory_pipeline.service.deps import TOKEN_HEADER
 from testkit.corpora.make_needs_corpus import LABELS_FILE, build
 from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
 
@@ -124,19 +125,50 @@ def test_as_of_bounds_every_filter_it_is_given() -> None:
 
 def test_the_service_delivery_posts_the_event_and_reads_the_answer() -> None:
     sent: list[dict] = []
+    headers: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.content))
+        headers.append(request.headers.get(TOKEN_HEADER, ""))
         assert request.url.path == "/api/v1/recall"
         return httpx.Response(200, json={"markdown": "- alpha", "ids": ["m1"], "tokens": 3})
 
-    deliver = service("http://memory", transport=httpx.MockTransport(answer))(None, None)  # type: ignore[arg-type]
+    make = service("http://memory", token="t0ken", transport=httpx.MockTransport(answer))
+    deliver = make(None, None)  # type: ignore[arg-type]
     got = deliver(RecallEvent(session_id="s1", event="prompt", project="/p", text="do x"))
+    deliver(RecallEvent(session_id="s1", event="file", project="/p", text="/p/a.py"))
+    make(None, None)(RecallEvent(session_id="s1", event="start", project="/p"))  # type: ignore[arg-type]
     assert got == Delivered(markdown="- alpha", ids=["m1"], tokens=3)
-    assert sent == [{"session_id": "s1", "agent": "pi", "event": "prompt", "project": "/p", "text": "do x"}]
+    assert sent[0] | {"session_id": "s1"} == {
+        "session_id": "s1",
+        "agent": "pi",
+        "event": "prompt",
+        "project": "/p",
+        "text": "do x",
+    }
+    # One replay's events share a session; another replay of the same session is another to the ledger.
+    tags = [s["session_id"] for s in sent]
+    assert tags[0].startswith("s1@") and tags[0] == tags[1] != tags[2] and tags[2].startswith("s1@")
+    assert headers == ["t0ken"] * 3  # the header the service checks (TOKEN_HEADER), as the pi extension sends it
 
 
 def test_the_service_delivery_fails_loudly_when_the_endpoint_fails() -> None:
     deliver = service("http://memory", transport=httpx.MockTransport(lambda r: httpx.Response(503)))(None, None)  # type: ignore[arg-type]
     with pytest.raises(httpx.HTTPStatusError):
         deliver(RecallEvent(session_id="s1", event="start", project="/p"))
+
+
+def test_each_row_is_a_share_of_the_ceiling_through_its_own_delivery() -> None:
+    from bench.needs import Row, _against
+    from testkit.needs import Scored
+
+    def row(name: str, met: int) -> Row:
+        return Row(name, [Scored({}, 10, met, 0, 0, 0, 0, 0, [], [])])
+
+    text = _against(
+        [row("baseline (last user messages)", 2), row("ceiling (perfect memories)", 8), row("llm-free", 4)]
+        + [row("ceiling (perfect memories), endpoint", 5), row("llm-free, endpoint", 4)]
+    )
+    assert "baseline (last user messages) 0.25" in text and "llm-free 0.50" in text
+    assert "llm-free, endpoint 0.80" in text  # against the endpoint's own ceiling (0.5), not the other (0.8)
+    assert "ceiling" not in text.split(":", 1)[1]  # a ceiling is no share of itself
