@@ -314,6 +314,7 @@ def figures(row: Row, baseline: Row | None) -> dict[str, str]:
         "stale": str(sum(x.stale for x in s)),
         "unsupported": str(sum(x.unsupported for x in s)),
         "ms a prompt p50 / p95": f"{statistics.median(ms):.0f} / {p95:.0f}" if ms else "-",
+        "events timed out": str(sum(x.timed_out for x in s)),  # through the service: nothing in 5 s, as pi waits
     }
 
 

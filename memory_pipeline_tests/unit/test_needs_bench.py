@@ -145,11 +145,23 @@ def test_the_service_delivery_posts_the_event_and_reads_the_answer() -> None:
         "event": "prompt",
         "project": "/p",
         "text": "do x",
+        "wait_ms": 4500,  # the service records nothing the agent stopped waiting for
     }
     # One replay's events share a session; another replay of the same session is another to the ledger.
     tags = [s["session_id"] for s in sent]
     assert tags[0].startswith("s1@") and tags[0] == tags[1] != tags[2] and tags[2].startswith("s1@")
     assert headers == ["t0ken"] * 3  # the header the service checks (TOKEN_HEADER), as the pi extension sends it
+
+
+def test_an_answer_later_than_the_agent_waits_delivers_nothing_and_is_counted() -> None:
+    def late(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    deliver = service("http://memory", transport=httpx.MockTransport(late))(None, None)  # type: ignore[arg-type]
+    got = deliver(RecallEvent(session_id="s1", event="prompt", project="/p", text="do x"))
+    assert got == Delivered(timed_out=True)
+    done = replay({"session_id": "s1", "project": "/p", "steps": []}, deliver)
+    assert done.timed_out == 1 and done.lines == []  # the start event, given nothing
 
 
 def test_the_service_delivery_fails_loudly_when_the_endpoint_fails() -> None:
