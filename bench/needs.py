@@ -87,6 +87,7 @@ from testkit.needs import (
     RecallEvent,
     Scored,
     before,
+    ceiling_of,
     replay,
     score,
     service,
@@ -345,10 +346,10 @@ def by_event(row: Row) -> list[str]:
 def _against(rows: list[Row]) -> str:
     """Each row's coverage as a share of the ceiling's through the same delivery (the acceptance asks 0.85 of
     it): a row named `…, endpoint` against `ceiling (perfect memories), endpoint`."""
-    ceilings = {r.name.partition(",")[2]: r for r in rows if r.name.startswith("ceiling")}
+    named = {r.name: r for r in rows}
     shares = []
     for row in rows:
-        ceiling = ceilings.get(row.name.partition(",")[2])
+        ceiling = named.get(ceiling_of(row.name, list(named)) or "")
         top = float(figures(ceiling, None)["coverage"]) if ceiling else 0.0
         if top and row is not ceiling:
             shares.append(f"{row.name} {float(figures(row, None)['coverage']) / top:.2f}")

@@ -89,6 +89,13 @@ def service(
     return make
 
 
+def ceiling_of(row: str, rows: list[str]) -> str | None:
+    """The ceiling row a row's coverage is a share of: the one through the same delivery (a row named
+    `…, endpoint` against `ceiling …, endpoint`), None when that delivery has none."""
+    suffix = row.partition(",")[2]
+    return next((r for r in rows if r.startswith("ceiling") and r.partition(",")[2] == suffix), None)
+
+
 class AsOf:
     """The search as it stood when a session started: every call's `Filters` bounded to memories established
     before `until`. The history is ingested once (one range run) and each session replayed against the

@@ -13,7 +13,7 @@ from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.models import Filters
 from memory_pipeline.service.deps import TOKEN_HEADER
 from testkit.corpora.make_needs_corpus import LABELS_FILE, build
-from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
+from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, ceiling_of, replay, score, service
 
 
 def test_the_corpus_is_rebuilt_identically_and_is_as_large_as_asked(tmp_path: Path) -> None:
@@ -170,17 +170,10 @@ def test_the_service_delivery_fails_loudly_when_the_endpoint_fails() -> None:
         deliver(RecallEvent(session_id="s1", event="start", project="/p"))
 
 
-def test_each_row_is_a_share_of_the_ceiling_through_its_own_delivery() -> None:
-    from bench.needs import Row, _against
-    from testkit.needs import Scored
-
-    def row(name: str, met: int) -> Row:
-        return Row(name, [Scored({}, 10, met, 0, 0, 0, 0, 0, [], [])])
-
-    text = _against(
-        [row("baseline (last user messages)", 2), row("ceiling (perfect memories)", 8), row("llm-free", 4)]
-        + [row("ceiling (perfect memories), endpoint", 5), row("llm-free, endpoint", 4)]
-    )
-    assert "baseline (last user messages) 0.25" in text and "llm-free 0.50" in text
-    assert "llm-free, endpoint 0.80" in text  # against the endpoint's own ceiling (0.5), not the other (0.8)
-    assert "ceiling" not in text.split(":", 1)[1]  # a ceiling is no share of itself
+def test_each_row_is_compared_with_the_ceiling_of_its_own_delivery() -> None:
+    names = ["baseline (last user messages)", "ceiling (perfect memories)", "llm-free"]
+    names += ["ceiling (perfect memories), endpoint", "llm-free, endpoint"]
+    assert ceiling_of("llm-free", names) == "ceiling (perfect memories)"
+    assert ceiling_of("baseline (last user messages)", names) == "ceiling (perfect memories)"
+    assert ceiling_of("llm-free, endpoint", names) == "ceiling (perfect memories), endpoint"
+    assert ceiling_of("llm-free, other", names) is None  # no ceiling through that delivery: no share
