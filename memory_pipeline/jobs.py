@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 from dagster import AssetKey, AssetSelection, OpExecutionContext, define_asset_job, in_process_executor, job, op
 
+from memory_pipeline.partitions import LLM_FREE_ASSET_NAMES
 from memory_pipeline.reflect.review import apply_all
 from memory_pipeline.resources import MemoryWorkspaceResource
 
@@ -22,20 +23,7 @@ memory_job = define_asset_job(
 # What `memory_job` runs without the chat model (MEMORY_PIPELINE_NO_LLM, `backfill --no-llm`): everything search
 # needs that costs no LLM call, as the run's asset selection. A later full run summarises those days; their
 # files are not read again (the manifest says they are unchanged).
-LLM_FREE_ASSETS = [
-    AssetKey(name)
-    for name in (
-        "session_files",
-        "raw_messages",
-        "turns",
-        "memory_raw_index",
-        "turn_observations",
-        "memory_observations_index",
-        "embeddings",
-        "es_dense_vector",
-        "memory_followthrough",
-    )
-]
+LLM_FREE_ASSETS = [AssetKey(name) for name in LLM_FREE_ASSET_NAMES]
 
 
 def assets_to_run(with_llm: bool) -> list[AssetKey] | None:

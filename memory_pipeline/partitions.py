@@ -31,6 +31,28 @@ def week_of(day: str) -> str:
     return (when - timedelta(days=when.weekday())).isoformat()
 
 
+# What a day's run does without the chat model (`jobs.LLM_FREE_ASSETS`, the fast path's run): a run of these
+# alone needs no `llm` day lock (locks.py).
+LLM_FREE_ASSET_NAMES = (
+    "session_files",
+    "raw_messages",
+    "turns",
+    "memory_raw_index",
+    "turn_observations",
+    "memory_observations_index",
+    "embeddings",
+    "es_dense_vector",
+    "memory_followthrough",
+)
+
+
+def uses_llm(selection: Iterable[Any] | None) -> bool:
+    """Whether a run of these assets (a run's `asset_selection` of AssetKeys; None or empty: its whole job, so
+    taken to have the chat model's work in it) does LLM work."""
+    keys = list(selection or [])
+    return not keys or any(key.path[-1] not in LLM_FREE_ASSET_NAMES for key in keys)
+
+
 def daily_assets(group: str) -> dict[str, Any]:
     """What every pipeline asset shares: the session days, one run per backfilled range, its stage group."""
     return {"partitions_def": session_days, "backfill_policy": BackfillPolicy.single_run(), "group_name": group}

@@ -11,11 +11,11 @@ from typing import Any
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_elasticsearch import ElasticsearchResource, HostsConfig
 from dotenv import dotenv_values
-from pydantic import Field, SecretStr
+from pydantic import Field, PrivateAttr, SecretStr
 
 from memory_pipeline.io_managers import PolarsParquetIOManager
-from memory_pipeline.locks import holding_days
-from memory_pipeline.partitions import ordered_days, run_days
+from memory_pipeline.locks import DayHold
+from memory_pipeline.partitions import ordered_days, run_days, uses_llm
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.discovery import SessionRoot, agent_roots
@@ -124,19 +124,37 @@ class LedgerResource(ConfigurableResource):
 
 
 class DayLocksResource(ConfigurableResource):
-    """One run per session day at a time, for runs from the UI, the sensor, the schedules and the CLI alike:
-    the run holds a lock per day it covers from its first step to its last (see `locks.py`)."""
+    """One run of a kind per session day at a time, for runs from the UI, the sensor, the schedules, the CLI and
+    the service's fast path alike: the run holds its days' locks from its first step to its last (see
+    `locks.py`), except that a run with the chat model lets the LLM-free (`ingest`) locks go while it waits for
+    the model (`calling_the_llm`), so a fast run of its days indexes new turns meanwhile."""
 
     folder: str
     wait_seconds: float = Field(3600.0, description="How long a run waits for another run of its days.")
+    _hold: DayHold | None = PrivateAttr(None)
 
     @contextmanager
     def yield_for_execution(self, context: InitResourceContext) -> Iterator[DayLocksResource]:
         run = context.dagster_run
         days = sorted(run_days(run.tags, ordered_days(context.instance))) if run and context.instance else []
+        with_llm = uses_llm(run.asset_selection if run else None)
         holder = f"run {context.run_id}"
-        with holding_days(Path(self.folder), days, holder, self.wait_seconds, context.log.warning):
-            yield self
+        with DayHold(Path(self.folder), days, holder, with_llm, self.wait_seconds, context.log.warning) as hold:
+            self._hold = hold
+            try:
+                yield self
+            finally:
+                self._hold = None
+
+    @contextmanager
+    def calling_the_llm(self) -> Iterator[None]:
+        """The block of a step that waits for the chat model (and writes none of the LLM-free outputs): a fast
+        run of the same days may index them meanwhile; the step's own LLM-free steps after it wait for that."""
+        if self._hold is None:
+            yield
+            return
+        with self._hold.letting_go():
+            yield
 
 
 # The policies' own defaults: the resource restates none of them.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import Filters
+from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.settings import Settings
 
 _PORT = re.compile(r"\bport (\d{4})\b|:(\d{4})\b")
@@ -39,11 +41,12 @@ class RecallEvent(BaseModel):
 
 
 class Delivered(BaseModel):
-    """What memory injects for one event."""
+    """What memory injects for one event (nothing when the answer came too late for the agent)."""
 
     markdown: str = ""
     ids: list[str] = []
     tokens: int = 0
+    timed_out: bool = False
 
 
 Delivery = Callable[[RecallEvent], Delivered]
@@ -51,21 +54,46 @@ Delivery = Callable[[RecallEvent], Delivered]
 DeliveryMaker = Callable[[MemorySearch, Settings], Delivery]
 
 
-def service(url: str, token: str | None = None, transport: httpx.BaseTransport | None = None) -> DeliveryMaker:
-    """Delivery through the memory service's recall endpoint (`POST /api/v1/recall`), timed from here."""
+AGENT_WAIT_SECONDS = 5.0  # how long the pi extension waits for recall (MEMORY_SERVICE_TIMEOUT_MS)
+
+
+def service(
+    url: str,
+    token: str | None = None,
+    transport: httpx.BaseTransport | None = None,
+    wait_seconds: float = AGENT_WAIT_SECONDS,
+) -> DeliveryMaker:
+    """Delivery through the memory service's recall endpoint (`POST /api/v1/recall`), as the pi extension calls
+    it: the service's token in its header, `wait_seconds` of waiting (the service told half a second less, so
+    it records nothing the agent never got), and nothing delivered when no answer came by then (`timed_out`).
+    Timed from here. Each delivery made is a replay of its own: its sessions carry a tag of it (`<id>@<tag>`),
+    so the ledger of a service that served another row or replay of the same session gives it all afresh."""
 
     def make(search: MemorySearch, settings: Settings) -> Delivery:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        client = httpx.Client(base_url=url, timeout=10, headers=headers, transport=transport)
+        headers = {TOKEN_HEADER: token} if token else {}
+        client = httpx.Client(base_url=url, timeout=wait_seconds, headers=headers, transport=transport)
+        tag = uuid.uuid4().hex[:8]
+        wait_ms = max(1, int(wait_seconds * 1000) - 500)
 
         def deliver(event: RecallEvent) -> Delivered:
-            response = client.post("/api/v1/recall", json=event.model_dump())
+            sent = event.model_copy(update={"session_id": f"{event.session_id}@{tag}"})
+            try:
+                response = client.post("/api/v1/recall", json=sent.model_dump() | {"wait_ms": wait_ms})
+            except httpx.TimeoutException:
+                return Delivered(timed_out=True)
             response.raise_for_status()
             return Delivered.model_validate(response.json())
 
         return deliver
 
     return make
+
+
+def ceiling_of(row: str, rows: list[str]) -> str | None:
+    """The ceiling row a row's coverage is a share of: the one through the same delivery (a row named
+    `…, endpoint` against `ceiling …, endpoint`), None when that delivery has none."""
+    suffix = row.partition(",")[2]
+    return next((r for r in rows if r.startswith("ceiling") and r.partition(",")[2] == suffix), None)
 
 
 class AsOf:
@@ -100,6 +128,7 @@ class Replayed:
     lines: list[tuple[int, str]] = field(default_factory=list)  # (step index, line); start is -1
     tokens: int = 0
     prompt_ms: list[float] = field(default_factory=list)
+    timed_out: int = 0  # events whose answer came too late for the agent
 
 
 def replay(session: dict, deliver: Delivery) -> Replayed:
@@ -118,6 +147,7 @@ def replay(session: dict, deliver: Delivery) -> Replayed:
         got = deliver(event)
         if event.event == "prompt":
             done.prompt_ms.append((time.perf_counter() - begin) * 1000)
+        done.timed_out += got.timed_out
         done.tokens += got.tokens or (tokens(got.markdown) if got.markdown else 0)
         done.lines += [(n, line) for line in got.markdown.splitlines() if line.lstrip().startswith("- ")]
     return done
@@ -141,6 +171,7 @@ class Scored:
     prompt_ms: list[float]
     missed: list[str]
     delivered: list[tuple[int, str]] = field(default_factory=list)  # (step, line), to read beside the needs
+    timed_out: int = 0
 
 
 def score(done: Replayed, pieces: dict) -> Scored:
@@ -176,4 +207,5 @@ def score(done: Replayed, pieces: dict) -> Scored:
         done.prompt_ms,
         missed,
         done.lines,
+        done.timed_out,
     )

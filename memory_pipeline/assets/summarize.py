@@ -63,14 +63,15 @@ def llm_ideas(
     raw_messages: pl.DataFrame,
     llm: LlamaResource,
     es: ElasticsearchResource,
-    day_locks: DayLocksResource,  # held for the whole run, however it was started
+    day_locks: DayLocksResource,  # the LLM-free lock let go while the model reads: a fast run goes ahead
 ) -> Output[pl.DataFrame]:
     """For each active-path turn, the ideas the LLM says a future session should know (summary, tags,
     priority), or none. A turn is read once per (content, prompt version, model): unchanged turns keep
     what was recorded and cost no call, and each outcome is journaled as it completes, so a crash loses
     at most the turns in flight. A turn the server refuses or answers badly is listed as failed (and
-    retried next run); only an unreachable server fails the run."""
-    with llm.get_client() as client, es.get_client() as es_client:
+    retried next run); only an unreachable server fails the run. While it reads, a fast run of the same days
+    may index their newest turns (the later steps of this run wait for it, then index what it left)."""
+    with day_locks.calling_the_llm(), llm.get_client() as client, es.get_client() as es_client:
         read = read_day(
             client,
             es_client,

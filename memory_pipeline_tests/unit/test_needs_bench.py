@@ -11,8 +11,9 @@ import pytest
 
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.models import Filters
+from memory_pipeline.service.deps import TOKEN_HEADER
 from testkit.corpora.make_needs_corpus import LABELS_FILE, build
-from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, replay, score, service
+from testkit.needs import AsOf, Delivered, RecallEvent, Replayed, ceiling_of, replay, score, service
 
 
 def test_the_corpus_is_rebuilt_identically_and_is_as_large_as_asked(tmp_path: Path) -> None:
@@ -124,19 +125,55 @@ def test_as_of_bounds_every_filter_it_is_given() -> None:
 
 def test_the_service_delivery_posts_the_event_and_reads_the_answer() -> None:
     sent: list[dict] = []
+    headers: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.content))
+        headers.append(request.headers.get(TOKEN_HEADER, ""))
         assert request.url.path == "/api/v1/recall"
         return httpx.Response(200, json={"markdown": "- alpha", "ids": ["m1"], "tokens": 3})
 
-    deliver = service("http://memory", transport=httpx.MockTransport(answer))(None, None)  # type: ignore[arg-type]
+    make = service("http://memory", token="t0ken", transport=httpx.MockTransport(answer))
+    deliver = make(None, None)  # type: ignore[arg-type]
     got = deliver(RecallEvent(session_id="s1", event="prompt", project="/p", text="do x"))
+    deliver(RecallEvent(session_id="s1", event="file", project="/p", text="/p/a.py"))
+    make(None, None)(RecallEvent(session_id="s1", event="start", project="/p"))  # type: ignore[arg-type]
     assert got == Delivered(markdown="- alpha", ids=["m1"], tokens=3)
-    assert sent == [{"session_id": "s1", "agent": "pi", "event": "prompt", "project": "/p", "text": "do x"}]
+    assert sent[0] | {"session_id": "s1"} == {
+        "session_id": "s1",
+        "agent": "pi",
+        "event": "prompt",
+        "project": "/p",
+        "text": "do x",
+        "wait_ms": 4500,  # the service records nothing the agent stopped waiting for
+    }
+    # One replay's events share a session; another replay of the same session is another to the ledger.
+    tags = [s["session_id"] for s in sent]
+    assert tags[0].startswith("s1@") and tags[0] == tags[1] != tags[2] and tags[2].startswith("s1@")
+    assert headers == ["t0ken"] * 3  # the header the service checks (TOKEN_HEADER), as the pi extension sends it
+
+
+def test_an_answer_later_than_the_agent_waits_delivers_nothing_and_is_counted() -> None:
+    def late(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    deliver = service("http://memory", transport=httpx.MockTransport(late))(None, None)  # type: ignore[arg-type]
+    got = deliver(RecallEvent(session_id="s1", event="prompt", project="/p", text="do x"))
+    assert got == Delivered(timed_out=True)
+    done = replay({"session_id": "s1", "project": "/p", "steps": []}, deliver)
+    assert done.timed_out == 1 and done.lines == []  # the start event, given nothing
 
 
 def test_the_service_delivery_fails_loudly_when_the_endpoint_fails() -> None:
     deliver = service("http://memory", transport=httpx.MockTransport(lambda r: httpx.Response(503)))(None, None)  # type: ignore[arg-type]
     with pytest.raises(httpx.HTTPStatusError):
         deliver(RecallEvent(session_id="s1", event="start", project="/p"))
+
+
+def test_each_row_is_compared_with_the_ceiling_of_its_own_delivery() -> None:
+    names = ["baseline (last user messages)", "ceiling (perfect memories)", "llm-free"]
+    names += ["ceiling (perfect memories), endpoint", "llm-free, endpoint"]
+    assert ceiling_of("llm-free", names) == "ceiling (perfect memories)"
+    assert ceiling_of("baseline (last user messages)", names) == "ceiling (perfect memories)"
+    assert ceiling_of("llm-free, endpoint", names) == "ceiling (perfect memories), endpoint"
+    assert ceiling_of("llm-free, other", names) is None  # no ceiling through that delivery: no share
