@@ -425,17 +425,29 @@ def replay(turns: Sequence[dict], cache: str, with_keep: bool = True) -> list[li
 def main_replay(argv: list[str]) -> None:
     cache = next(a.split("=", 1)[1] for a in argv if a.startswith("--replay="))
     turns = load_turns()
-    columns, listing = {}, []
+    columns, runs = {}, {}
     for with_keep in (False, True):
         found = replay(turns, cache, with_keep)
-        verdicts = judge(turns, found)
+        runs[with_keep] = found, judge(turns, found)
         for split in ("tune", "held_out"):
             at = [n for n, t in enumerate(turns) if t["split"] == split]
-            part = [turns[n] for n in at], [found[n] for n in at], [verdicts[n] for n in at]
-            name = f"{split.replace('_', '-')} half, {'with' if with_keep else 'without'} the keep filter"
-            columns[name] = figures(*part)
-            if split == "held_out" and with_keep:
-                listing = [row for row in reading(*part) if row[2] != "(none)" or row[1] != "(nothing)"]
+            part = [turns[n] for n in at], [found[n] for n in at], [runs[with_keep][1][n] for n in at]
+            columns[f"{split.replace('_', '-')} half, {'with' if with_keep else 'without'} the keep filter"] = figures(
+                *part
+            )
+    # The held-out memories with the filter, and those it dropped, beside the labels.
+    held = [n for n, t in enumerate(turns) if t["split"] == "held_out"]
+    (before, before_verdicts), (after, after_verdicts) = runs[False], runs[True]
+    dropped = [[(i, v) for i, v in zip(before[n], before_verdicts[n], strict=True) if i not in after[n]] for n in held]
+    kept_rows = reading([turns[n] for n in held], [after[n] for n in held], [after_verdicts[n] for n in held])
+    gone_rows = reading(
+        [turns[n] for n in held], [[i for i, _ in d] for d in dropped], [[v for _, v in d] for d in dropped]
+    )
+    listing = [
+        [*row, gone[2]]
+        for row, gone in zip(kept_rows, gone_rows, strict=True)
+        if row[1:] + gone[2:] != ["(nothing)", "(none)", "(none)"]
+    ]
     names = list(columns)
     measures = list(columns[names[0]])
     body = (
@@ -444,8 +456,9 @@ def main_replay(argv: list[str]) -> None:
         f"{_labels_commit()}; without and with the learned keep filter (`summarize/keep.py`, `bench keep`), "
         "trained on the tuning half only.\n\n"
         + table(["", *names], [[m, *(columns[n][m] for n in names)] for m in measures])
-        + "\n\nHeld-out memories with the keep filter beside their labels, to be read (✓ holds a labelled piece; "
-        "turns with neither a label nor a memory left out):\n\n" + table(["turn", "labelled", "stored"], listing)
+        + "\n\nHeld-out memories with the keep filter, and those it dropped, beside their labels, to be read (✓ holds "
+        "a labelled piece; turns with neither a label nor a memory left out):\n\n"
+        + table(["turn", "labelled", "stored", "dropped by the keep filter"], listing)
     )
     write_section("knowledge (replay)", f"uv run python -m bench knowledge --replay={cache}", body)
     print(body)
