@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from bench.knowledge import WORK, _labels_commit, job_of, judge, load_turns
 from bench.results_file import table, write_section
-from memory_pipeline.language.kinds import Kind
 from memory_pipeline.summarize import gate, keep, turn_gate
 from memory_pipeline.summarize.extract import candidates_without_model
 from memory_pipeline.summarize.faithful import strays
@@ -59,7 +58,7 @@ def tuning_examples() -> tuple[list[TurnText], list[Idea], list[int], list[int],
     for number, (turn, mine, vs) in enumerate(zip(turns, found, verdicts, strict=True)):
         text = turn_text(job_of(turn).messages)
         for idea, verdict in zip(mine, vs, strict=True):
-            if idea.kind is Kind.FACT or not gate.keeps(idea, text):
+            if not keep.judges(idea) or not gate.keeps(idea, text):
                 continue  # the filter judges what the gate passes, and not facts (the gate's)
             texts.append(text)
             ideas.append(idea)

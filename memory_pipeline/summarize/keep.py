@@ -9,11 +9,11 @@ fragment ("Going forward."). What marks them is learned here from bench/labels/k
 regression (`logistic`) over plain features of the memory and its evidence (how many of its words, and whether
 its first words, its subject, are absent from the evidence it cites; first and second person by speaker; plan,
 status and order shapes; length; completeness; a document's line). It judges what the gate (`gate`, facts) does
-not: rules, decisions, gotchas and tasks. `python -m bench keep --train` fits it on the tuning half's
-candidates of those kinds that the gate passes (positive when the bench's matcher finds a labelled piece in
-them) with the threshold that keeps every correct one there, also cross-validated by turn, and writes
-`keep.json` beside this file; its held-out figure is in bench/results.md (`knowledge (replay)`). Without
-`keep.json` every memory is kept.
+not: rules, decisions, gotchas and tasks (bar a gotcha that states its cause: see `judges`).
+`python -m bench keep --train` fits it on the tuning half's candidates of those kinds that the gate passes
+(positive when the bench's matcher finds a labelled piece in them) with the threshold that keeps every correct
+one there, also cross-validated by turn, and writes `keep.json` beside this file; its held-out figure is in
+bench/results.md (`knowledge (replay)`). Without `keep.json` every memory is kept.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from memory_pipeline.summarize.gate import DOCUMENT_LINE
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import is_request
 from memory_pipeline.summarize.logistic import LearnedWeights
-from memory_pipeline.summarize.trust import TurnText, support
+from memory_pipeline.summarize.trust import TurnText, states_cause, support
 
 WEIGHTS = Path(__file__).with_name("keep.json")
 HEAD_WORDS = 3  # the first content words of a statement: its subject, or the verb and object of an order
@@ -149,7 +149,13 @@ def score(idea: Idea, turn: TurnText) -> float:
     return LEARNED.probability(features(idea, turn))
 
 
+def judges(idea: Idea) -> bool:
+    """Whether the filter judges `idea`: not a fact (the gate's, `gate.keeps`), and not a gotcha that states its
+    cause ("The tests hang because Redis is not running."), which `trust.review` has checked against the turn
+    and of which the tuning half holds no correct example to learn from (the assistant's findings: 0 / 0)."""
+    return idea.kind is not Kind.FACT and not (idea.kind is Kind.GOTCHA and states_cause(idea.summary))
+
+
 def keeps(idea: Idea, turn: TurnText) -> bool:
-    """Whether to store `idea` (every memory, without `keep.json`). The filter judges what the gate does not: the
-    rules, decisions, gotchas and tasks; facts are the gate's (`gate.keeps`)."""
-    return idea.kind is Kind.FACT or LEARNED.passes(features(idea, turn))
+    """Whether to store `idea` (every memory, without `keep.json`; see `judges` for what it does not judge)."""
+    return not judges(idea) or LEARNED.passes(features(idea, turn))

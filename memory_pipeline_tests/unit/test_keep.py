@@ -177,3 +177,12 @@ def test_extraction_drops_what_the_filter_does_not_keep_and_counts_it_under_keep
     assert ("keep" in NOT_KEPT.split(":")[0]) and (NOT_KEPT, "Always run pytest -x before saying a fix works.") in (
         refused.dropped
     )
+
+
+def test_a_gotcha_that_states_its_cause_is_not_judged_and_a_plan_typed_as_one_is() -> None:
+    found = _idea("The tests hang because Redis is not running.", "They hang because Redis is not running",
+                  role="assistant", kind=Kind.GOTCHA)  # fmt: skip
+    plan = _idea("To investigate the code flow, let me read the handler.", "let me read the handler",
+                 role="assistant", kind=Kind.GOTCHA)  # fmt: skip
+    assert not keep.judges(found) and keep.judges(plan)
+    assert not keep.judges(_idea("The dev database listens on port 55432.", "port 55432", kind=Kind.FACT))
