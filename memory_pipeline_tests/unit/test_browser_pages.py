@@ -132,6 +132,9 @@ def test_a_forget_is_undone_from_its_done_message_or_the_forgotten_page(client: 
     client.app.state.store = store  # type: ignore[attr-defined]
     done = client.get("/", params={"forgotten": "m1"}).text
     assert 'hx-post="/m/m1/undo-forget"' in done and 'href="/forgotten"' in done
+    # Inside the message: a form in a <p> would close it, leaving the button outside (as it once did).
+    message = re.search(r'<div class="done" id="done">(.*?)</div>', done, re.S)
+    assert message and 'hx-post="/m/m1/undo-forget"' in message.group(1) and "<p" not in message.group(1)
     # A turn forgotten whole left every index: nothing to bring back, so no Undo is offered.
     assert "undo-forget" not in client.get("/", params={"forgotten": "m1", "whole_turn": "true"}).text
 
