@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed); `faults` only when named (it
-runs test files).
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults` only when
+named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -16,6 +16,7 @@ from bench import (
     executor,
     faults,
     fixture_memories,
+    followthrough,
     fresh,
     hard,
     heavy,
@@ -69,6 +70,7 @@ BENCHMARKS = {
     "samples": samples.main,
     "heavy": heavy.main,
     "redaction_speed": redaction_speed.main,
+    "followthrough": followthrough.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

@@ -18,6 +18,7 @@ from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
 from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.followthrough_store import FollowThrough
 from memory_pipeline.stores.indices import RECALL_INDICES, SUMMARY_INDEX, vector_field
 from memory_pipeline.stores.raw_store import (
     SyncReport,
@@ -439,5 +440,27 @@ def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection
             "superseded": len(superseded),
             "broken": MetadataValue.json(broken[:20]),
             "memories_marked_by_a_missing_reflection": MetadataValue.json(memories[:20]),
+        },
+    )
+
+
+@acceptance(
+    "memory_followthrough",
+    "Every stored follow-through signal of these days cites a turn that has messages in memory-raw, and the "
+    "index holds exactly the signals the run derived (a re-run writes nothing new).",
+)
+def followthrough_cites_turns(client: Elasticsearch, stored: Sequence[FollowThrough], derived: Set[str]) -> Verdict:
+    outcomes = [r for r in stored if r.signal != "injected"]
+    present = raw_turns(client, sorted({r.session_id for r in outcomes}))
+    uncited = sorted(r.doc_id for r in outcomes if (r.session_id, r.turn_id) not in present)
+    ids = {r.doc_id for r in stored}
+    return Verdict(
+        passed=not uncited and ids == set(derived),
+        metadata={
+            "signals": len(outcomes),
+            "deliveries": len(stored) - len(outcomes),
+            "citing_a_missing_turn": MetadataValue.json(uncited[:20]),
+            "stored_not_derived": len(ids - set(derived)),
+            "derived_not_stored": len(set(derived) - ids),
         },
     )

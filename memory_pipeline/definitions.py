@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import Definitions, ExecutorDefinition, define_asset_job, load_assets_from_modules
 
-from memory_pipeline.assets import ingest, recall, reflect, summarize
+from memory_pipeline.assets import followthrough, ingest, recall, reflect, summarize
 from memory_pipeline.jobs import friction_job, memory_job, review_apply_job
 from memory_pipeline.resources import build_resources
 from memory_pipeline.schedules import daily_ingest_schedule, weekly_friction_schedule
@@ -20,7 +20,7 @@ def build_definitions(settings: Settings, executor: ExecutorDefinition | None = 
         name = f"{memory_job.name}_{executor.name}"
         jobs.append(define_asset_job(name, selection=memory_job.selection, executor_def=executor))
     return Definitions(
-        assets=load_assets_from_modules([ingest, summarize, recall, reflect]),
+        assets=load_assets_from_modules([ingest, summarize, recall, reflect, followthrough]),
         jobs=jobs,
         sensors=[session_files_sensor],
         schedules=[daily_ingest_schedule, weekly_friction_schedule],

@@ -32,6 +32,7 @@ LLM_FREE_ASSETS = [
         "turn_observations",
         "embeddings",
         "es_dense_vector",
+        "memory_followthrough",
     )
 ]
 

@@ -23,6 +23,7 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret, memory_home
 from memory_pipeline.stores.elasticsearch import CLIENT_OPTIONS
 from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.injections import InjectionLedger
 from memory_pipeline.stores.llm import ChatClient
 
 
@@ -110,6 +111,16 @@ class MemoryWorkspaceResource(ConfigurableResource):
     @property
     def root(self) -> Path:
         return Path(self.path).expanduser()
+
+
+class LedgerResource(ConfigurableResource):
+    """The injection ledger's folder (`<state>/injected`): what each session was given from memory."""
+
+    folder: str
+
+    def ledger(self) -> InjectionLedger:
+        # Read only: a reader never writes a delivery, so the default redactor is enough.
+        return InjectionLedger(Path(self.folder).expanduser(), Redactor())
 
 
 class DayLocksResource(ConfigurableResource):
@@ -259,6 +270,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             exclude=settings.memory_exclude,
         ),
         "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
+        "ledger": LedgerResource(folder=str(settings.memory_pipeline_state_dir / "injected")),
         "day_locks": DayLocksResource(folder=str(settings.memory_pipeline_state_dir / "locks")),
         "reflect_policy": ReflectPolicyResource(
             half_life_days=settings.maturity_half_life_days,

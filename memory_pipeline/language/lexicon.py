@@ -46,6 +46,65 @@ NEGATION = re.compile(
     r"|no longer|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
     r"|n't\b"
 )
+# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size), a name with code marks.
+PARTICULAR = re.compile(
+    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*\w*|\b\w+[._-]\w[\w.-]*|\b[a-z]+[A-Z]\w*"
+)
+# The words a negation reaches: up to the end of its clause.
+CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
+# A person correcting what was said or done: the openings and words of "no, that's wrong, we moved to …".
+CORRECTION = re.compile(
+    r"(?i)(?:^|[.!?]\s+)(?:no|nope|nah|wait|stop)\b|\b(?:wrong|incorrect|actually|not anymore|no longer|any ?more"
+    r"|outdated|out of date|stale|not true|isn'?t true|not right|changed|we (?:moved|switched|migrated|went|dropped)"
+    r"|(?:moved|switched|migrated) (?:away )?(?:from|off|back|to)|dropped|got rid of"
+    r"|not (?:using|use) \w+ (?:any ?more)"
+    r"|don'?t use|do not use|stop using|never use|i said|i told you|told you|how many times|again\?)\b"
+)
+# What says a thing was left behind ("Cypress was removed", "v1 is deprecated", "we dropped styled-components"):
+# the names beside it are rejected, as a negation's are.
+LEFT_BEHIND = re.compile(
+    r"(?i)\b(?:removed|dropped|deprecated|abandoned|retired|replaced|legacy|obsolete|gone|old|stale"
+    r"|instead of|rather than|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from"
+    r"|went from|moving from)\b"
+)
+# The other side of a move ("from SQLite to Postgres", "in favour of Tailwind"): the names after it are chosen.
+CHOSEN_AFTER = re.compile(r"(?i)\b(?:in favou?r of|for|to|with|by)\b")
+# What says that something remembered no longer holds, or never did: a change ("no longer", "we moved to",
+# "rolling back"), a refutation ("was wrong", "a red herring", "had nothing to do with"), a thing found gone
+# ("doesn't exist", "there is no"), in the languages people write to their agents.
+NO_LONGER = re.compile(
+    r"(?i)\b(?:no longer|not any ?more|any ?more|anymore|was(?:n'?t| not)|were(?:n'?t| not)|was never"
+    r"|were never|never was|(?:is|was|were) wrong|(?:is|was) outdated|out of date|red herring|nothing to do with"
+    r"|not the (?:cause|reason|problem)|roll(?:ing|ed)? back|bring(?:ing)? \S+(?: \S+)? back|(?:moved|migrated|switched"
+    r"|upgraded|went|changed) (?:\S+ )?(?:from|to|off)|replaced|dropped|got rid of|does(?:n'?t| not) exist|no such"
+    r"|there(?:'s| is) no|is gone|are gone|now(?=\s*[.!]|\s*$))\b"
+)
+# The same in the other languages people write to their agents (German, Spanish, French, Russian, Chinese,
+# Japanese): apart, because the English stance of such a sentence cannot be read (its names only can).
+NO_LONGER_ABROAD = re.compile(
+    r"(?i)nicht mehr|gibt es nicht|\bkein(?:e|en)?\b|ersetzt|umgestellt|umgestiegen|gewechselt|abgeschafft|stattdessen"
+    r"|\bjetzt\b|\bya no\b|\bno era\b|reemplaz|cambiamos|migramos|dejamos de|abandonamos|\bahora\b|\bplus de\b"
+    r"|n'est plus|ne \w+ plus|remplac|pass[ée]s? (?:à|a)\b|abandonn|d[ée]sormais|maintenant|больше не|уже не|отказались"
+    r"|не был|замени|перешли|теперь|не используем|不再|不用|已经|升级到|换成|改用|弃用|废弃|现在用|不是"
+    r"|やめ|もう|ではなく|じゃなく|移行|変更|今は|使わない|廃止"
+)
+# Said by a person only (an agent narrates its own edits in these words): something was taken away or undone.
+TAKEN_AWAY = re.compile(
+    r"(?i)\b(?:removed|deleted|ditched|killed|retired|scrapped|deprecated|reverted|going back|back to|it'?s \S+ now"
+    r"|we(?:'re| are) on|we use \S+ now|changed|different now|not true)\b"
+)
+# A cause refuted: what said why something broke was wrong.
+REFUTED = re.compile(
+    r"(?i)\b(?:was wrong|were wrong|diagnosis|red herring|nothing to do with|not the (?:cause|reason|problem)|never the"
+    r"|wasn'?t (?:the|it|about)|was not (?:the|it)|no era la causa|war nicht|n'était pas)\b"
+)
+# An agent saying it leaves out what it was asked to do ("I'll skip clippy this time", "skipping gofmt").
+SKIPPING = re.compile(
+    r"(?i)\b(?:skip|skips|skipping|skipped|won'?t (?:run|bother|add|use)|without (?:running|adding|using)"
+    r"|not (?:bother|run)ning|leave out|leaving out)\b"
+)
+# A person letting a rule go once, which neither changes nor breaks it ("skip it this time", "just for now").
+EXEMPTION = re.compile(r"(?i)\b(?:this time|just this once|for now|this once|for this one|one-?off|today only)\b")
 # One thing put in another's place, in the forms people write it: (chosen, replaced). Checked in this order.
 REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.I)

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SECTIONS = ("Hard rules", "Patterns", "Gotchas", "Decisions")
+# Proposals about a memory people contradicted (edit or forget it): first in REVIEW.md, never a MEMORY.md line:
+# ticked, they leave REVIEW.md and are archived like a rejection (the edit or forget is the person's own act).
+CONTRADICTED = "Contradicted memories"
 REJECT_MARK = "-"
 _PROPOSAL = re.compile(r"^- \[(?P<mark>[ xX-])\] (?P<id>p-\d{8}-\d{3}) (?P<text>.+)$")
 _ID_IN_MEMORY = re.compile(r"<!-- (p-\d{8}-\d{3})")
@@ -58,7 +61,7 @@ def parse_review(text: str) -> list[Proposal]:
 
 def render_review(project: str, proposals: list[Proposal]) -> str:
     lines = [f"# Review — {project}", "", REVIEW_HEADER]
-    for section in dict.fromkeys([*SECTIONS, *(p.section for p in proposals)]):
+    for section in dict.fromkeys([CONTRADICTED, *SECTIONS, *(p.section for p in proposals)]):
         items = [p for p in proposals if p.section == section]
         if items:
             lines += [f"## {section}", "", *(f"- [{p.mark}] {p.id} {p.text}" for p in items), ""]
@@ -105,8 +108,8 @@ def apply_review(project_dir: Path, project: str, today: str) -> ApplyReport:
     proposals = [p for p in listed if p.id not in withdrawn]
     memory = memory_path.read_text() if memory_path.exists() else ""
     already = set(_ID_IN_MEMORY.findall(memory))
-    promote = [p for p in proposals if p.mark == "x" and p.id not in already]
-    rejected = [p for p in proposals if p.mark == REJECT_MARK]
+    promote = [p for p in proposals if p.mark == "x" and p.id not in already and p.section != CONTRADICTED]
+    rejected = [p for p in proposals if p.mark == REJECT_MARK or (p.mark == "x" and p.section == CONTRADICTED)]
     keep = [p for p in proposals if p.mark == " "]
     if promote:
         memory_path.write_text(_promote(memory, project, promote))

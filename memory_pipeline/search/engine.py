@@ -36,6 +36,7 @@ from memory_pipeline.search.ranking import (
 )
 from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.folders import unconfigured_sessions
+from memory_pipeline.stores.followthrough_store import counters, demoted_ids, restated_ids
 from memory_pipeline.stores.indices import (
     NOTES_INDEX,
     OBSERVATION_INDEX,
@@ -436,6 +437,11 @@ class MemorySearch:
         seen = {r.id for r in before}
         return [*before, row, *[r for r in after if r.id not in seen]]
 
+    def learned(self, project: str | None) -> tuple[set[str], set[str]]:
+        """What the sessions after injections taught (`memory-followthrough`): the memories people contradicted
+        in two sessions (no longer injected), and those ignored then said again by the person (raised)."""
+        return demoted_ids(self._es, project), restated_ids(self._es, project)
+
     def get(self, ids: list[str]) -> list[Row]:
         indices = self._existing(list(SEARCH_INDICES))
         if not ids or not indices:
@@ -447,7 +453,9 @@ class MemorySearch:
     def detail(self, ids: list[str]) -> list[Detail]:
         """Layer 3: the full records of `ids`, each with every message of its source turn from memory-raw."""
         records = []
-        for row in self.with_replacements(self.get(ids)):
+        rows = self.with_replacements(self.get(ids))
+        followed = counters(self._es, [row.id for row in rows])
+        for row in rows:
             messages = []
             if row.session_id and row.turn_id and self._es.indices.exists(index=RAW_INDEX):
                 messages = self.turn_messages(row.session_id, row.turn_id)
@@ -455,6 +463,7 @@ class MemorySearch:
             said_in = len({row.session_id, *(r.session_id for r in again)} - {""}) or 1
             restated = [r.model_dump(include=_RESTATED) for r in again]
             fields = {"source_turn": messages, "said_in": said_in, "said_again": restated}
+            fields["followthrough"] = followed[row.id]
             records.append(Detail.model_validate(row.to_dict() | fields))
         return records
 

@@ -10,6 +10,7 @@ from typing import Any, Self
 from pydantic import BaseModel, Field
 
 from memory_pipeline.sentences import by_sentence
+from memory_pipeline.stores.followthrough_store import Counters
 from memory_pipeline.stores.indices import SEARCH_INDICES
 
 KIND_INDEX = {kind: index for index, kind in SEARCH_INDICES.items()}
@@ -151,6 +152,7 @@ class Detail(Row):
 
     source_turn: list[RawMessage] = Field(default_factory=list)
     said_again: list[Restatement] = Field(default_factory=list)
+    followthrough: Counters = Field(default_factory=Counters)
 
 
 class MemoryDetail(Memory):
@@ -159,6 +161,10 @@ class MemoryDetail(Memory):
 
     source_turn: list[TurnMessage] = Field(default_factory=list)
     said_again: list[Restatement] = Field(default_factory=list)
+    followthrough: Counters = Field(
+        default_factory=Counters,
+        description="How often it was injected, and how often the turns after followed, ignored or contradicted it.",
+    )
 
 
 def row_of(hit: dict[str, Any], score: float = 0.0) -> Row:

@@ -162,6 +162,24 @@ def file_reminder(search: MemorySearch, path: str, project: str | None) -> Brief
     return Briefing(markdown, [r.id for r in rows], None, [r.id for r in rows], lines)
 
 
+def _learned(search: MemorySearch, project: str | None) -> tuple[set[str], set[str]]:
+    """The memories no longer injected and those raised (see `MemorySearch.learned`); none when Elasticsearch is
+    down (the session then gets MEMORY.md's rules, as always)."""
+    try:
+        return search.learned(project)
+    except (TransportConnectionError, ConnectionTimeout):
+        return set(), set()
+
+
+def raised_first(parts: Parts, raised: set[str]) -> Parts:
+    """`parts` with the lines of `raised` memories (a rule ignored, then said again by the person) first in their
+    sections: within a budget, they are what is given."""
+    if not raised:
+        return parts
+    sections = [(name, sorted(lines, key=lambda line: line[1] not in raised)) for name, lines in parts.sections]
+    return Parts(sections, parts.notice, parts.down)
+
+
 def recall(
     search: MemorySearch, ledger: InjectionLedger, moment: Moment, workspace: Path | None
 ) -> tuple[Recalled, Briefing]:
@@ -180,7 +198,8 @@ def recall(
             parts = error_parts(search, moment.text, moment.project)
         else:
             parts = briefing_parts(search, moment.text, moment.project, workspace=workspace)
-        made = choose(parts, history.given, moment.event, budget(moment, first), first)
+        demoted, raised = _learned(search, moment.project)
+        made = choose(raised_first(parts, raised), history.given | demoted, moment.event, budget(moment, first), first)
     size = tokens(made.markdown) if made.markdown else 0
     # A client that gave up before the answer never showed it: recorded, its lines would never be given.
     late = moment.wait_ms is not None and (time.monotonic() - started) * 1000 > moment.wait_ms

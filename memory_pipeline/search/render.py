@@ -112,6 +112,7 @@ def detail_text(record: Detail, full: bool = False) -> str:
     ]
     if record.superseded_by:
         lines.append(f"{replaced_note(record)} (id {record.superseded_by})")
+    lines.append(f"follow-through: {record.followthrough.text}")
     lines += ["", record.summary]
     if record.evidence:
         lines.append(f'evidence, in the words of the {record.evidence_role or "turn"}: "{record.evidence}"')

@@ -98,6 +98,16 @@ class InjectionLedger:
         injections, problems = _parsed(path)
         return SessionLedger(session_id=session_id, injections=injections, problems=problems)
 
+    def every(self) -> tuple[list[Injection], list[str]]:
+        """Every delivery to every session, and the lines that could not be read (file and line)."""
+        injections: list[Injection] = []
+        problems: list[str] = []
+        for path in sorted(self.folder.glob("*.jsonl")) if self.folder.is_dir() else []:
+            found, bad = _parsed(path)
+            injections += found
+            problems += bad
+        return injections, problems
+
     def sessions(self, limit: int = 50) -> list[SessionSummary]:
         """The sessions most recently given something, newest first."""
         if not self.folder.is_dir():

@@ -25,9 +25,7 @@ whether one is about something else than its evidence (no recomposing mends that
 
 from __future__ import annotations
 
-import re
-
-from memory_pipeline.language.lexicon import NEGATION, replacement
+from memory_pipeline.language.lexicon import CLAUSE_END, NEGATION, PARTICULAR, replacement
 from memory_pipeline.language.words import content_words, words
 from memory_pipeline.summarize.trust import grounding
 
@@ -37,20 +35,13 @@ from memory_pipeline.summarize.trust import grounding
 # memorable turns with a correct memory unchanged (7/24).
 RESTS_ON = 0.3
 
-# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size), a name with code marks.
-_PARTICULAR = re.compile(
-    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*\w*|\b\w+[._-]\w[\w.-]*|\b[a-z]+[A-Z]\w*"
-)
-# The words a negation reaches: up to the end of its clause.
-_CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
-
 
 def _negated(text: str) -> set[str]:
     """The content words each negation of `text` reaches, to the end of its clause."""
     reached: set[str] = set()
     for found in NEGATION.finditer(text):
         rest = text[found.end() :]
-        end = _CLAUSE_END.search(rest)
+        end = CLAUSE_END.search(rest)
         reached |= content_words(rest[: end.start()] if end else rest)
     return reached
 
@@ -61,7 +52,7 @@ def _same(a: str, b: str) -> bool:
 
 
 def _particulars(text: str) -> list[str]:
-    return [p.strip("`.,;:") for p in _PARTICULAR.findall(text) if p.strip("`.,;:")]
+    return [p.strip("`.,;:") for p in PARTICULAR.findall(text) if p.strip("`.,;:")]
 
 
 def _folded(text: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.search.briefing import HEADER, Parts, line_key, tokens
 from memory_pipeline.search.models import Filters, Row
-from memory_pipeline.search.moment import PROMPT_HEADER, Moment, choose, recall, start_parts
+from memory_pipeline.search.moment import PROMPT_HEADER, Moment, choose, raised_first, recall, start_parts
 from memory_pipeline.service.hooks.claude_code import HookPayload, context_output, moment_of, parse
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.injections import InjectedLine, Injection, InjectionLedger
@@ -30,6 +30,12 @@ class _Search:
 
     def __init__(self, high: list[Row], newest: list[Row], matches: dict[str, list[Row]]) -> None:
         self.high, self.newest, self.matches, self.queries = high, newest, matches, []
+        self.demoted: set[str] = set()
+        self.raised: set[str] = set()
+
+    def learned(self, project: str | None) -> tuple[set[str], set[str]]:
+        assert project == PROJECT
+        return self.demoted, self.raised
 
     def recent(self, filters: Filters, k: int = 10) -> list[Row]:
         assert filters.project == PROJECT
@@ -92,6 +98,22 @@ def test_no_line_twice_and_a_later_prompt_gets_only_what_is_new_within_its_budge
                                                               ("prompt", ["m2"])]  # fmt: skip
     keys = [line.key for i in history.injections for line in i.lines]
     assert len(keys) == len(set(keys)) == 6
+
+
+def test_a_demoted_memory_is_never_injected_and_a_raised_one_comes_first(tmp_path: Path) -> None:
+    search, workspace = _search(), _workspace(tmp_path)
+    moment = Moment(session_id="d", event="prompt", project=PROJECT, text="store when a meal plan was sent")
+    before, _ = recall(search, _ledger(tmp_path / "a"), moment, workspace)  # type: ignore[arg-type]
+    assert "h1" in before.ids and "m1" in before.ids
+    search.demoted = {"h1"}
+    after, _ = recall(search, _ledger(tmp_path / "b"), moment, workspace)  # type: ignore[arg-type]
+    assert "h1" not in after.ids and "`h1`" not in after.markdown  # contradicted twice: left out
+    assert "m1" in after.ids and "m2" in after.ids  # the others as before
+    parts = Parts([("related", [("- a\n", "a"), ("- b\n", "b"), ("- c\n", "c")])])
+    assert [i for _, i in raised_first(parts, {"c"}).sections[0][1]] == ["c", "a", "b"]  # said again: first
+    one_line = tokens(PROMPT_HEADER) + 12  # a budget of one line: the raised one is what is given
+    assert choose(parts, set(), "prompt", one_line, first=False).ids == ["a"]
+    assert choose(raised_first(parts, {"c"}), set(), "prompt", one_line, first=False).ids == ["c"]
 
 
 def test_a_first_prompt_gets_the_whole_briefing_and_a_small_budget_is_kept(tmp_path: Path) -> None:

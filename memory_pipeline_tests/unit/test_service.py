@@ -63,6 +63,9 @@ class FakeSearch:
     def recent(self, filters: Filters = NO_FILTERS, k: int = 10) -> list[Row]:
         return [r for r in ROWS if r.priority in (filters.priority or (r.priority,))][:k]
 
+    def learned(self, project: str | None) -> tuple[set[str], set[str]]:
+        return set(), set()  # nothing demoted nor raised: no follow-through yet
+
     def index(self, query: str, k: int = 10, filters: Filters = NO_FILTERS, mode: str = "hybrid") -> list[Row]:
         self.calls.append((query, filters))
         self.ks.append(k)

@@ -1,0 +1,106 @@
+"""Follow-through: what the sessions after an injection did with each memory they were given."""
+
+import time
+from collections import Counter
+
+import polars as pl
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster_elasticsearch import ElasticsearchResource
+
+from memory_pipeline.assets.when import DAILY, runs
+from memory_pipeline.checks import followthrough_cites_turns, specs
+from memory_pipeline.partitions import daily_assets
+from memory_pipeline.reflect.followthrough_proposals import candidates_by_project, repeated_correction
+from memory_pipeline.reflect.followthrough_records import (
+    correction_records,
+    delivery_records,
+    follow_records,
+    given,
+    turns_of,
+)
+from memory_pipeline.reflect.proposals import stage
+from memory_pipeline.reflect.workspace import ensure_project_dir
+from memory_pipeline.resources import DayLocksResource, LedgerResource, MemoryWorkspaceResource, SessionsResource
+from memory_pipeline.stores.followthrough_store import (
+    contradictions,
+    read_followthrough,
+    repeated_corrections,
+    sync_followthrough,
+)
+
+FOLLOWTHROUGH = "reflect"
+
+
+@asset(
+    **daily_assets(FOLLOWTHROUGH),
+    deps=["memory_raw_index"],
+    kinds={"elasticsearch", "markdown"},
+    check_specs=specs("memory_followthrough"),
+)
+@runs(DAILY)
+def memory_followthrough(
+    context: AssetExecutionContext,
+    raw_messages: pl.DataFrame,
+    es: ElasticsearchResource,
+    ledger: LedgerResource,
+    sessions: SessionsResource,
+    workspace: MemoryWorkspaceResource,
+    day_locks: DayLocksResource,  # held for the whole run, however it was started
+) -> MaterializeResult:
+    """`memory-followthrough`: for each turn of the days, the memories the injection ledger says were given
+    before it (in its session, or an earlier session of its project), and whether the turn followed, ignored or
+    contradicted each, decided from its commands, paths and the person's corrections without the chat model
+    (no signal when unsure), with the evidence turn; and one record per delivery of the days (the `injected`
+    counter). A memory people contradicted in two sessions is no longer injected and is proposed for an edit or
+    a forget, first in REVIEW.md, with both turns."""
+    keys = context.partition_keys
+    begin = time.perf_counter()
+    injections, unreadable = ledger.ledger().every()
+    for problem in unreadable:
+        context.log.warning(problem)
+    memories = given(injections)
+    turns = turns_of(raw_messages)
+    redactor = sessions.redactor()
+    records = follow_records(turns, memories, redactor) + delivery_records(injections, keys)
+    records += correction_records(turns, memories, redactor)
+    with es.get_client() as client:
+        counts = sync_followthrough(client, keys, records)
+        stored = read_followthrough(client, {"terms": {"partition": keys}})
+        check = followthrough_cites_turns(client, stored, {r.doc_id for r in records})
+        projects = sorted({t.project for t in turns if t.project})
+        demoted = {m: found for p in projects for m, found in contradictions(client, p).items()}
+        repeated = {p: [repeated_correction(t) for t in repeated_corrections(client, p).values()] for p in projects}
+    new, updated = [], []
+    proposals = candidates_by_project(demoted)
+    for project, candidates in repeated.items():
+        proposals.setdefault(project, []).extend(candidates)
+    for project, candidates in proposals.items():
+        report = stage(ensure_project_dir(workspace.root, project), project, candidates, max(keys))
+        new += report.new
+        updated += report.updated
+    signals = Counter(r.signal for r in records)
+    by = Counter(r.decided_by for r in records if r.signal not in ("injected", "corrected"))
+    context.log.info(
+        f"{len(turns)} turns against {len(memories)} given memories: {dict(signals)}; "
+        f"{len(demoted)} demoted, proposals {len(new)} new, {len(updated)} updated"
+    )
+    return MaterializeResult(
+        metadata={
+            "turns": len(turns),
+            "memories_given": len({m.memory_id for m in memories}),
+            **{signal: signals.get(signal, 0) for signal in ("injected", "followed", "ignored", "contradicted")},
+            "corrections_without_memory": signals.get("corrected", 0),
+            "corrections_repeated": sum(len(c) for c in repeated.values()),
+            "restated_after_ignored": sum(1 for r in records if r.restated),
+            "decided_by": MetadataValue.json(dict(by)),
+            "demoted": len(demoted),
+            "proposals_new": MetadataValue.json(new),
+            "proposals_updated": MetadataValue.json(updated),
+            "unreadable_ledger_lines": len(unreadable),
+            "es_written": counts.written,
+            "es_deleted": counts.deleted,
+            "es_unchanged": counts.unchanged,
+            "seconds": round(time.perf_counter() - begin, 2),
+        },
+        check_results=[check],
+    )

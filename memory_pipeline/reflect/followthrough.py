@@ -1,0 +1,438 @@
+"""What happened after a memory was injected: whether a turn followed it, ignored it or contradicted it.
+
+Pure and without the chat model. A memory's stance is what it wants and what it rejects ("use pnpm, not npm":
+wants pnpm, rejects npm; "moved from SQLite to Postgres": wants Postgres, rejects SQLite; "the dev server is on
+port 5173": wants 5173), in the names a command or a path can hold (tools, code spans, flags, paths, numbers),
+and the names its subject is known by. A turn then says it plainly or not at all:
+
+- **contradicted**: the person (or the agent, having checked) says the memory no longer holds or never did: a
+  change or refutation cue ("no longer", "we moved to", "was a red herring", "nicht mehr") that rejects what the
+  memory wants, wants what it rejects, gives its subject another value of the same sort ("the port is 8080
+  now"), or names its subject;
+- **ignored**: the agent ran what the memory rejects, or wrote it into a file;
+- **followed**: the agent ran or wrote what it wants, and nothing it rejects;
+- **no_signal**: anything else. Unsure is no signal: a memory demoted without evidence is the worst error.
+
+Reading is not doing (a read of `pnpm-lock.yaml` installs nothing), tool output is not anyone's word, and a
+person letting a rule go once ("skip it this time") neither changes nor breaks it. A person who says the memory
+again after the agent ignored it is noted (`restated`): such a rule deserves more weight, not less.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from memory_pipeline.language.lexicon import (
+    CHOSEN_AFTER,
+    CLAUSE_END,
+    CORRECTION,
+    EXEMPTION,
+    LEFT_BEHIND,
+    NEGATION,
+    NO_LONGER,
+    NO_LONGER_ABROAD,
+    PARTICULAR,
+    REFUTED,
+    SKIPPING,
+    TAKEN_AWAY,
+    replacement,
+)
+from memory_pipeline.language.topics import topics_of
+from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, words
+
+Label = Literal["followed", "ignored", "contradicted", "no_signal"]
+LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
+SNIPPET = 200  # characters of the evidence message kept with an outcome
+# The argument fields of a tool call that name what it ran or touched, and those that hold what it wrote.
+_ACTION_FIELDS = ("command", "cmd", "path", "file_path", "filePath", "file", "paths", "script", "args", "pattern")
+_CONTENT_FIELDS = ("content", "new_string", "newText", "new_str", "text", "input", "patch", "edits")
+_READ_TOOLS = frozenset({"read", "read_file", "grep", "glob", "ls", "find", "view", "search", "list_directory"})
+_INSTALL = frozenset({"add", "install", "i", "require", "get", "upgrade", "update", "remove", "uninstall", "rm"})
+_RUNNERS = frozenset({"npx", "pnpx", "bunx", "sudo", "env", "time", "exec", "nohup", "uvx", "pipx"})
+_SEGMENT = re.compile(r"&&|\|\||;|\||\n")
+_NUMBER = re.compile(r"^\d{2,}$")
+_CODE = re.compile(r"`([^`]+)`")
+_FLAG = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*")
+_DATA_FILE = r"\.(?:ya?ml|json|lock|toml|md|txt|cfg|ini|env)\b"
+_MOVE = re.compile(r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$")
+_PASSIVE = re.compile(r"(?i)\b(?:is|was|were|are|been|be|got)\s+$")
+_ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)[^>]*>.*?</\1>|```.*?```")
+
+# The kinds whose truth an agent can check (a port, a path, a cause): its word that they are not so counts.
+FACTUAL = frozenset({"fact", "gotcha", "root_cause"})
+Phrase = tuple[str, ...]  # a name ("pnpm", "docker compose", "src/api/"), or words that must all be there
+
+
+class ToolCall(BaseModel):
+    name: str = ""
+    arguments: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
+
+
+class TurnMessage(BaseModel):
+    """One message of a turn, as memory-raw stores it and the labelled corpus writes it."""
+
+    role: str
+    content: str | None = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_name: str | None = None
+
+
+class Outcome(BaseModel):
+    outcome: Label
+    evidence_index: int | None = Field(None, description="The message of the turn that shows it.")
+    evidence: str = ""
+    decided_by: Literal["rule", "model", "none"] = "none"
+    restated: bool = Field(False, description="The person said the memory again after it was ignored.")
+
+
+@dataclass(frozen=True)
+class Stance:
+    """What a text wants and rejects, and the names its subject is known by (lower-cased)."""
+
+    wants: frozenset[Phrase] = frozenset()
+    rejects: frozenset[Phrase] = frozenset()
+    keys: frozenset[str] = field(default_factory=frozenset)
+    words: frozenset[str] = field(default_factory=frozenset)  # the stems of its content words
+
+    @property
+    def empty(self) -> bool:
+        return not self.wants and not self.rejects
+
+
+def names(text: str) -> list[str]:
+    """The names a command or a path can hold: code spans whole, then tools the lexicon knows, flags, paths,
+    numbers and names with code marks."""
+    found = [span.strip().lower() for span in _CODE.findall(text) if span.strip()]
+    rest = _CODE.sub(" ", text)
+    for particular in PARTICULAR.findall(rest):
+        name = particular.strip("`.,;:()'\"").lower()
+        if name and not re.fullmatch(r"\d\.?|[\d.]*\.\.+", name):
+            found.append(name)
+    found += [flag.lower() for flag in _FLAG.findall(rest)]
+    found += [word for word in words(rest) if topics_of(word)]
+    return list(dict.fromkeys(found))
+
+
+def _plain(text: str) -> list[str]:
+    """The words that carry meaning, as written (lower-cased): what a clause without names is about."""
+    return [w for w in words(text) if w not in STOP_WORDS and w not in SPEECH_WORDS and (len(w) > 2 or w[-1].isdigit())]
+
+
+def _named(text: str, plain: bool = False) -> set[Phrase]:
+    found: set[Phrase] = {(n,) for n in names(text)}
+    if not found and plain:
+        bag = tuple(dict.fromkeys(_plain(text)))[:4]
+        if bag:
+            found.add(bag)
+    return found
+
+
+def _keys(text: str) -> frozenset[str]:
+    """The names a text's subject is known by: its names and their parts, and its proper or numbered words."""
+    keys = set()
+    for name in names(text):
+        keys.add(name)
+        keys |= {part for part in re.split(r"[\s/.=:_@-]+", name) if len(part) > 2 and part not in STOP_WORDS}
+    for token in re.findall(r"[^\W_][\w+-]*", _CODE.sub(" ", text)):
+        if (token[0].isupper() or any(c.isdigit() for c in token)) and token.lower() not in STOP_WORDS:
+            keys.add(token.lower())
+    return frozenset(k for k in keys if len(k) > 1)
+
+
+def _clauses(text: str) -> list[str]:
+    return [c for c in re.split(r"[;:.!?()\n]+(?:\s|$)|[;()\n]|,\s|\s-{1,2}\s|\s—\s", text) if c.strip()]
+
+
+@functools.lru_cache(maxsize=4096)  # a day's run judges every turn against the same few memories
+def stance(text: str) -> Stance:
+    """What `text` wants and rejects, clause by clause: the two sides of a replacement or a move, the names a
+    negation reaches (to the end of its clause) or a "removed"/"deprecated" marks, and the other names as
+    wanted."""
+    wants: set[Phrase] = set()
+    rejects: set[Phrase] = set()
+    for clause in _clauses(text):
+        replaced = replacement(clause)
+        moved = _MOVE.search(clause)
+        left = LEFT_BEHIND.search(clause)
+        negation = NEGATION.search(clause)
+        if replaced:
+            wants |= _named(replaced[0], plain=True)
+            rejects |= _named(replaced[1], plain=True)
+        elif moved:
+            rejects |= _named(moved[1], plain=True)
+            wants |= _named(moved[2], plain=True)
+        elif left:
+            after = clause[left.end() :]
+            chosen = CHOSEN_AFTER.search(after)
+            rejects |= _named(after[: chosen.start()] if chosen else after)
+            wants |= _named(after[chosen.end() :], plain=True) if chosen else set()
+            if _PASSIVE.search(clause[: left.start()]) or not _named(after):
+                rejects |= _named(clause[: left.start()], plain=True)
+        elif negation:
+            before, after = clause[: negation.start()], clause[negation.end() :]
+            end = CLAUSE_END.search(after)
+            reached = after[: end.start()] if end else after
+            predicate = re.fullmatch(r"(?i)n't|not|never|no longer|doesn'?t|does not|isn'?t|wasn'?t", negation[0])
+            if _named(reached) or not _named(before) or not predicate or len(_plain(reached)) > 2:
+                rejects |= _named(reached, plain=True)
+                wants |= _named(before)
+            else:  # "acme-uploads-dev doesn't exist": what the negation speaks of is before it
+                rejects |= _named(before)
+        else:
+            wants |= _named(clause)
+    return Stance(frozenset(wants - rejects), frozenset(rejects), _keys(text), frozenset(content_words(text)))
+
+
+def _mention(text: str, name: str) -> bool:
+    """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
+    if "/" in name:
+        return name.strip("/.") in text.lower()
+    # `docker-compose.yml` is a data file, not the `docker-compose` binary (`webpack.config.js` is webpack's).
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-]|{_DATA_FILE})", text, re.I) is not None
+
+
+def _has(text: str, phrase: Phrase) -> bool:
+    return all(_mention(text, word) for word in phrase)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {"command": arguments}
+    return arguments if isinstance(arguments, dict) else {"command": arguments}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return " ".join(value)
+    return json.dumps(value)
+
+
+def action_text(call: ToolCall) -> str:
+    """What a tool call ran or touched: its command or path fields (the whole arguments when none is named)."""
+    arguments = _arguments(call)
+    picked = [arguments[k] for k in _ACTION_FIELDS if k in arguments]
+    return " ".join(_text(v) for v in picked or arguments.values())
+
+
+def _program(segment: str) -> list[str]:
+    """A shell segment's words from its program on (env assignments, `sudo`, `npx` and paths left out)."""
+    parts = [w for w in re.split(r"\s+", segment.strip()) if w]
+    while parts and (("=" in parts[0] and not parts[0].startswith("-")) or parts[0] in _RUNNERS):
+        parts = parts[1:]
+    if parts:
+        parts[0] = parts[0].rsplit("/", 1)[-1]
+    return [p.strip("'\"").lower() for p in parts]
+
+
+def _runs(command: str, phrase: Phrase) -> bool:
+    """Whether a shell command uses `phrase`: a tool as its program (or one run through a package manager, or
+    installed by one), anything else named anywhere in it."""
+    tool = len(phrase) == 1 and " " not in phrase[0] and bool(topics_of(phrase[0]))
+    for segment in _SEGMENT.split(command):
+        if not tool:
+            if _has(segment, phrase):
+                return True
+            continue
+        program, name = _program(segment), phrase[0]
+        if program[:1] == [name] or (len(program) > 1 and program[1] == name and topics_of(program[0])):
+            return True
+        if len(program) > 2 and topics_of(program[0]) and program[1] in _INSTALL and name in program[2:]:
+            return True
+    return False
+
+
+def _acts(call: ToolCall, phrase: Phrase) -> bool:
+    """Whether a tool call uses or touches `phrase`: a command that runs it, a file written that names it."""
+    arguments = _arguments(call)
+    if call.name.rsplit("__", 1)[-1].lower() in _READ_TOOLS:
+        return False
+    command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
+    if command:
+        return _runs(command, phrase)
+    written = " ".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
+    return _has(written, phrase)
+
+
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=|\s+is\s+)([^\s`'\"]+?)[.,;]?(?=\s|$|`)")
+
+
+def _setting(memory_text: str, call: ToolCall) -> bool | None:
+    """For a memory that gives a setting its value (`DATABASE_URL is postgres://…`), whether a call sets it to
+    that value (True), to another (False), or does not set it (None)."""
+    arguments = _arguments(call)
+    written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
+    for name, value in _SETTING.findall(memory_text):
+        for found in re.findall(rf"\b{re.escape(name)}=[\"']?([^\s\"']+)", written):
+            return found.rstrip(".,;") == value
+    return None
+
+
+def _same_sort(a: str, b: str) -> bool:
+    """Two names that can stand for one another: two numbers, or two tools of one category."""
+    if _NUMBER.match(a) and _NUMBER.match(b):
+        return True
+    return bool(set(topics_of(a)) & set(topics_of(b)))
+
+
+def _conflict(memory: Stance, said: Stance) -> bool:
+    """Whether words go against the memory: they reject what it wants, or want what it rejects, or give its
+    subject another value of the same sort ("the port is 8080" of "the dev server is on port 5173")."""
+    if said.rejects & memory.wants or said.wants & memory.rejects:
+        return True
+    if said.wants & memory.wants:
+        return False
+    others = {p[0] for p in said.wants - memory.wants - memory.rejects if len(p) == 1}
+    mine = {p[0] for p in memory.wants if len(p) == 1}
+    # Another tool of the memory's tool's category ("it's bun now" of "use pnpm"), or another value (a number) of
+    # the subject both name ("the port is 8080" of "the dev server listens on port 5173").
+    if any(topics_of(o) and _same_sort(o, w) for o in others for w in mine):
+        return True
+    about = memory.keys & said.keys or {w for w in memory.words & said.words if not w.isdigit()}
+    return bool(about) and any(_same_sort(o, w) for o in others for w in mine)
+
+
+def _agrees(memory: Stance, said: Stance) -> bool:
+    return bool(said.wants & memory.wants or said.rejects & memory.rejects)
+
+
+def _spoken(content: str) -> str:
+    """A message's own words: envelopes (system reminders, environment blocks) and pasted code or logs out."""
+    return _ENVELOPE.sub(" ", content)
+
+
+def _sentences(text: str) -> list[str]:
+    return [x for x in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if x.strip()]
+
+
+def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
+    """Whether a message says the memory no longer holds (or never did): words that go against its stance with a
+    cue, or a sentence that says something no longer holds (not asked, not agreeing) about its subject."""
+    # A question asks, it says nothing of what holds ("why did we drop styled-components?").
+    text = " ".join(x for x in _sentences(_spoken(content)) if not x.rstrip().endswith(("?", "？")))
+    if not text.strip() or EXEMPTION.search(text):
+        return False
+    said = stance(text)
+    changed = NO_LONGER.search(text) or NO_LONGER_ABROAD.search(text) or (person and TAKEN_AWAY.search(text))
+    if (changed or (person and (CORRECTION.search(text) or replacement(text)))) and _conflict(memory, said):
+        return True
+    # The agent that checked a fact or a cause and says its value is not so ("on 3000 here, not 5173").
+    if not person and kind in FACTUAL and said.rejects & memory.wants and memory.keys & said.keys:
+        return True
+    for sentence in _sentences(text):
+        abroad = NO_LONGER_ABROAD.search(sentence)
+        changed = abroad or NO_LONGER.search(sentence) or (person and TAKEN_AWAY.search(sentence))
+        if not changed:
+            continue
+        # Agreeing by naming what the memory wants is read in English only: "мы отказались от date-fns" names it.
+        own = stance(sentence)
+        refuted = REFUTED.search(sentence)
+        if own.rejects & memory.rejects or (not abroad and not refuted and own.wants & memory.wants):
+            continue
+        if memory.keys & own.keys:
+            return True
+        # A cause refuted in other words than the memory's names ("the earlier diagnosis was wrong: listeners…").
+        if refuted and len(memory.words & own.words) >= 2:
+            return True
+    return False
+
+
+def _skips(memory: Stance, content: str) -> bool:
+    """Whether the agent says it leaves out what the memory asks ("I'll skip clippy this time")."""
+    for sentence in _sentences(_spoken(content)):
+        if SKIPPING.search(sentence) and memory.keys & _keys(sentence) and not _mentions_rejected(memory, sentence):
+            return True
+    return False
+
+
+def _mentions_rejected(memory: Stance, sentence: str) -> bool:
+    return any(_has(sentence, phrase) for phrase in memory.rejects)
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A person's correction that says what is wanted or rejected, in one sentence."""
+
+    text: str
+    wants: frozenset[Phrase]
+    rejects: frozenset[Phrase]
+
+
+def correction(message: TurnMessage) -> Correction | None:
+    """The first sentence of a person's message that corrects the agent ("no, use pnpm, not npm"): a correction
+    cue and names both wanted and rejected, or rejected alone (not a question, not a one-off exemption)."""
+    for sentence in _sentences(_spoken(message.content or "")):
+        if sentence.rstrip().endswith(("?", "？")) or EXEMPTION.search(sentence) or not CORRECTION.search(sentence):
+            continue
+        said = stance(sentence)
+        names_only = {p for p in said.rejects if len(p) == 1}
+        if names_only:
+            wanted = frozenset(p for p in said.wants if len(p) == 1)
+            return Correction(" ".join(sentence.split())[:SNIPPET], wanted, frozenset(names_only))
+    return None
+
+
+def _snippet(text: str) -> str:
+    return " ".join(text.split())[:SNIPPET]
+
+
+def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
+    """The outcome of one turn for one injected memory (`kind`, `text`); see the module's docstring."""
+    memory = stance(text)
+    if memory.empty and not memory.keys:
+        return Outcome(outcome="no_signal")
+    ignored: tuple[int, str] | None = None
+    followed: tuple[int, str] | None = None
+    restated = False
+    for index, message in enumerate(turn):
+        content = message.content or ""
+        person = message.role == "user"
+        if person or message.role == "assistant":
+            if content.strip() and _against(memory, kind, content, person):
+                return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
+                               decided_by="rule")  # fmt: skip
+            if person and ignored and _agrees(memory, stance(_spoken(content))):
+                restated = True
+        if message.role != "assistant":
+            continue
+        if ignored is None and _skips(memory, content):
+            ignored = (index, content)
+        for call in message.tool_calls:
+            setting = _setting(text, call)
+            if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):
+                ignored = (index, action_text(call))
+            elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):
+                followed = (index, action_text(call))
+    if ignored:
+        return Outcome(outcome="ignored", evidence_index=ignored[0], evidence=_snippet(ignored[1]), decided_by="rule",
+                       restated=restated)  # fmt: skip
+    if followed:
+        return Outcome(outcome="followed", evidence_index=followed[0], evidence=_snippet(followed[1]),
+                       decided_by="rule")  # fmt: skip
+    return Outcome(outcome="no_signal")
+
+
+def turn_of(messages: Iterable[dict[str, Any]]) -> list[TurnMessage]:
+    """A turn's messages from memory-raw rows or corpus lines (tool calls with JSON-string or dict arguments)."""
+    return [
+        TurnMessage(
+            role=m.get("role") or "",
+            content=m.get("content") or "",
+            tool_calls=[ToolCall(name=c.get("name") or "", arguments=c.get("arguments") or {})
+                        for c in (m.get("tool_calls") or [])],
+            tool_name=m.get("tool_name"),
+        )
+        for m in messages
+    ]  # fmt: skip

@@ -1,0 +1,188 @@
+"""Follow-through (issue 48), pure: the decider, the records a day's turns make against the injection ledger, the
+proposal for a memory people contradicted, REVIEW.md's handling of it, and the counters' words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+
+from memory_pipeline.reflect.followthrough import decide, stance, turn_of
+from memory_pipeline.reflect.followthrough_proposals import candidates_by_project, repeated_correction
+from memory_pipeline.reflect.followthrough_records import (
+    correction_records,
+    delivery_records,
+    follow_records,
+    given,
+    memory_of_line,
+    turns_of,
+)
+from memory_pipeline.reflect.proposals import stage
+from memory_pipeline.reflect.review import CONTRADICTED, apply_review, parse_review
+from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.stores.followthrough_store import Counters, FollowThrough
+from memory_pipeline.stores.injections import InjectedLine, Injection
+
+PNPM = "Use pnpm, not npm."
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+
+
+def _bash(command: str) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+def test_a_memory_s_stance_names_what_it_wants_and_rejects() -> None:
+    assert stance(PNPM).wants == {("pnpm",)} and stance(PNPM).rejects == {("npm",)}
+    moved = stance("We moved local dev from SQLite to Postgres because we need JSON columns.")
+    assert ("postgres",) in moved.wants and ("sqlite",) in moved.rejects
+    removed = stance("E2E tests use Playwright; Cypress was removed.")
+    assert ("playwright",) in removed.wants and ("cypress",) in removed.rejects
+    assert ("5173",) in stance("The dev server listens on port 5173.").wants
+
+
+def test_commands_decide_followed_and_ignored_and_reading_is_not_doing() -> None:
+    assert decide("rule", PNPM, turn_of([_bash("pnpm add lodash")])).outcome == "followed"
+    ignored = decide(
+        "rule", PNPM, turn_of([_bash("npm install lodash"), {"role": "user", "content": "I said pnpm, not npm!"}])
+    )
+    assert ignored.outcome == "ignored" and ignored.evidence == "npm install lodash" and ignored.restated
+    # `npm` is not in `pnpm`, a read of the lockfile installs nothing, a mention in an argument runs nothing.
+    assert decide("rule", PNPM, turn_of([_bash("pnpm run build")])).outcome == "followed"
+    read = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"name": "read", "arguments": {"path": "package-lock.json"}}],
+    }
+    assert decide("rule", PNPM, turn_of([read])).outcome == "no_signal"
+    assert decide("rule", PNPM, turn_of([_bash("git log --oneline -- npm-shrinkwrap.json")])).outcome == "no_signal"
+
+
+def test_a_person_s_correction_contradicts_and_a_restatement_or_a_question_does_not() -> None:
+    said = decide("rule", PNPM, turn_of([{"role": "user", "content": "No, we switched back to npm, pnpm is gone."}]))
+    assert said.outcome == "contradicted" and said.evidence_index == 0 and said.decided_by == "rule"
+    port = "The dev server listens on port 5173."
+    assert (
+        decide("fact", port, turn_of([{"role": "user", "content": "no, the dev server port is 8080 now"}])).outcome
+        == "contradicted"
+    )
+    assert (
+        decide("rule", PNPM, turn_of([{"role": "user", "content": "Keep using pnpm instead of npm."}])).outcome
+        == "no_signal"
+    )
+    assert (
+        decide("rule", PNPM, turn_of([{"role": "user", "content": "Why did we drop npm again?"}])).outcome
+        == "no_signal"
+    )
+    # Letting a rule go once neither changes nor breaks it; tool output is nobody's word.
+    once = {"role": "user", "content": "Skip pnpm this time, it is no longer needed for this one-off script."}
+    assert decide("rule", PNPM, turn_of([once])).outcome == "no_signal"
+    output = {"role": "toolResult", "tool_name": "bash", "content": "npm is no longer supported here"}
+    assert decide("rule", PNPM, turn_of([output])).outcome == "no_signal"
+
+
+def test_a_turn_in_another_language_that_drops_the_memory_s_subject_contradicts() -> None:
+    memory = "Use date-fns for date handling, not moment."
+    assert (
+        decide("rule", memory, turn_of([{"role": "user", "content": "Мы отказались от date-fns."}])).outcome
+        == "contradicted"
+    )
+    assert (
+        decide("rule", memory, turn_of([{"role": "user", "content": "Bitte nutze date-fns."}])).outcome == "no_signal"
+    )
+
+
+def test_briefing_lines_give_the_memory_s_kind_and_words() -> None:
+    line = "- **high** Use pnpm, not npm. _(2026-11-30, rule, said in 2 sessions, id `abc`)_\n"
+    assert memory_of_line("abc", line) == ("rule", "Use pnpm, not npm.")
+    assert memory_of_line("MEMORY.md#1f", "- Store timestamps in UTC _(MEMORY.md)_\n") == (
+        "rule",
+        "Store timestamps in UTC",
+    )
+
+
+def _injection(session: str, at: datetime, key: str = "m1", text: str = PNPM) -> Injection:
+    line = f"- **high** {text} _(2026-11-30, rule, id `{key}`)_\n"
+    return Injection(session_id=session, agent="pi", event="start", project="/w/shop", ids=[key],
+                     lines=[InjectedLine(key=key, text=line)], at=at)  # fmt: skip
+
+
+def _messages(rows: list[tuple[str, str, int, str, str, datetime]]) -> pl.DataFrame:
+    frame = [
+        {"session_id": s, "turn_id": t, "message_index": i, "role": role, "content": content,
+         "message_timestamp": at, "project": "/w/shop", "agent": "pi", "partition": at.date().isoformat(),
+         "on_active_path": True, "is_metadata": False, "tool_calls": []}
+        for s, t, i, role, content, at in rows
+    ]  # fmt: skip
+    return pl.DataFrame(frame, schema={k: v for k, v in MESSAGE_SCHEMA.items()}, strict=False)
+
+
+def test_records_judge_each_turn_after_a_delivery_in_its_session_or_a_later_one_of_its_project() -> None:
+    injections = [_injection("s1", T0)]
+    no = "No, we use npm now; pnpm is gone."
+    messages = _messages([
+        ("s0", "t0", 0, "user", no, T0 - timedelta(hours=1)),  # before the delivery: not judged
+        ("s2", "t1", 0, "user", no, T0 + timedelta(hours=1)),
+        ("s3", "t2", 0, "user", "Add a README section.", T0 + timedelta(hours=2)),  # no signal: no record
+    ])  # fmt: skip
+    records = follow_records(turns_of(messages), given(injections), Redactor())
+    assert [(r.memory_id, r.session_id, r.turn_id, r.signal) for r in records] == [("m1", "s2", "t1", "contradicted")]
+    assert records[0].memory_text == PNPM and records[0].evidence.startswith("No, we use npm")
+    deliveries = delivery_records(injections, ["2026-12-01"])
+    assert [(d.memory_id, d.signal, d.partition) for d in deliveries] == [("m1", "injected", "2026-12-01")]
+    assert delivery_records(injections, ["2026-12-02"]) == []
+    again = follow_records(turns_of(messages), given(injections), Redactor())
+    assert [r.doc_id for r in again] == [r.doc_id for r in records]  # ids from what they are about: re-runs match
+
+
+def _contradicted(session: str, turn: str, hours: int) -> FollowThrough:
+    return FollowThrough(memory_id="m1", signal="contradicted", project="/w/shop", partition="2026-12-01",
+                         session_id=session, turn_id=turn, at=T0 + timedelta(hours=hours), memory_kind="rule",
+                         memory_text=PNPM, evidence=f"No, npm now ({session}).")  # fmt: skip
+
+
+def test_a_memory_contradicted_in_two_sessions_is_one_proposal_first_in_review_md(tmp_path: Path) -> None:
+    turns = [_contradicted("s2", "t1", 1), _contradicted("s3", "t2", 2)]
+    [candidate] = candidates_by_project({"m1": turns})["/w/shop"]
+    assert candidate.section == CONTRADICTED and candidate.evidence_ids == ["m1"] and candidate.sessions == ["s2", "s3"]
+    assert all(x in candidate.rule for x in ("`m1`", "s2", "t1", "s3", "t2", PNPM))
+    first = stage(tmp_path, "/w/shop", [candidate], "2026-12-01")
+    # A third session adds evidence to the same proposal: its words stay, its sessions grow.
+    [grown] = candidates_by_project({"m1": [*turns, _contradicted("s4", "t3", 3)]})["/w/shop"]
+    second = stage(tmp_path, "/w/shop", [grown], "2026-12-02")
+    assert len(first.new) == 1 and second.new == [] and second.updated == first.new
+    review = (tmp_path / "REVIEW.md").read_text()
+    assert review.index(f"## {CONTRADICTED}") < review.index("`m1`") and "3 sessions" in review
+    # Ticked, it leaves REVIEW.md and never becomes a line of MEMORY.md.
+    [proposal] = parse_review(review)
+    (tmp_path / "REVIEW.md").write_text(review.replace(f"[ ] {proposal.id}", f"[x] {proposal.id}"))
+    report = apply_review(tmp_path, "/w/shop", "2026-12-03")
+    assert report.promoted == [] and report.rejected == [proposal.id] and not (tmp_path / "MEMORY.md").exists()
+
+
+def test_counters_say_what_happened_and_when_a_memory_is_demoted() -> None:
+    assert Counters.of({"injected": 12, "followed": 9, "contradicted": 1}, 1).text == (
+        "injected 12×, followed 9×, contradicted 1×"
+    )
+    assert not Counters.of({"contradicted": 1}, 1).demoted and Counters.of({"contradicted": 3}, 2).demoted
+    assert Counters().text == "never injected"
+
+
+def test_a_correction_with_no_memory_behind_it_repeated_in_two_sessions_is_one_proposal(tmp_path: Path) -> None:
+    said = "No, run the tests with vitest, not jest!"
+    messages = _messages([
+        ("s2", "t1", 0, "user", said, T0 + timedelta(hours=1)),
+        ("s3", "t2", 0, "user", "I told you: vitest, never jest.", T0 + timedelta(hours=2)),
+        ("s4", "t3", 0, "user", "No, use pnpm, not npm!", T0 + timedelta(hours=3)),  # the injected memory says it
+        ("s5", "t4", 0, "user", "Why not jest?", T0 + timedelta(hours=4)),  # a question corrects nothing
+    ])  # fmt: skip
+    records = correction_records(turns_of(messages), given([_injection("s1", T0)]), Redactor())
+    assert [(r.session_id, r.signal) for r in records] == [("s2", "corrected"), ("s3", "corrected")]
+    assert records[0].memory_id == records[1].memory_id  # the same correction, in other words
+    candidate = repeated_correction(records)
+    assert (
+        candidate.rule == said and candidate.sessions == ["s2", "s3"] and candidate.evidence_ids == ["s2/t1", "s3/t2"]
+    )
+    report = stage(tmp_path, "/w/shop", [candidate], "2026-12-01")
+    assert len(report.new) == 1 and said in (tmp_path / "REVIEW.md").read_text()
