@@ -20,7 +20,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import isolated_settings, load_settings
-from testkit.ingest_helpers import MEMORY_ASSETS
+from testkit.ingest_helpers import MEMORY_ASSETS, reset_days
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data" / "sessions" / "--home-alice-work-demo-shop--"
@@ -44,6 +44,9 @@ def main(flags: list[str]) -> None:
     shutil.rmtree(WORK, ignore_errors=True)
     settings = isolated_settings(load_settings(), WORK, sessions_dir=WORK / "sessions")
     shutil.copytree(SAMPLE, settings.sessions_dir / SAMPLE.name)
+    # The indices are the running servers' own: without a clean day the run finds the last run's turns read and
+    # its memories stored, and measures nothing of the code as it is now.
+    reset_days(settings, [DAY])
     started = time.monotonic()
     result = materialize(
         MEMORY_ASSETS, resources=build_resources(settings), partition_key=DAY, instance=instance_with_days([DAY])

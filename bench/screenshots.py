@@ -5,9 +5,10 @@ uv run python -m bench screenshots [--again]      (or: make screenshots)
 
 Three short sessions in two projects over three days are run through the pipeline (ingest, the local LLM's
 ideas, observations, vectors) on the local servers, with a few proposals waiting in REVIEW.md, a rule already
-in MEMORY.md and one memory edited; then `memory-pipeline serve` is started and each page is captured by
-headless chromium at 1280 px, in the light theme and in the dark one; last, a service whose Elasticsearch is
-down, for the page an outage shows.
+in MEMORY.md, one memory edited, a next session's start, prompt and file recall in the injection ledger and
+one memory forgotten; then `memory-pipeline serve` is started and each page is captured by headless chromium at
+1280 px, in the light theme and in the dark one; last, a service whose Elasticsearch is down, for the page an
+outage shows.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from memory_pipeline.curation import actions
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.resources import build_resources
+from memory_pipeline.search import moment
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import isolated_settings, load_settings
+from memory_pipeline.stores.injections import open_ledger
 from memory_pipeline.stores.memory_store import open_store
 from testkit.browser import chromium, write_session
 from testkit.ingest_helpers import INGEST_ASSETS, reset_days
@@ -35,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "screenshots"
 SHOTS = ROOT / "docs" / "screenshots"
 SHOP, BOT = "/work/demo-shop", "/work/demo-bot"
+NEXT_SESSION = "demo-next-session"
 SESSIONS = [
     (
         "2024-08-05",
@@ -119,6 +123,16 @@ def main(flags: list[str]) -> None:
             "checkout NaN empty cart", k=1, filters=Filters(project=SHOP, kind=("observation",))
         )
         actions.edit(search, store, settings.memory_workspace, observation.id, priority="high")
+        # What a next session of the shop was given (the Given page): its start, a prompt, a file it read.
+        ledger = open_ledger(settings)
+        for event, text in (("start", ""), ("prompt", "Set up the test runner for the cart"), ("file", "src/cart.ts")):
+            asked = moment.Moment(session_id=NEXT_SESSION, agent="pi", event=event, project=SHOP, text=text)
+            moment.recall(search, ledger, asked, settings.memory_workspace)
+        # A memory of the other project forgotten (no other page shows it): the Undo and Recently forgotten pages.
+        # With --again it was forgotten by the last run already (the trail keeps it out of the re-run): still held.
+        for found in search.index("bot replies twice", k=1, filters=Filters(project=BOT)):
+            actions.forget(search, store, settings.memory_workspace, found.id)
+        forgotten = next(m.memory_id for m in actions.recently_forgotten(store) if m.project == BOT)
     SHOTS.mkdir(parents=True, exist_ok=True)
     pages = {
         "search": f"/?q=pnpm+npm&project={SHOP}",
@@ -126,6 +140,10 @@ def main(flags: list[str]) -> None:
         "memory": f"/m/{observation.id}",
         "review": "/review",
         "glance": f"/glance?project={SHOP}",
+        "given": "/injected",
+        "given-session": f"/injected?session_id={NEXT_SESSION}",
+        "undo": f"/?forgotten={forgotten}",
+        "forgotten": "/forgotten",
     }
     with memory_service(settings) as base, chromium(width=1280, height=1000) as driver:
         for theme in ("light", "dark"):

@@ -17,13 +17,12 @@ def folders(forget: str | None, as_json: bool) -> None:
     """The session folders the memory holds memories of: the ones configured, and the ones no longer configured
     (kept, searchable). `--forget FOLDER` removes the memories of a folder no longer configured."""
     # Imported here: the CLI loads every command's module at start, and `--help` must stay quick.
-    from memory_pipeline.sessions.discovery import agent_roots
     from memory_pipeline.settings import load_settings
     from memory_pipeline.stores.elasticsearch import make_client
-    from memory_pipeline.stores.folders import forget_folder, recorded_folders
+    from memory_pipeline.stores.folders import configured_folders, forget_folder, recorded_folders
 
     settings = load_settings()
-    configured = {str(root.path) for root in agent_roots(*settings.agent_folders)}
+    configured = configured_folders(settings)
     with make_client(settings) as es:
         if forget is not None:
             if forget in configured:

@@ -14,7 +14,7 @@ from memory_pipeline.reflect.proposals import follow_memory
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import KIND_INDEX
-from memory_pipeline.stores.memory_store import MemoryStore
+from memory_pipeline.stores.memory_store import HeldMemory, MemoryStore
 
 
 class UnknownMemory(KeyError):
@@ -76,6 +76,14 @@ def undo_forget(store: MemoryStore, workspace: Path, memory_id: str, who: str = 
     correction = Correction(memory_id=memory_id, action="undo", who=who)
     record(workspace, correction)
     return correction
+
+
+def recently_forgotten(store: MemoryStore) -> list[HeldMemory]:
+    """The memories whose forget can still be undone (forgotten less than `UNDO_DAYS` ago), latest first; the
+    ones held longer are purged first, as every forget and undo does."""
+    now = datetime.now(UTC)
+    store.purge_held(now - timedelta(days=UNDO_DAYS))
+    return store.held(since=now - timedelta(days=UNDO_DAYS))
 
 
 def forget_turn(

@@ -35,6 +35,7 @@ from memory_pipeline.search.ranking import (
     spread_sessions,
 )
 from memory_pipeline.stores.embeddings import EmbeddingsClient
+from memory_pipeline.stores.folders import unconfigured_sessions
 from memory_pipeline.stores.followthrough_store import counters, demoted_ids, restated_ids
 from memory_pipeline.stores.indices import (
     NOTES_INDEX,
@@ -71,9 +72,14 @@ _RAW_SOURCE = [
 
 
 class MemorySearch:
-    def __init__(self, es: Elasticsearch, embedder: EmbeddingsClient) -> None:
+    def __init__(
+        self, es: Elasticsearch, embedder: EmbeddingsClient, configured_folders: frozenset[str] | None = None
+    ) -> None:
         self._es = es
         self.embedder = embedder
+        # The session folders read now (`stores.folders.configured_folders`): a row of another folder's session
+        # is marked as such (None: rows are not marked).
+        self.configured_folders = configured_folders
         self.degraded: str | None = None  # why the last hybrid search fell back to BM25, if it did
         self.vector_field: str | None = None  # where the last search's query vector's size is stored
         self.as_of: date = date.today()  # the day the last search read "last week", "in May" from
@@ -249,7 +255,20 @@ class MemorySearch:
         rows = self.index(query, k=k, filters=filters, mode=mode)
         field = self.vector_field if mode != "bm25" else None
         _, vectors = self._follow_up([], [r.id for r in rows], field, filters) if field and rows else ({}, {})
-        return self.with_replacements(folded(rows, vectors=vectors))
+        return self.marked(self.with_replacements(folded(rows, vectors=vectors)))
+
+    def marked(self, rows: list[Row]) -> list[Row]:
+        """`rows`, each of a session from a folder no longer configured naming that folder (one look-up)."""
+        if self.configured_folders is None or not rows:
+            return rows
+        cited = {r.session_id for r in rows if r.session_id}
+        elsewhere = unconfigured_sessions(self._es, self.configured_folders, cited)
+        return [
+            r.model_copy(update={"folder_no_longer_configured": elsewhere[r.session_id]})
+            if r.session_id in elsewhere
+            else r
+            for r in rows
+        ]
 
     def with_replacements(self, rows: list[Row]) -> list[Row]:
         """`rows`, a replaced decision's with the text and day of the decision that replaced it (one look-up)."""
@@ -348,7 +367,7 @@ class MemorySearch:
     def recent(self, filters: Filters = Filters(), k: int = 10) -> list[Row]:
         """The newest `k` memories that pass `filters` (no query)."""
         hits = self._hits(filters, k, sort=[{"established_at": "desc"}], query={"bool": {"filter": filters.clauses()}})
-        return [row_of(h) for h in hits]
+        return self.marked([row_of(h) for h in hits])
 
     def about_file(self, path: str, filters: Filters = Filters(), k: int = file_rules.FILE_RECALL_K) -> list[Row]:
         """The memories that concern the file at `path` (a gotcha, a rule, a decision, a note or a failure that

@@ -72,6 +72,11 @@ class Memory(BaseModel):
     )
     current: str | None = Field(None, description="What holds now, when a later decision replaced this one.")
     held_until: str | None = Field(None, description="The day a later decision replaced this one.")
+    folder_no_longer_configured: str | None = Field(
+        None,
+        description="The session folder it came from, when that folder is no longer configured (kept and "
+        "searchable until `memory-pipeline folders --forget FOLDER`).",
+    )
     bm25: float | None = Field(None, description="BM25 score, when the query's words matched.")
     similarity: float | None = Field(None, description="Cosine similarity to the query, when embeddings found it.")
 

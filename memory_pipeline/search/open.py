@@ -15,6 +15,7 @@ from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.embeddings import embeddings_client
+from memory_pipeline.stores.folders import configured_folders
 from memory_pipeline.stores.openai_compat import ServerError
 
 
@@ -22,7 +23,7 @@ from memory_pipeline.stores.openai_compat import ServerError
 def open_search(settings: Settings) -> Iterator[MemorySearch]:
     """The search over these settings' Elasticsearch and embedding server; both clients closed after."""
     with make_client(settings) as es, embeddings_client(settings) as embedder:
-        yield MemorySearch(es, embedder)
+        yield MemorySearch(es, embedder, configured_folders(settings))
 
 
 # The failures that mean a server is down or refuses us (for exception handlers).

@@ -29,10 +29,17 @@ def replaced_note(row: Row) -> str:
     return f"superseded by {row.superseded_by}"
 
 
+def unconfigured_note(row: Row) -> str:
+    """How a memory of a folder no longer configured is marked: kept and found, until a person removes it."""
+    return f"(folder no longer configured: {row.folder_no_longer_configured})"
+
+
 def row_line(row: Row, scores: bool = True) -> str:
     day = row.time[:10] if row.time else "undated"
     said = f"  (said in {row.said_in} sessions)" if row.said_in > 1 else ""
     mark = f"  ({replaced_note(row)})" if row.superseded_by else ""
+    if row.folder_no_longer_configured:
+        mark += f"  {unconfigured_note(row)}"
     score = f"  {_score(row)}" if scores else ""
     agent = f" · {row.agent}" if row.agent and row.agent != "pi" else ""  # pi is the default: named when not
     return (

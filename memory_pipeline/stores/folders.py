@@ -7,11 +7,13 @@ are (they are not "gone" files). Only `forget_folder`, asked for by a person, re
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Set
+from collections.abc import Collection, Set
 
 from elasticsearch import Elasticsearch
 from pydantic import BaseModel
 
+from memory_pipeline.sessions.discovery import agent_roots
+from memory_pipeline.settings import Settings
 from memory_pipeline.stores.elasticsearch import delete_matching, stored_sources
 from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_FILES_INDEX
 
@@ -22,6 +24,25 @@ class RecordedFolder(BaseModel):
     folder: str
     sessions: int
     configured: bool
+
+
+def configured_folders(settings: Settings) -> frozenset[str]:
+    """The session folders `settings` read (pi's, Claude Code's, Codex's, Gemini CLI's), as the manifest names them."""
+    return frozenset(str(root.path) for root in agent_roots(*settings.agent_folders))
+
+
+def unconfigured_sessions(client: Elasticsearch, configured: Set[str], sessions: Collection[str]) -> dict[str, str]:
+    """session id -> its folder, for each of `sessions` the manifest records only under folders not in
+    `configured` (a session also read from a configured folder is that folder's); one query, for the sessions a
+    page of search rows cites."""
+    if not sessions or not client.indices.exists(index=RAW_FILES_INDEX):
+        return {}
+    query = {"bool": {"filter": [{"terms": {"session_id": sorted(sessions)}}, {"exists": {"field": "folder"}}]}}
+    found = stored_sources(client, RAW_FILES_INDEX, query, fields=["session_id", "folder"])
+    folders: dict[str, set[str]] = {}
+    for doc in found.values():
+        folders.setdefault(doc["session_id"], set()).add(doc["folder"])
+    return {sid: min(where) for sid, where in folders.items() if not where & configured}
 
 
 def recorded_folders(client: Elasticsearch, configured: Set[str]) -> list[RecordedFolder]:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from elasticsearch import Elasticsearch, NotFoundError
+from pydantic import BaseModel
 
 from memory_pipeline.settings import Settings
 from memory_pipeline.stores.activity import Series, glance
@@ -42,6 +43,16 @@ MEMORY_MAPPINGS: dict[str, dict[str, Any]] = {
     NOTES_INDEX: NOTE_MAPPINGS,
 }
 VECTOR_KEYS = ("embed_hash", "embed_model")
+
+
+class HeldMemory(BaseModel):
+    """A forgotten memory kept so its forget can be undone: what it said, where, and when it was forgotten."""
+
+    memory_id: str
+    kind: str  # the index it came from, as search names it: summary | observation | note
+    forgotten_at: str
+    summary: str = ""
+    project: str = ""
 
 
 def without_vectors(document: dict[str, Any]) -> dict[str, Any]:
@@ -144,6 +155,27 @@ class MemoryStore:
         self._es.index(index=held["index"], id=memory_id, document=held["document"], refresh="wait_for")
         self._es.delete(index=FORGOTTEN_INDEX, id=memory_id, refresh="wait_for")
         return str(held["index"])
+
+    def held(self, since: datetime, size: int = 100) -> list[HeldMemory]:
+        """The memories forgotten since `since` and kept for their undo, the latest forgotten first."""
+        if not self._es.indices.exists(index=FORGOTTEN_INDEX):
+            return []
+        hits = self._es.search(
+            index=FORGOTTEN_INDEX,
+            size=size,
+            sort=[{"forgotten_at": "desc"}],
+            query={"range": {"forgotten_at": {"gte": since.isoformat()}}},
+        )["hits"]["hits"]
+        return [
+            HeldMemory(
+                memory_id=hit["_source"]["memory_id"],
+                kind=SEARCH_INDICES.get(hit["_source"]["index"], hit["_source"]["index"]),
+                forgotten_at=hit["_source"]["forgotten_at"],
+                summary=hit["_source"]["document"].get("summary", ""),
+                project=hit["_source"]["document"].get("project", ""),
+            )
+            for hit in hits
+        ]
 
     def purge_held(self, before: datetime) -> int:
         """Forgotten memories held longer than their undo allows, deleted for good."""

@@ -295,15 +295,45 @@ def _meaningful(text: str) -> bool:
     return len(re.findall(r"[A-Za-z\u00c0-\uffff]{3,}", text)) >= 2 and len(text.split()) <= MAX_PIECE_WORDS
 
 
+# A decision that names its choice only by pointing back at the sentence before it ("Let's move the tests to
+# Vitest. We decided this because Jest broke on ESM."): what follows the pointer is the reason.
+_POINTS_BACK = re.compile(
+    r"^(?:(?:we|i)\s+(?:have\s+)?(?:decided|agreed(?:\s+on)?|chose|picked|went\s+with)\s+(?:this|that|it)"
+    r"|(?:that|this)(?:'s|\s+is|\s+was)\s+(?:what\s+we\s+decided|our\s+decision|the\s+decision))\b[\s,]*",
+    re.I,
+)
+
+
+def _with_what_it_points_to(sentence: str, before: str, earlier: list[Piece]) -> Piece | None:
+    """The piece of a decision pointing back (`_POINTS_BACK`) at `before`: that sentence's choice with this one's
+    reason, both sentences its evidence, the kind of `before`'s own piece if it had one (a rule stays a rule)."""
+    pointer = _POINTS_BACK.match(sentence)
+    choice = clean_statement(before).rstrip(".!") if pointer and before and not before.endswith("?") else ""
+    if not choice or not _meaningful(choice):
+        return None
+    reason = sentence[pointer.end() :].strip() if pointer else ""
+    own = next((p for p in earlier if p.evidence in before), None)
+    statement = clean_statement(f"{choice}, {reason}" if reason else choice)
+    return Piece(own.kind if own else Kind.DECISION, statement, f"{before} {sentence}", "user")
+
+
 def pieces_of(user_text: str) -> list[Piece]:
     """The rules, decisions and gotchas a person's message states, one piece each, in order."""
     said = _MEDIA.sub(" ", strip_envelope(user_text)).strip()
     if not said or _SLASH.match(said):
         return []
     pieces: list[Piece] = []
+    before = ""
     for sentence in _SENTENCE.split(said):
         sentence = sentence.strip()
         if not sentence:
+            continue
+        pointing = _with_what_it_points_to(sentence, before, pieces)
+        before = sentence
+        if pointing:
+            # The sentence pointed to, stated alone, is the same knowledge without its reason.
+            pieces = [p for p in pieces if p.evidence not in pointing.evidence]
+            pieces.append(pointing)
             continue
         question = sentence.endswith("?") and bool(_QUESTION_START.match(_FILLER.sub("", sentence)))
         for clause in _clauses(sentence):

@@ -1,9 +1,10 @@
 """Every action of the memory browser's pages in a real headless chromium at 1280 px, against `memory-pipeline
 serve` over the real indices (a day run through ingest, observations and vectors on the local servers): short ids
 that copy the whole id, the memory text given the room, a model's raw tool-call JSON shown as one line, edit,
-forget, promote and reject each confirmed and reported done, MEMORY.md without its comments, the recent feed
-picking up a new memory without a reload, numbers on the glance bars, the theme toggle remembered, and the page
-an Elasticsearch outage shows (styled, with the navigation, the server and the command that starts it)."""
+forget, promote and reject each confirmed and reported done, a forget undone from its done message (listed on the
+Recently forgotten page until then), MEMORY.md without its comments, the recent feed picking up a new memory
+without a reload, numbers on the glance bars, the theme toggle remembered, and the page an Elasticsearch outage
+shows (styled, with the navigation, the server and the command that starts it)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,20 @@ def test_edit_forget_promote_and_reject_are_confirmed_then_reported_done(world: 
         _wait(driver, expected_conditions.url_contains("forgotten="))
         assert driver.find_element(By.ID, "done").text.startswith("Forgotten:")
         assert httpx.get(f"{base}/api/v1/memories/{memory_id}").status_code == 404
+
+        # Recently forgotten (in the nav) lists it with its Undo; the done message's Undo brings it back as edited.
+        done_page = driver.current_url
+        driver.find_element(By.CSS_SELECTOR, "header a[href='/forgotten']").click()
+        held = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"#forgotten tr[data-id='{memory_id}']"))
+        assert "divided by zero" in held[0].text and held[0].find_elements(By.CSS_SELECTOR, "button[data-undo]")
+        driver.get(done_page)
+        _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#done button[data-undo]"))[0].click()
+        _wait(driver, expected_conditions.url_contains("done=restored"))
+        assert driver.find_element(By.ID, "done").text.startswith("Brought back:")
+        assert "divided by zero" in driver.find_element(By.TAG_NAME, "h2").text
+        assert httpx.get(f"{base}/api/v1/memories/{memory_id}").status_code == 200
+        driver.get(f"{base}/forgotten")
+        assert not driver.find_elements(By.CSS_SELECTOR, f"#forgotten tr[data-id='{memory_id}']")
 
         # Review: MEMORY.md is rendered (no comment shows), its rules carry their proposal ids as tags.
         driver.get(f"{base}/review")

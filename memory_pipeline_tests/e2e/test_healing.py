@@ -167,12 +167,14 @@ def _count(settings: Settings, index: str, sid: str) -> int:
         return client.count(index=index, query={"term": {"session_id": sid}})["count"]
 
 
-def _folders(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "memory_pipeline", "folders", *args], env=env, capture_output=True, text=True
-    )
+def _cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "memory_pipeline", *args], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def _folders(env: dict[str, str], *args: str) -> str:
+    return _cli(env, "folders", *args)
 
 
 def test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_them(
@@ -181,8 +183,10 @@ def test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_t
     reset_days(local_runtime, [MOVED_DAY])
     old, new = tmp_path / "old-sessions", tmp_path / "new-sessions"
     kept, other = f"test-heal-old-{uuid.uuid4().hex[:8]}", f"test-heal-new-{uuid.uuid4().hex[:8]}"
-    copy_fixture(V1, old / "a.jsonl", kept, MOVED_DAY)
-    copy_fixture(V1, new / "b.jsonl", other, MOVED_DAY)
+    # A project each, for the search below: the same words in one project fold into one row (said in 2 sessions).
+    project = f"/work/heal-moved-{uuid.uuid4().hex[:8]}"
+    copy_fixture(V1, old / "a.jsonl", kept, MOVED_DAY, f"{project}-old")
+    copy_fixture(V1, new / "b.jsonl", other, MOVED_DAY, f"{project}-new")
     before = isolated_settings(local_runtime, tmp_path, sessions_dir=old)
     _backfill(cli_env(before))
     observed = _count(local_runtime, OBSERVATION_INDEX, kept)
@@ -201,6 +205,18 @@ def test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_t
     listed = {row["folder"]: row for row in json.loads(_folders(env, "--json"))}
     assert listed[str(old)]["configured"] is False and listed[str(new)]["configured"] is True
     assert _backfill(env)["todo"] == []
+
+    # Searchable, and marked in every search row as of a folder no longer configured (the CLI's JSON and text).
+    query = ["search", "Rust struct generic lifetime parameter", "--k", "20"]
+    marks = {
+        (r["session_id"], r["folder_no_longer_configured"])
+        for side in ("old", "new")
+        for r in json.loads(_cli(env, *query, "--project", f"{project}-{side}", "--json"))
+    }
+    assert marks == {(kept, str(old)), (other, None)}, marks
+    lines = _cli(env, *query, "--project", f"{project}-old", "--all").splitlines()
+    assert any(f"(folder no longer configured: {old})" in line for line in lines), lines
+    assert "folder no longer configured" not in _cli(env, *query, "--project", f"{project}-new", "--all")
 
     # Only the person's command removes them.
     removed = json.loads(_folders(env, "--forget", str(old), "--json"))

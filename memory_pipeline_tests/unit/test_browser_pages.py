@@ -1,17 +1,20 @@
 """The memory browser's presentation: short ids with the whole id to copy, tool calls a model wrote as JSON shown
-as one line, MEMORY.md without its comments, numbers on the bars, the recent feed, the done messages, and the
-page a server outage shows (with the navigation)."""
+as one line, MEMORY.md without its comments, numbers on the bars, the recent feed, the done messages, the Undo of
+a forget, and the page a server outage shows (with the navigation)."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
+from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.service.web.glance import Series, bar_chart
 from memory_pipeline.service.web.present import commands_in, memory_lines, short_id
 from memory_pipeline.sessions.tool_text import call_line, readable_tool_calls
+from memory_pipeline.stores.memory_store import HeldMemory
 from memory_pipeline_tests.unit.test_service import FakeSearch, client, fake  # noqa: F401 - fixtures
 
 HASH = "5baf1c4f67311a51be08f4fdbae0866adc92eb68"
@@ -101,3 +104,51 @@ def test_done_messages_after_edit_promote_and_reject(client: TestClient, tmp_pat
     promoted = client.get("/review", params={"promoted": "p-20240701-001"}).text
     assert "Promoted p-20240701-001" in promoted
     assert "Rejected p-20240701-002" in client.get("/review", params={"rejected": "p-20240701-002"}).text
+
+
+class _HeldStore:
+    """The store's hold and restore of forgotten memories, kept in a dict (the real one: e2e/test_undo_forget)."""
+
+    def __init__(self) -> None:
+        self.held_now = {"m1": HeldMemory(memory_id="m1", kind="summary", forgotten_at=datetime.now(UTC).isoformat(),
+                                          summary="Always use pnpm, never npm <b>.", project="/work/shop")}  # fmt: skip
+        self.restored: list[str] = []
+
+    def purge_held(self, before: datetime) -> int:
+        return 0
+
+    def held(self, since: datetime, size: int = 100) -> list[HeldMemory]:
+        return [m for m in self.held_now.values() if datetime.fromisoformat(m.forgotten_at) >= since]
+
+    def restore(self, memory_id: str, since: datetime) -> str | None:
+        if self.held_now.pop(memory_id, None) is None:
+            return None
+        self.restored.append(memory_id)
+        return "memory-summary"
+
+
+def test_a_forget_is_undone_from_its_done_message_or_the_forgotten_page(client: TestClient, tmp_path) -> None:  # noqa: ANN001, F811
+    store = _HeldStore()
+    client.app.state.store = store  # type: ignore[attr-defined]
+    done = client.get("/", params={"forgotten": "m1"}).text
+    assert 'hx-post="/m/m1/undo-forget"' in done and 'href="/forgotten"' in done
+    # Inside the message: a form in a <p> would close it, leaving the button outside (as it once did).
+    message = re.search(r'<div class="done" id="done">(.*?)</div>', done, re.S)
+    assert message and 'hx-post="/m/m1/undo-forget"' in message.group(1) and "<p" not in message.group(1)
+    # A turn forgotten whole left every index: nothing to bring back, so no Undo is offered.
+    assert "undo-forget" not in client.get("/", params={"forgotten": "m1", "whole_turn": "true"}).text
+
+    page = client.get("/forgotten").text
+    assert 'aria-current="page">Forgotten' in page and '<tr data-id="m1">' in page
+    assert 'hx-post="/m/m1/undo-forget"' in page and "&lt;b&gt;" in page and "<b>." not in page
+
+    # The Undo is a write: refused without the token or the browser's session, like every other.
+    assert client.post("/m/m1/undo-forget", headers={"X-Memory-Token": ""}).status_code == 403
+    assert store.restored == []
+    back = client.post("/m/m1/undo-forget")
+    assert back.status_code == 204 and back.headers["HX-Redirect"] == "/m/m1?done=restored"
+    assert store.restored == ["m1"]
+    assert [(c.memory_id, c.action) for c in read_corrections(tmp_path, "m1")] == [("m1", "undo")]
+    assert client.post("/m/m1/undo-forget").status_code == 404  # nothing held any more
+    assert "Brought back:" in client.get("/m/m1", params={"done": "restored"}).text
+    assert 'id="none-forgotten"' in client.get("/forgotten").text

@@ -132,3 +132,33 @@ def test_a_memory_must_name_what_it_is_about(statement: str, alone: bool) -> Non
     assert stands_alone(statement) is alone
     if len(statement) >= 10:  # shorter ones are no memory anyway
         assert (make_idea(Kind.DECISION, statement, statement, "user") is not None) is alone
+
+
+def test_a_decision_that_points_back_names_the_choice_it_points_to() -> None:
+    # The sample session (data/sessions/--home-alice-work-demo-shop--): the choice is in the sentence before
+    # "We decided this because …"; stored alone, the memory said why but not what (issue 49).
+    said = (
+        "Let's move the tests from Jest to Vitest. We decided this because Jest keeps breaking on our ESM "
+        "imports, while Vitest runs ESM natively."
+    )
+    [piece] = pieces_of(said)
+    assert piece.kind is Kind.DECISION and piece.evidence == said
+    assert piece.statement == (
+        "Move the tests from Jest to Vitest, because Jest keeps breaking on our ESM imports, while Vitest runs "
+        "ESM natively."
+    )
+    # With nothing before it to point to, the sentence stays as it was said; a rule before it keeps its kind.
+    assert [p.statement for p in pieces_of("We decided this because Jest broke on ESM imports.")] == [
+        "We decided this because Jest broke on ESM imports."
+    ]
+    [rule] = pieces_of("Always use pnpm, never npm. We agreed on this because CI fails on package-lock.json.")
+    assert rule.kind is Kind.RULE and rule.statement.startswith("Always use pnpm, never npm, because CI fails")
+
+
+def test_a_model_draft_that_only_gives_the_reason_takes_the_named_choice() -> None:
+    reason = "We decided this because Jest keeps breaking on our ESM imports."
+    turn = TurnText(user=f"Let's move the tests from Jest to Vitest. {reason}", assistant="Done.", other="")
+    draft = make_idea(Kind.DECISION, reason, reason, "user")
+    assert draft is not None
+    [fixed] = typed_by_the_person(turn, [draft])
+    assert fixed.summary.startswith("Move the tests from Jest to Vitest, because") and fixed.kind == "decision"

@@ -1,7 +1,7 @@
 """The pages: search (with a feed of the newest memories when nothing is asked), a memory with its turn and its
-neighbours, review, at a glance, and the page a server outage shows; plus the write actions (edit, forget,
-promote, reject), each confirmed in the page before it is sent and reported once done; the service lets no
-write through without its local token.
+neighbours, review, at a glance, the recently forgotten, and the page a server outage shows; plus the write
+actions (edit, forget and its undo, promote, reject), each confirmed in the page before it is sent (an undo
+needs no asking) and reported once done; the service lets no write through without its local token.
 
 Every page is rendered with autoescaping: session content is untrusted, and a message holding `<script>`
 shows as text. No page holds a credential: a write from a page carries the browser's HTTP-only session cookie
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlencode
@@ -23,6 +23,7 @@ from fastapi.templating import Jinja2Templates
 
 from memory_pipeline.curation import actions
 from memory_pipeline.curation.trail import read_corrections
+from memory_pipeline.limits import UNDO_DAYS
 from memory_pipeline.reflect.review import apply_decisions, read_review
 from memory_pipeline.reflect.workspace import project_dir, project_of
 from memory_pipeline.service.deps import SearchDep, SettingsDep, StoreDep
@@ -61,6 +62,7 @@ def search_page(
     asked: Annotated[FilterParams, Query()],
     q: str = "",
     forgotten: str = "",
+    whole_turn: bool = False,
 ) -> HTMLResponse:
     filters = asked.filters()
     rows = search.find(q, k=20, filters=filters) if q.strip() else []
@@ -75,6 +77,8 @@ def search_page(
         projects=_projects(settings),
         agents=AGENTS,
         forgotten=forgotten,
+        whole_turn=whole_turn,  # a turn forgotten whole cannot be brought back: no Undo
+        undo_days=UNDO_DAYS,
         degraded=search.degraded,
         # Before the first run the page says why it is empty, rather than that nothing matched.
         no_history=not rows and not search.has_history(),
@@ -150,9 +154,29 @@ def forget_memory_and_turn(
 ) -> Response:
     return _changed(
         memory_id,
-        f"/?forgotten={memory_id}",
+        f"/?forgotten={memory_id}&whole_turn=true",
         lambda: actions.forget_turn(search, store, settings.memory_workspace, memory_id, who=BROWSER_USER),
     )
+
+
+@router.post("/m/{memory_id}/undo-forget")
+def undo_forget(store: StoreDep, settings: SettingsDep, memory_id: str) -> Response:
+    """The memory back as it was, then its page saying so; 404 when it was not forgotten within the undo's time."""
+    try:
+        actions.undo_forget(store, settings.memory_workspace, memory_id, who=BROWSER_USER)
+    except actions.NothingToUndo as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    return Response(status_code=204, headers={"HX-Redirect": f"/m/{memory_id}?done=restored"})
+
+
+@router.get("/forgotten", response_class=HTMLResponse)
+def forgotten_page(request: Request, store: StoreDep, settings: SettingsDep) -> HTMLResponse:
+    """The memories forgotten in the last `UNDO_DAYS` days, each with an Undo button and the day its undo ends."""
+    held = [
+        (memory, (datetime.fromisoformat(memory.forgotten_at) + timedelta(days=UNDO_DAYS)).isoformat())
+        for memory in actions.recently_forgotten(store)
+    ]
+    return _page(request, "forgotten.html", settings, held=held, undo_days=UNDO_DAYS)
 
 
 def _changed(memory_id: str, then: str, change: Callable[[], object]) -> Response:
