@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, keep, samples, heavy, redaction_speed, followthrough); `faults`
-only when named (it runs test files).
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults` only when
+named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -21,7 +21,6 @@ from bench import (
     hard,
     heavy,
     ingest,
-    keep,
     knowledge,
     needs,
     needs_real,
@@ -68,7 +67,6 @@ BENCHMARKS = {
     "slow_server": slow_server.main,
     "sources": sources.main,
     "turn_gate": turn_gate.main,
-    "keep": keep.main,
     "samples": samples.main,
     "heavy": heavy.main,
     "redaction_speed": redaction_speed.main,

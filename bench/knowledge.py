@@ -40,7 +40,7 @@ from memory_pipeline.sessions.sources.codex import INJECTED as CODEX_INJECTED
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
-from memory_pipeline.summarize import gate, keep, turn_gate
+from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
 from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
 from memory_pipeline.summarize.faithful import invented, strays, unfaithful
@@ -48,7 +48,6 @@ from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
 from memory_pipeline.summarize.logistic import fit, probability
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
-from memory_pipeline.summarize.trust import TurnText
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
@@ -101,11 +100,11 @@ def job_of(turn: dict[str, Any]) -> TurnJob:
 
 
 def _code_version() -> str:
-    """The extraction's code as it is (the gate and the keep filter aside: candidates are taken before them)."""
+    """The extraction's code as it is (the gate's weights aside: candidates are taken before the gate)."""
     digest = hashlib.sha1()
     package = ROOT / "memory_pipeline"
     code = [*(package / "summarize").rglob("*.py"), *(package / "language").rglob("*.py")]
-    for path in sorted(p for p in code if p.name not in ("gate.py", "keep.py")):
+    for path in sorted(p for p in code if p.name != "gate.py"):
         digest.update(path.read_bytes())
     if turn_gate.WEIGHTS.exists():  # which turns the model reads
         digest.update(turn_gate.WEIGHTS.read_bytes())
@@ -132,12 +131,7 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
             if not cache.exists():
                 begin = time.perf_counter()
                 [outcome] = summarise_turns(
-                    client,
-                    [job],
-                    context_tokens=context,
-                    max_output_tokens=MAX_OUTPUT_TOKENS,
-                    keep=lambda *_: True,
-                    learned_keep=lambda *_: True,
+                    client, [job], context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, keep=lambda *_: True
                 )
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_text(
@@ -174,7 +168,6 @@ from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize.compose import missed_pieces
 from memory_pipeline.summarize.extract import TurnJob, summarise_turns
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
-from memory_pipeline.summarize.trust import TurnText
 assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1])
 turns, out, with_model = json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4] == "model"
 done = json.load(open(out)) if __import__("os").path.exists(out) else {}
@@ -399,17 +392,11 @@ def ablation(turns: Sequence[dict], split: str = "held_out") -> list[list[str]]:
     return rows
 
 
-def stored(idea: Idea, text: TurnText, with_keep: bool = True) -> bool:
-    """What the product stores of a candidate: the gate passes it, and the keep filter (`with_keep`)."""
-    return gate.keeps(idea, text) and (not with_keep or keep.keeps(idea, text))
-
-
-def replay(turns: Sequence[dict], cache: str, with_keep: bool = True) -> list[list[Idea]]:
+def replay(turns: Sequence[dict], cache: str) -> list[list[Idea]]:
     """The memories the code as it is would store, from the model's answers cached by an earlier run (`cache`, a
     folder of bench/.work/knowledge): the gate before the model spares a turn (its own words only), and the
-    checks after the model that do not ask it again (`faithful.strays`, the learned gate, the keep filter when
-    `with_keep`) run anew. An estimate in minutes where a model run takes an hour: the cached answers were given
-    to the earlier code's prompt."""
+    checks after the model that do not ask it again (`faithful.strays`, the learned gate) run anew. An estimate
+    in minutes where a model run takes an hour: the cached answers were given to the earlier code's prompt."""
     found = []
     for t in turns:
         text = turn_text(job_of(t).messages)
@@ -418,47 +405,25 @@ def replay(turns: Sequence[dict], cache: str, with_keep: bool = True) -> list[li
         else:
             cached = json.loads((WORK / cache / f"{t['id']}.json").read_text())["ideas"]
             ideas = [i for i in map(Idea.model_validate, cached) if not strays(i.summary, i.evidence)]
-        found.append([i for i in ideas if stored(i, text, with_keep)])
+        found.append([i for i in ideas if gate.keeps(i, text)])
     return found
 
 
 def main_replay(argv: list[str]) -> None:
     cache = next(a.split("=", 1)[1] for a in argv if a.startswith("--replay="))
     turns = load_turns()
-    columns, runs = {}, {}
-    for with_keep in (False, True):
-        found = replay(turns, cache, with_keep)
-        runs[with_keep] = found, judge(turns, found)
-        for split in ("tune", "held_out"):
-            at = [n for n, t in enumerate(turns) if t["split"] == split]
-            part = [turns[n] for n in at], [found[n] for n in at], [runs[with_keep][1][n] for n in at]
-            columns[f"{split.replace('_', '-')} half, {'with' if with_keep else 'without'} the keep filter"] = figures(
-                *part
-            )
-    # The held-out memories with the filter, and those it dropped, beside the labels.
-    held = [n for n, t in enumerate(turns) if t["split"] == "held_out"]
-    (before, before_verdicts), (after, after_verdicts) = runs[False], runs[True]
-    dropped = [[(i, v) for i, v in zip(before[n], before_verdicts[n], strict=True) if i not in after[n]] for n in held]
-    kept_rows = reading([turns[n] for n in held], [after[n] for n in held], [after_verdicts[n] for n in held])
-    gone_rows = reading(
-        [turns[n] for n in held], [[i for i, _ in d] for d in dropped], [[v for _, v in d] for d in dropped]
-    )
-    listing = [
-        [*row, gone[2]]
-        for row, gone in zip(kept_rows, gone_rows, strict=True)
-        if row[1:] + gone[2:] != ["(nothing)", "(none)", "(none)"]
-    ]
-    names = list(columns)
-    measures = list(columns[names[0]])
+    found = replay(turns, cache)
+    verdicts = judge(turns, found)
+    columns = {}
+    for split in ("tune", "held_out"):
+        at = [n for n, t in enumerate(turns) if t["split"] == split]
+        columns[split] = figures([turns[n] for n in at], [found[n] for n in at], [verdicts[n] for n in at])
+    measures = list(columns["tune"])
     body = (
         f"The code as it is, replayed on the embedded model's cached answers of run `{cache}` (no model call; "
         "the gate before the model and the checks after it run anew), labels frozen in "
-        f"{_labels_commit()}; without and with the learned keep filter (`summarize/keep.py`, `bench keep`), "
-        "trained on the tuning half only.\n\n"
-        + table(["", *names], [[m, *(columns[n][m] for n in names)] for m in measures])
-        + "\n\nHeld-out memories with the keep filter, and those it dropped, beside their labels, to be read (✓ holds "
-        "a labelled piece; turns with neither a label nor a memory left out):\n\n"
-        + table(["turn", "labelled", "stored", "dropped by the keep filter"], listing)
+        f"{_labels_commit()}.\n\n"
+        + table(["", "tune half", "held-out half"], [[m, columns["tune"][m], columns["held_out"][m]] for m in measures])
     )
     write_section("knowledge (replay)", f"uv run python -m bench knowledge --replay={cache}", body)
     print(body)
@@ -482,7 +447,7 @@ def main(argv: list[str]) -> None:
         if train and with_model:
             train_gate(turns, found, verdicts)
         kept = [
-            [i for i in ideas if stored(i, turn_text(job_of(t).messages))]
+            [i for i in ideas if gate.keeps(i, turn_text(job_of(t).messages))]
             for t, ideas in zip(turns, found, strict=True)
         ]
         kept_verdicts = [

@@ -170,28 +170,6 @@ IDENTITY = re.compile(
 )
 
 
-# What the speaker means to do, not what is known: a plan or an intention ("To determine if … we need to
-# analyze …", "Let me check …", "I need to add …"), at the start of a statement or after a purpose clause.
-INTENTION = re.compile(
-    r"(?i)(?:^|[,.;:]\s*)(?:let me|let's|i'?ll|i will|i'?m going to|we'?ll|we will|i need to|we need to|i should"
-    r"|we should|i have to|we have to|need to|now i|now let's|next,? i)\b"
-    r"|^to (?:determine|investigate|understand|find out|check|see|fix|update|verify|figure out|debug|analy[sz]e"
-    r"|make sure|ensure|start|create|implement|add|address|resolve|solve)\b"
-)
-# The state of a piece of work as it is reported, not knowledge that lasts: "X is now 885 lines", "Footer now
-# uses …", "Still needs: …", "Added … / Removed … / Fixed …" (a change log of the turn).
-STATUS = re.compile(
-    r"(?i)\b(?:is|are|was|were) now\b|\bnow (?:uses|has|have|is|are|contains?|returns|shows|works|passes)\b"
-    r"|\b\d+ (?:lines|files|tests)\b|\bstill (?:needs|compiling|running|failing)\b"
-    r"|^(?:i'?ve |we'?ve )?(?:added|removed|fixed|updated|changed|created|implemented|moved|reverted|ported"
-    r"|renamed|refactored|replaced|extracted|consolidated|cleaned)\b"
-)
-# Words by which a text speaks as someone (first person) or to someone (second person): a memory is said of the
-# project or the person, never as the assistant's reply to them ("You're right. I've updated our workflow").
-FIRST_PERSON = frozenset("i i'm im i've i'll i'd me my mine myself".split())  # noqa: SIM905
-SECOND_PERSON = frozenset("you you're youre you've you'll your yours".split())  # noqa: SIM905
-
-
 def kind_marked(text: str) -> str | None:
     """The kind of knowledge the lexicon marks in a sentence ("gotcha", "decision", "rule"), or None."""
     if CAUSE.search(text):

@@ -20,8 +20,7 @@
   priorities are earned. The rules, decisions and gotchas the person stated, and the causes the assistant
   found, that the model missed are added from their own sentences. Last, each memory must say what its evidence
   says (`faithful`: polarity, the direction of a replacement, names and numbers), else it is composed again
-  from its evidence alone or dropped, and the reason is counted. Then the learned gate (`gate`, facts) and the
-  learned keep filter (`keep`, every memory) decide what is stored; what they drop is counted by reason.
+  from its evidence alone or dropped, and the reason is counted.
 - Turns go out one at a time by default (a local server has one slot); with
   `concurrency` > 1 a server started with several slots is kept busy.
 """
@@ -38,7 +37,6 @@ from memory_pipeline.language.kinds import Kind
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate, turn_gate
-from memory_pipeline.summarize import keep as keep_filter
 from memory_pipeline.summarize.compose import (
     disclosed,
     distinct,
@@ -108,18 +106,6 @@ Keep = Callable[[Idea, TurnText], bool]
 Read = Callable[[TurnText], bool]  # whether the chat model reads a turn
 # The reason on a turn the gate before the model kept from it (`turn_gate`): counted, never retried.
 UNREAD = "not read by the chat model: the turn gate finds no knowledge in it"
-GATED = "not knowledge, by the learned gate"
-# A memory the learned keep filter (`summarize.keep`) finds a person would not keep: counted under this reason.
-NOT_KEPT = "keep: a memory a person would not keep, by the learned keep filter"
-
-
-def _kept(ideas: Sequence[Idea], turn: TurnText, keep: Keep, learned_keep: Keep, outcome: TurnOutcome) -> list[Idea]:
-    """The memories the gate and then the keep filter pass; each one dropped is counted with its reason."""
-    kept, gated = _split(ideas, lambda idea: keep(idea, turn))
-    outcome.dropped += [(GATED, idea.summary) for idea in gated]
-    kept, unkept = _split(kept, lambda idea: learned_keep(idea, turn))
-    outcome.dropped += [(NOT_KEPT, idea.summary) for idea in unkept]
-    return kept
 
 
 def summarise_turn(
@@ -129,14 +115,14 @@ def summarise_turn(
     max_output_tokens: int,
     keep: Keep = gate.keeps,
     read: Read = turn_gate.may_hold_knowledge,
-    learned_keep: Keep = keep_filter.keeps,
 ) -> TurnOutcome:
     outcome = TurnOutcome(job.session_id, job.turn_id, status="failed")
     text = turn_text(job.messages)
     begin = time.perf_counter()
     if not read(text):
         # Not worth the model's half minute (a heartbeat, an acknowledgement, a tool loop): its own words only.
-        kept = _kept(candidates_without_model(text), text, keep, learned_keep, outcome)
+        kept, gated = _split(candidates_without_model(text), lambda idea: keep(idea, text))
+        outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
         outcome.ideas, outcome.reason = kept, UNREAD
         outcome.status = "summarised" if kept else "empty"
         outcome.seconds = time.perf_counter() - begin
@@ -189,7 +175,8 @@ def summarise_turn(
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         kept = distinct(_faithful(kept, text, outcome))
-        kept = _kept(kept, text, keep, learned_keep, outcome)
+        kept, gated = _split(kept, lambda idea: keep(idea, text))
+        outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
@@ -286,12 +273,11 @@ def summarise_turns(
     on_done: Callable[[TurnOutcome], None] | None = None,
     keep: Keep = gate.keeps,
     read: Read = turn_gate.may_hold_knowledge,
-    learned_keep: Keep = keep_filter.keeps,
 ) -> list[TurnOutcome]:
     """Every job's outcome, in job order. A transport failure propagates (the server is gone)."""
 
     def run(job: TurnJob) -> TurnOutcome:
-        outcome = summarise_turn(client, job, context_tokens, max_output_tokens, keep, read, learned_keep)
+        outcome = summarise_turn(client, job, context_tokens, max_output_tokens, keep, read)
         if on_done:
             on_done(outcome)
         return outcome

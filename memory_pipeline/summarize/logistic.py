@@ -1,7 +1,6 @@
-"""A logistic regression learned from labelled turns and kept as JSON beside the code that reads it: what the
-learned gates (`gate`, a fact; `turn_gate`, a turn before the model; `keep`, every memory) share. Fitting, the
-threshold that keeps every positive row (cross-validated), the weights file (its features, weights, threshold
-and provenance) and scoring live here once; each gate owns only its features."""
+"""A logistic regression learned from labelled turns and kept as JSON beside the code that reads it: what the two
+learned gates (`gate`, a memory; `turn_gate`, a turn before the model) share. Fitting, the weights file (its
+features, weights, threshold and provenance) and scoring live here once; each gate owns only its features."""
 
 from __future__ import annotations
 
@@ -27,45 +26,6 @@ def fit(rows: Sequence[Sequence[float]], targets: Sequence[int], l2: float = 0.1
 
 def probability(weights: Sequence[float], row: Sequence[float]) -> float:
     return 1 / (1 + math.exp(-sum(w * x for w, x in zip(weights, row, strict=True))))
-
-
-def cross_validated(
-    rows: Sequence[Sequence[float]],
-    targets: Sequence[int],
-    folds: int = 5,
-    l2: float = 0.1,
-    groups: Sequence[int] | None = None,
-) -> list[float]:
-    """Each row's probability from a fit that did not see it: row `n` is in fold `groups[n] % folds` (rows of one
-    group, the candidates of one turn, stay together, so a near copy never scores its twin), `n % folds` without
-    groups."""
-    group = list(groups) if groups is not None else list(range(len(rows)))
-    scores = [0.0] * len(rows)
-    for fold in range(folds):
-        inside = [n for n in range(len(rows)) if group[n] % folds != fold]
-        weights = fit([rows[n] for n in inside], [targets[n] for n in inside], l2=l2)
-        for n in range(len(rows)):
-            if group[n] % folds == fold:
-                scores[n] = probability(weights, rows[n])
-    return scores
-
-
-def keeping_every_positive(
-    rows: Sequence[Sequence[float]],
-    targets: Sequence[int],
-    folds: int = 5,
-    l2: float = 0.1,
-    groups: Sequence[int] | None = None,
-) -> tuple[list[float], float]:
-    """Weights fitted on every row, and a threshold that keeps every positive one: the lowest score a positive
-    row gets, from the whole fit or from a cross-validated fit that did not see it (`groups`: see
-    `cross_validated`), since the scores of rows a fit has seen flatter it and a positive lost costs more than a
-    negative kept."""
-    weights = fit(rows, targets, l2=l2)
-    lowest = [probability(weights, r) for r, y in zip(rows, targets, strict=True) if y]
-    if folds > 1:
-        lowest += [s for s, y in zip(cross_validated(rows, targets, folds, l2, groups), targets, strict=True) if y]
-    return weights, (min(lowest) if lowest else 0.0)
 
 
 class LearnedWeights:

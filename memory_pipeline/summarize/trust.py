@@ -193,10 +193,5 @@ _CAUSE = re.compile(
 )
 
 
-def states_cause(text: str) -> bool:
-    """Whether a text gives a reason ("because …", "caused by …", "due to …", "the root cause is …")."""
-    return bool(_CAUSE.search(text))
-
-
 def _unquoted(summary: str) -> str:
     return _QUOTE.sub(" ", summary)

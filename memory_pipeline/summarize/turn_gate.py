@@ -23,7 +23,7 @@ from pathlib import Path
 from memory_pipeline.language.lexicon import CAUSE, FINDING, NEGATION, kind_marked, lasting, replacement
 from memory_pipeline.language.words import content_words
 from memory_pipeline.summarize.gate import DOCUMENT_LINE
-from memory_pipeline.summarize.logistic import LearnedWeights, keeping_every_positive
+from memory_pipeline.summarize.logistic import LearnedWeights, fit, probability
 from memory_pipeline.summarize.trust import TurnText, is_acknowledgement
 
 WEIGHTS = Path(__file__).with_name("turn_gate.json")
@@ -88,4 +88,13 @@ def train(turns: Sequence[TurnText], memorable: Sequence[bool], folds: int = 5) 
     """Weights fitted on `turns`, and a threshold that keeps every memorable one: the lowest score a memorable
     turn gets, from the whole fit or from a cross-validated fit that did not see it (`folds` folds), since the
     scores of turns a fit has seen flatter it and a missed memorable turn costs more than a model call."""
-    return keeping_every_positive([features(t) for t in turns], [int(m) for m in memorable], folds)
+    rows, targets = [features(t) for t in turns], [int(m) for m in memorable]
+    weights = fit(rows, targets)
+    lowest = [probability(weights, r) for r, m in zip(rows, memorable, strict=True) if m]
+    for fold in range(folds):
+        inside = [n for n in range(len(rows)) if n % folds != fold]
+        unseen = [n for n in range(len(rows)) if n % folds == fold and memorable[n]]
+        if unseen:
+            partial = fit([rows[n] for n in inside], [targets[n] for n in inside])
+            lowest += [probability(partial, rows[n]) for n in unseen]
+    return weights, (min(lowest) if lowest else 0.0)

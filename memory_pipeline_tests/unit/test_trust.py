@@ -21,11 +21,9 @@ def _idea(statement: str, kind: str = "rule", evidence: str | None = None) -> di
 
 
 def _run(messages: list[TurnMessage], *ideas: dict):  # noqa: ANN202
-    """The model's path on `messages` (read whatever the gate before the model says, and stored whatever the keep
-    filter says: the review's checks are tested here, the filter in test_keep)."""
+    """The model's path on `messages` (read whatever the gate before the model says: its checks are tested)."""
     client = chat_client([completion(json.dumps(list(ideas)))], [])
-    job = TurnJob("s", "t", "/p", messages)
-    return summarise_turn(client, job, 4096, 256, read=lambda _: True, learned_keep=lambda *_: True)
+    return summarise_turn(client, TurnJob("s", "t", "/p", messages), 4096, 256, read=lambda _: True)
 
 
 LIST_FILES = [
