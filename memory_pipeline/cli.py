@@ -411,7 +411,7 @@ def mcp_stdio(project: str | None) -> None:
 
 
 # Privacy, control and set-up (issue 49): each command in its own module.
-from memory_pipeline.control.exclude_command import purge_excluded_command  # noqa: E402
+from memory_pipeline.control.exclude_command import exclude_group, purge_excluded_command  # noqa: E402
 from memory_pipeline.control.export_command import export_command, import_command  # noqa: E402
 from memory_pipeline.control.forget_command import forget_command, undo_forget_command  # noqa: E402
 from memory_pipeline.control.install_command import install_command, uninstall_command  # noqa: E402
@@ -423,6 +423,7 @@ main.add_command(import_command)
 main.add_command(forget_command)
 main.add_command(undo_forget_command)
 main.add_command(purge_excluded_command)
+main.add_command(exclude_group)
 
 
 @main.group()

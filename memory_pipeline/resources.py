@@ -19,6 +19,7 @@ from memory_pipeline.partitions import ordered_days, run_days, uses_llm
 from memory_pipeline.reflect.condense import ReflectPolicy
 from memory_pipeline.reflect.maturity import MaturityPolicy
 from memory_pipeline.sessions.discovery import SessionRoot, agent_roots
+from memory_pipeline.sessions.exclude_list import exclusions_path, merged_patterns
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import LOCAL_ES_USER, ServiceName, Settings, local_secret, memory_home
 from memory_pipeline.stores.elasticsearch import CLIENT_OPTIONS
@@ -88,6 +89,7 @@ class SessionsResource(ConfigurableResource):
     exclude: list[str] = Field(
         default_factory=list, description="Projects never read: folders (and all below) or globs (MEMORY_EXCLUDE)."
     )
+    exclude_file: str = Field("", description="The exclusions a person added (<state>/exclusions.json), read per run.")
 
     @property
     def root(self) -> Path:
@@ -101,6 +103,10 @@ class SessionsResource(ConfigurableResource):
 
     def redactor(self) -> Redactor:
         return Redactor.with_patterns(self.redact_patterns)
+
+    def exclusion_patterns(self) -> list[str]:
+        """MEMORY_EXCLUDE's patterns and the person's, read now: an exclusion added since the code loaded applies."""
+        return merged_patterns(self.exclude, Path(self.exclude_file) if self.exclude_file else None)
 
 
 class MemoryWorkspaceResource(ConfigurableResource):
@@ -286,6 +292,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
             cache_dir=str(settings.memory_pipeline_state_dir / "parsed"),
             redact_patterns=settings.redact_extra_patterns,
             exclude=settings.memory_exclude,
+            exclude_file=str(exclusions_path(settings)),
         ),
         "workspace": MemoryWorkspaceResource(path=str(settings.memory_workspace)),
         "ledger": LedgerResource(folder=str(settings.memory_pipeline_state_dir / "injected")),

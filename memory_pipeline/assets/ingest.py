@@ -69,7 +69,8 @@ def session_files(
         context.log.info(f"no session files under {folders}")
     in_days = [f for f in found if f.partition in set(keys)]
     # Projects a person keeps out of the memory: never read, so nothing of them is stored anywhere.
-    in_range = [f for f in in_days if not excluded(f.project, sessions.exclude)]
+    patterns = sessions.exclusion_patterns()
+    in_range = [f for f in in_days if not excluded(f.project, patterns)]
     with es.get_client() as client:
         recorded = {sid: rec for sid, (_, rec) in read_manifest(client, keys).items()}
     files = catalog(in_range, recorded)

@@ -1,5 +1,6 @@
-"""Removing what was stored of the projects `MEMORY_EXCLUDE` now keeps out (their sessions are no longer read
-from the moment they are excluded: `sessions/exclude.py`)."""
+"""Removing what was stored of the projects now kept out, by `MEMORY_EXCLUDE` or by the person's exclusions
+(`sessions/exclude_list.py`; their sessions are no longer read from the moment they are excluded:
+`sessions/exclude.py`). `purge-excluded` and the browser's Excluded page both run `purge_excluded`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.sessions.exclude import excluded
-from memory_pipeline.stores.elasticsearch import delete_matching, stored_sources
+from memory_pipeline.sessions.exclude_list import exclusion_patterns
+from memory_pipeline.settings import Settings
+from memory_pipeline.stores.elasticsearch import delete_matching, make_client, stored_sources
 from memory_pipeline.stores.indices import (
     FORGOTTEN_INDEX,
     LEDGER_INDEX,
@@ -58,3 +61,13 @@ def purge(es: Elasticsearch, patterns: list[str], parsed_cache: Path) -> tuple[l
         for frame in parsed_cache.glob(f"{session_id}-*"):
             frame.unlink(missing_ok=True)
     return projects, removed
+
+
+def purge_excluded(settings: Settings) -> tuple[list[str], int]:
+    """`purge` of every pattern that keeps a project out now (MEMORY_EXCLUDE's and the person's), in the memory of
+    `settings`; (the projects, documents removed)."""
+    patterns = exclusion_patterns(settings)
+    if not patterns:
+        return [], 0
+    with make_client(settings) as es:
+        return purge(es, patterns, settings.memory_pipeline_state_dir / "parsed")

@@ -27,6 +27,7 @@ from memory_pipeline.service.deps import TOKEN_HEADER, mark_person
 from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, recall, review
 from memory_pipeline.service.routes import forget as forget_routes
+from memory_pipeline.service.web import excluded as excluded_page
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
@@ -153,6 +154,7 @@ def create_app(
     app.include_router(recall.router)
     app.include_router(recall.pages)
     app.include_router(web.router)
+    app.include_router(excluded_page.router)
     app.mount("/static", StaticFiles(directory=Path(web.__file__).parent / "static"), name="static")
 
     def server_down(request: Request, exc: Exception) -> Response:

@@ -49,7 +49,7 @@ def _page(request: Request, template: str, settings: Settings, **context: object
     return TEMPLATES.TemplateResponse(request, template, context)
 
 
-def _projects(settings: Settings) -> list[str]:
+def known_projects(settings: Settings) -> list[str]:
     workspace = settings.memory_workspace
     return sorted(project_of(p.parent) for p in workspace.glob("*/.project")) if workspace.exists() else []
 
@@ -74,7 +74,7 @@ def search_page(
         rows=rows,
         strong=[r for r in rows if r.strong],
         filters=filters,
-        projects=_projects(settings),
+        projects=known_projects(settings),
         agents=AGENTS,
         forgotten=forgotten,
         whole_turn=whole_turn,  # a turn forgotten whole cannot be brought back: no Undo
@@ -194,7 +194,7 @@ def _changed(memory_id: str, then: str, change: Callable[[], object]) -> Respons
 @router.get("/review", response_class=HTMLResponse)
 def review_page(request: Request, settings: SettingsDep, promoted: str = "", rejected: str = "") -> HTMLResponse:
     projects = []
-    for project in _projects(settings):
+    for project in known_projects(settings):
         # A page read writes nothing: a project without a folder yet has no proposals.
         proposals, memory = read_review(project_dir(settings.memory_workspace, project))
         waiting = [p for p in proposals if p.mark == " "]
@@ -228,7 +228,7 @@ def decide_proposal(
 @router.get("/glance", response_class=HTMLResponse)
 def glance_page(request: Request, store: StoreDep, settings: SettingsDep, project: str = "") -> HTMLResponse:
     charts = [bar_chart(s) for s in store.activity(project or None)]
-    return _page(request, "glance.html", settings, charts=charts, project=project, projects=_projects(settings))
+    return _page(request, "glance.html", settings, charts=charts, project=project, projects=known_projects(settings))
 
 
 def down_page(request: Request, settings: Settings, reason: str) -> HTMLResponse:
