@@ -124,6 +124,25 @@ def test_the_cli_adds_lists_and_removes_in_the_same_file(tmp_path: Path, monkeyp
     assert torn.exit_code != 0 and "exclusions.json" in torn.output and "EOF" in torn.output
 
 
+def test_purge_excluded_runs_on_the_persons_patterns_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("MEMORY_WORKSPACE", str(tmp_path / "memory"))
+    monkeypatch.delenv("MEMORY_EXCLUDE", raising=False)
+    cli = CliRunner()
+    empty = cli.invoke(main, ["purge-excluded"])
+    assert empty.exit_code != 0 and "nothing is excluded" in empty.output
+    for name, project in (("work-client-b", "/work/client-b"), ("work-shop", "/work/shop")):
+        (tmp_path / "memory" / name).mkdir(parents=True)
+        (tmp_path / "memory" / name / ".project").write_text(project + "\n")
+    add_exclusion(tmp_path / "state" / "exclusions.json", "/work/client-b")
+    asked: list[list[str]] = []
+    monkeypatch.setattr(exclusions, "purge", lambda es, patterns, parsed: asked.append(patterns) or (patterns, 3))
+    done = cli.invoke(main, ["purge-excluded", "--with-files"])
+    assert done.exit_code == 0, done.output
+    assert asked == [["/work/client-b"]] and "removed 3 documents of 1 excluded projects" in done.output
+    assert not (tmp_path / "memory" / "work-client-b").exists() and (tmp_path / "memory" / "work-shop").is_dir()
+
+
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[tuple[TestClient, Settings, list[Settings]]]:
     """The app over a fake search, logged in as the person (the session cookie of the one-time link), with a purge

@@ -51,7 +51,7 @@ def _done(added: str, removed: str, already: str, purged: str, projects: str) ->
     if purged:
         return (
             f"Removed {purged} documents of {projects or 0} excluded projects from every index. Their MEMORY.md and "
-            "daily logs stay in the memory folder (`memory-pipeline purge-excluded --with-files` deletes them)."
+            "daily logs stay in the memory folder: memory-pipeline purge-excluded --with-files deletes them."
         )
     return ""
 
