@@ -62,6 +62,10 @@ CASES = [
          "e2e/test_healing.py::test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_them",
          "the day runs for the new file only; the old folder's raw documents and observations stay, "
          "`folders` lists it as no longer configured; `folders --forget` removes them", "0", "0", "45"),
+    Case("a memory of a folder no longer configured, in search results",
+         "e2e/test_healing.py::test_memories_of_a_folder_no_longer_configured_stay_until_a_person_removes_them",
+         "kept and searchable; every search row of it says '(folder no longer configured: …)' (CLI text and JSON), "
+         "a row of a configured folder does not", "0", "0", "45"),
     Case("a server `up` started (embed) killed",
          "e2e/test_supervisor_servers.py::test_the_supervisor_starts_a_killed_server_again",
          "the supervisor starts it again ('embed: restarted')", "-", "-", "45"),
@@ -104,7 +108,6 @@ CASES = [
 
 # Cases of issue 45 with no test yet: said, never left out of the table.
 OPEN = [
-    ("a memory of a folder no longer configured, in search results", "kept and searchable, not marked in the rows"),
     ("chat server down during a search", "search uses no chat model; not measured"),
 ]
 
