@@ -72,6 +72,9 @@ CASES = [
     Case("embed server down during a search through the service",
          "e2e/test_supervisor_servers.py::test_search_through_the_service_says_the_embeddings_are_down",
          "BM25 answers; the text's first line 'note: embeddings down …', JSON degraded", "-", "-", "45"),
+    Case("chat server down (nothing at its port) during a search and a recall through the service",
+         "e2e/test_supervisor_servers.py::test_search_and_recall_answer_with_the_chat_server_down",
+         "both answer from memory, whole (no 'degraded', no note): neither calls the chat model", "-", "-", "45"),
     Case("a memory forgotten, then `review apply` of its ticked proposal",
          "unit/test_review.py::test_forgetting_a_memory_withdraws_its_proposal_and_review_apply_never_promotes_it",
          "the proposal is withdrawn, never promoted", "-", "0", "45"),
@@ -107,9 +110,7 @@ CASES = [
 ]  # fmt: skip
 
 # Cases of issue 45 with no test yet: said, never left out of the table.
-OPEN = [
-    ("chat server down during a search", "search uses no chat model; not measured"),
-]
+OPEN = []
 
 
 def run_file(path: str) -> tuple[dict[str, str], float]:

@@ -5,6 +5,7 @@ is down, a search through the service says so in the text a model reads, not onl
 from __future__ import annotations
 
 import signal
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from memory_pipeline.local.supervise import supervise
-from memory_pipeline.settings import Settings
+from memory_pipeline.settings import Settings, isolated_settings
 from testkit.servers import kill, memory_service, private_server, settings_on
 
 
@@ -69,3 +70,32 @@ def test_search_through_the_service_says_the_embeddings_are_down(local_runtime: 
             assert data["degraded"].startswith("embeddings down") and [m["id"] for m in data["data"]] == [
                 sent.json()["id"]
             ]
+
+
+def test_search_and_recall_answer_with_the_chat_server_down(local_runtime: Settings, tmp_path: Path) -> None:
+    """Search and recall call no chat model: with nothing at the chat server's port, the service still answers
+    both from memory, whole (not degraded), where an outage of a channel they use is said (above)."""
+    with socket.socket() as probe:  # a port nothing listens on: the chat server is down
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    project = f"/work/chat-down-{uuid.uuid4().hex[:8]}"
+    settings = isolated_settings(local_runtime, tmp_path / "service", local_llama_port=dead)
+    settings.sessions_dir.mkdir(parents=True, exist_ok=True)
+    with memory_service(settings) as base:
+        token = {"X-Memory-Token": settings.service_token()}
+        sent = httpx.post(
+            f"{base}/api/v1/memories",
+            json={"text": "The nightly export job writes to the archive bucket.", "project": project},
+            headers=token,
+            timeout=60,
+        )
+        assert sent.status_code == 201, sent.text
+        query = {"q": "nightly export archive bucket", "project": project}
+        data = httpx.get(f"{base}/api/v1/search", params=query, timeout=60).json()
+        assert not data.get("degraded") and [m["id"] for m in data["data"]] == [sent.json()["id"]], data
+        text = httpx.get(f"{base}/api/v1/search", params={**query, "format": "text"}, timeout=60).text
+        assert not text.startswith("note:") and sent.json()["id"] in text, text
+        moment = {"session_id": f"chat-down-{uuid.uuid4().hex[:6]}", "agent": "pi", "event": "prompt",
+                  "project": project, "text": "where does the nightly export job write?"}  # fmt: skip
+        answer = httpx.post(f"{base}/api/v1/recall", json=moment, headers=token, timeout=60)
+        assert answer.status_code == 200 and sent.json()["id"] in answer.json()["ids"], answer.text
