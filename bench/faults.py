@@ -75,6 +75,10 @@ CASES = [
     Case("chat server down (nothing at its port) during a search and a recall through the service",
          "e2e/test_supervisor_servers.py::test_search_and_recall_answer_with_the_chat_server_down",
          "both answer from memory, whole (no 'degraded', no note): neither calls the chat model", "-", "-", "45"),
+    Case("a memory given to a session (the injection ledger), then forgotten through the API",
+         "e2e/test_undo_forget.py::test_a_forget_is_undone_from_every_surface",
+         "the ledger's line keeps the memory's id, its text blanked and marked forgotten; /api/v1/injected and "
+         "the Given page no longer show it", "-", "-", "45"),
     Case("a memory forgotten, then `review apply` of its ticked proposal",
          "unit/test_review.py::test_forgetting_a_memory_withdraws_its_proposal_and_review_apply_never_promotes_it",
          "the proposal is withdrawn, never promoted", "-", "0", "45"),

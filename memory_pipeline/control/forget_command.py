@@ -16,12 +16,13 @@ def forget_command(memory_id: str) -> None:
     from memory_pipeline.curation.actions import UnknownMemory, forget
     from memory_pipeline.search.open import open_search
     from memory_pipeline.settings import load_settings
+    from memory_pipeline.stores.injections import open_ledger
     from memory_pipeline.stores.memory_store import open_store
 
     settings = load_settings()
     with open_search(settings) as search, open_store(settings) as store:
         try:
-            forget(search, store, settings.memory_workspace, memory_id)
+            forget(search, store, settings.memory_workspace, memory_id, ledger=open_ledger(settings))
         except UnknownMemory:
             raise click.ClickException(f"no memory {memory_id!r}") from None
     click.echo(f"Forgotten: {memory_id} (undo within {UNDO_DAYS} days: memory-pipeline undo-forget {memory_id})")

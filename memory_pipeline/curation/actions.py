@@ -14,6 +14,7 @@ from memory_pipeline.reflect.proposals import follow_memory
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search.engine import MemorySearch
 from memory_pipeline.search.models import KIND_INDEX
+from memory_pipeline.stores.injections import InjectionLedger
 from memory_pipeline.stores.memory_store import HeldMemory, MemoryStore
 
 
@@ -43,10 +44,16 @@ def _correction(search: MemorySearch, memory_id: str, **change: object) -> tuple
 
 
 def forget(
-    search: MemorySearch, store: MemoryStore, workspace: Path, memory_id: str, who: str = "person"
+    search: MemorySearch,
+    store: MemoryStore,
+    workspace: Path,
+    memory_id: str,
+    who: str = "person",
+    ledger: InjectionLedger | None = None,
 ) -> Correction:
-    """Forget a memory: recorded (ids and hashes, never its text), then removed from its index. The memory is
-    kept whole out of every search for `UNDO_DAYS` so the forget can be undone (`undo_forget`), then purged."""
+    """Forget a memory: recorded (ids and hashes, never its text), then removed from its index and its text from
+    the injection `ledger`. The memory is kept whole out of every search for `UNDO_DAYS` so the forget can be
+    undone (`undo_forget`), then purged; the ledger keeps only that it was given."""
     correction, index, project = _correction(search, memory_id, action="forget", who=who)
     record(workspace, correction)
     now = datetime.now(UTC)
@@ -54,6 +61,8 @@ def forget(
     store.hold(index, memory_id, now)
     store.delete(index, memory_id)
     _follow(workspace, project, memory_id, None)
+    if ledger is not None:
+        ledger.forget(memory_id)
     return correction
 
 
@@ -87,7 +96,12 @@ def recently_forgotten(store: MemoryStore) -> list[HeldMemory]:
 
 
 def forget_turn(
-    search: MemorySearch, store: MemoryStore, workspace: Path, memory_id: str, who: str = "person"
+    search: MemorySearch,
+    store: MemoryStore,
+    workspace: Path,
+    memory_id: str,
+    who: str = "person",
+    ledger: InjectionLedger | None = None,
 ) -> Correction:
     """Forget a memory and the whole turn it came from: recorded, then the turn's messages, its observation and
     every memory of it removed from every index; the pipeline's next runs neither index nor read it again."""
@@ -97,6 +111,8 @@ def forget_turn(
     record(workspace, correction)
     store.delete_turn(correction.session_id, correction.turn_id)
     _follow(workspace, project, memory_id, None)
+    if ledger is not None:
+        ledger.forget(memory_id)
     return correction
 
 

@@ -18,7 +18,7 @@ def ledger_text(ledger: SessionLedger) -> str:
     out = [f"session {ledger.session_id}: {len(ledger.injections)} deliveries, {lines} lines, {tokens} tokens"]
     for item in ledger.injections:
         out.append(_heading(item))
-        out += [f"  - {line.key}: {line.text}" for line in item.lines]
+        out += [f"  - {line.key}: {'(forgotten since)' if line.forgotten else line.text}" for line in item.lines]
     return "\n".join(out)
 
 

@@ -29,6 +29,7 @@ MAX_TEXT = 500  # characters of the prompt, path or command kept with a delivery
 class InjectedLine(BaseModel):
     key: str = Field(description="The memory's id, or `MEMORY.md#…` for a rule written by hand.")
     text: str
+    forgotten: bool = Field(False, description="The memory was forgotten since: its text is no longer kept here.")
 
 
 class Injection(BaseModel):
@@ -97,6 +98,39 @@ class InjectionLedger:
         path = self._path(session_id)
         injections, problems = _parsed(path)
         return SessionLedger(session_id=session_id, injections=injections, problems=problems)
+
+    def forget(self, memory_id: str) -> int:
+        """Blank the text of every line that gave `memory_id` (marked `forgotten`): what a person forgets leaves
+        the record of what sessions were given too, which keeps only that the memory was given. Each file is
+        rewritten whole (a temporary file, then a rename) under the ledger's lock; a line that cannot be read is
+        kept as it is. The number of lines blanked."""
+        blanked = 0
+        if not self.folder.is_dir():
+            return 0
+        with exclusive(self.folder / ".lock"):
+            for path in sorted(self.folder.glob("*.jsonl")):
+                kept, changed = [], 0
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                    try:
+                        injection = Injection.model_validate_json(line)
+                    except ValidationError:
+                        kept.append(line)  # torn: `read` names it; it is not this forget's to drop
+                        continue
+                    if not any(x.key == memory_id and not x.forgotten for x in injection.lines):
+                        kept.append(line)
+                        continue
+                    lines = [
+                        InjectedLine(key=x.key, text="", forgotten=True) if x.key == memory_id else x
+                        for x in injection.lines
+                    ]
+                    changed += sum(x.key == memory_id for x in injection.lines)
+                    kept.append(injection.model_copy(update={"lines": lines}).model_dump_json())
+                if changed:
+                    temporary = path.with_suffix(".jsonl.tmp")
+                    temporary.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+                    temporary.replace(path)
+                    blanked += changed
+        return blanked
 
     def every(self) -> tuple[list[Injection], list[str]]:
         """Every delivery to every session, and the lines that could not be read (file and line)."""

@@ -21,6 +21,7 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import FORGOTTEN_INDEX, NOTES_INDEX
+from memory_pipeline.stores.injections import InjectedLine, Injection, open_ledger
 from memory_pipeline.stores.memory_store import open_store
 
 PROJECT = "/work/undo-forget-e2e"
@@ -62,12 +63,20 @@ def test_a_forget_is_undone_from_every_surface(local_runtime: Settings, tmp_path
             pass
     assert _stored(settings, row.id) == original and _found(settings) == [row.id]
 
-    # The API, with the service's token.
+    # The API, with the service's token; a session was given the memory before (the injection ledger): the
+    # forget leaves the ledger too, which keeps only that it was given.
+    ledger = open_ledger(settings)
+    ledger.record(Injection(session_id="undo-e2e", agent="pi", event="start", ids=[row.id],
+                            lines=[InjectedLine(key=row.id, text=note.text)]))  # fmt: skip
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         token = {"X-Memory-Token": settings.service_token()}
         answer = client.post(f"/api/v1/memories/{row.id}/forget", headers=token)
         assert answer.status_code == 200 and answer.json()["undo_until"] > answer.json()["at"]
         assert _found(settings) == []
+        [given] = ledger.read("undo-e2e").injections[0].lines
+        assert (given.key, given.text, given.forgotten) == (row.id, "", True)
+        shown = client.get("/api/v1/injected", params={"session_id": "undo-e2e"}, headers=token)
+        assert shown.status_code == 200 and row.id in shown.text and "signed tags" not in shown.text, shown.text
         assert client.post(f"/api/v1/memories/{row.id}/undo-forget").status_code in (401, 403)  # a write: token
         assert client.post(f"/api/v1/memories/{row.id}/undo-forget", headers=token).status_code == 200
         assert client.post(f"/api/v1/memories/{row.id}/undo-forget", headers=token).status_code == 404

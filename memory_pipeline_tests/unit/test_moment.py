@@ -159,6 +159,30 @@ def test_the_ledger_redacts_skips_a_torn_line_and_names_it(tmp_path: Path) -> No
     assert ledger.read("never").injections == []
 
 
+def test_a_forget_blanks_the_memorys_text_in_every_session_and_keeps_the_rest(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    for session in ("s1", "s2"):
+        ledger.record(Injection(session_id=session, agent="pi", event="start", ids=["gone", "kept"],
+                                lines=[InjectedLine(key="gone", text="Use pnpm, never npm."),
+                                       InjectedLine(key="kept", text="The dev server is on 5173.")]))  # fmt: skip
+    other = tmp_path / "state" / "injected" / "s3.jsonl"
+    ledger.record(Injection(session_id="s3", agent="pi", event="start", ids=["kept"],
+                            lines=[InjectedLine(key="kept", text="The dev server is on 5173.")]))  # fmt: skip
+    untouched = other.read_bytes()
+    with (tmp_path / "state" / "injected" / "s2.jsonl").open("a") as handle:
+        handle.write('{"session_id": "s2", "agent"\n')  # torn: kept as it is
+    assert ledger.forget("gone") == 2
+    for session in ("s1", "s2"):
+        read = ledger.read(session)
+        [gone, kept] = read.injections[0].lines
+        assert (gone.key, gone.text, gone.forgotten) == ("gone", "", True) and read.given == {"gone", "kept"}
+        assert (kept.text, kept.forgotten) == ("The dev server is on 5173.", False)
+        assert "pnpm" not in (tmp_path / "state" / "injected" / f"{session}.jsonl").read_text()
+    assert len(ledger.read("s2").problems) == 1  # the torn line is still there, still named
+    assert other.read_bytes() == untouched  # a session never given it is not rewritten
+    assert ledger.forget("gone") == 0 and ledger.forget("never-given") == 0
+
+
 def test_claude_codes_payloads_become_moments() -> None:
     start = moment_of(HookPayload(hook_event_name="SessionStart", session_id="c1", cwd=PROJECT), tokens=600)
     assert start and (start.event, start.text, start.tokens, start.project) == ("start", "", 600, PROJECT)

@@ -12,6 +12,7 @@ from memory_pipeline.curation import actions
 from memory_pipeline.curation.corrections import Correction
 from memory_pipeline.limits import UNDO_DAYS
 from memory_pipeline.service.deps import AuthorDep, SearchDep, SettingsDep, StoreDep
+from memory_pipeline.stores.injections import open_ledger
 
 router = APIRouter(prefix="/api/v1/memories", tags=["memory"])
 
@@ -40,7 +41,11 @@ def forget(search: SearchDep, store: StoreDep, settings: SettingsDep, author: Au
     """Removes the memory from search at once and from every later run; `undo-forget` brings it back within
     `undo_until`. 404 for an unknown memory."""
     try:
-        return Forgotten.of(actions.forget(search, store, settings.memory_workspace, memory_id, who=author))
+        return Forgotten.of(
+            actions.forget(
+                search, store, settings.memory_workspace, memory_id, who=author, ledger=open_ledger(settings)
+            )
+        )
     except actions.UnknownMemory:
         raise HTTPException(status_code=404, detail=f"no memory {memory_id!r}") from None
 

@@ -33,6 +33,7 @@ from memory_pipeline.service.web.present import commands_in, memory_lines, proje
 from memory_pipeline.sessions.sources import AGENTS
 from memory_pipeline.sessions.tool_text import call_line
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.injections import open_ledger
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 TEMPLATES.env.filters.update(
@@ -141,7 +142,9 @@ def forget_memory(
     return _changed(
         memory_id,
         f"/?forgotten={memory_id}",
-        lambda: actions.forget(search, store, settings.memory_workspace, memory_id, who=BROWSER_USER),
+        lambda: actions.forget(
+            search, store, settings.memory_workspace, memory_id, who=BROWSER_USER, ledger=open_ledger(settings)
+        ),
     )
 
 
@@ -155,7 +158,9 @@ def forget_memory_and_turn(
     return _changed(
         memory_id,
         f"/?forgotten={memory_id}&whole_turn=true",
-        lambda: actions.forget_turn(search, store, settings.memory_workspace, memory_id, who=BROWSER_USER),
+        lambda: actions.forget_turn(
+            search, store, settings.memory_workspace, memory_id, who=BROWSER_USER, ledger=open_ledger(settings)
+        ),
     )
 
 
