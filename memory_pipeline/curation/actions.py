@@ -124,15 +124,19 @@ def edit(
     text: str | None = None,
     priority: Literal["high", "medium", "low"] | None = None,
     who: str = "person",
+    ledger: InjectionLedger | None = None,
 ) -> Correction:
     """Change a memory's text or priority: recorded, then written, with a new vector for a new text when the
-    embedding server is up (else the next run embeds it: its text no longer matches its vector's hash)."""
+    embedding server is up (else the next run embeds it: its text no longer matches its vector's hash); the
+    injection `ledger`'s lines of it say the new text."""
     correction, index, project = _correction(search, memory_id, action="edit", text=text, priority=priority, who=who)
     record(workspace, correction)
     new_text = (correction.text or "").strip() or None
     store.update(index, memory_id, new_text, correction.priority)
     if new_text:
         _follow(workspace, project, memory_id, new_text)
+        if ledger is not None:
+            ledger.edited(memory_id, new_text)
     return correction
 
 

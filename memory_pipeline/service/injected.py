@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from memory_pipeline.settings import Settings
-from memory_pipeline.stores.injections import Injection, SessionLedger, SessionSummary, open_ledger
+from memory_pipeline.stores.injections import InjectedLine, Injection, SessionLedger, SessionSummary, open_ledger
 
 
 def ledger_text(ledger: SessionLedger) -> str:
@@ -18,7 +18,7 @@ def ledger_text(ledger: SessionLedger) -> str:
     out = [f"session {ledger.session_id}: {len(ledger.injections)} deliveries, {lines} lines, {tokens} tokens"]
     for item in ledger.injections:
         out.append(_heading(item))
-        out += [f"  - {line.key}: {'(forgotten since)' if line.forgotten else line.text}" for line in item.lines]
+        out += [f"  - {line.key}: {_said(line)}" for line in item.lines]
     return "\n".join(out)
 
 
@@ -52,3 +52,7 @@ def show_injected(settings: Settings, session_id: str | None, as_json: bool) -> 
         click.echo("[" + ",".join(s.model_dump_json() for s in sessions) + "]")
     else:
         click.echo(sessions_text(sessions))
+
+
+def _said(line: InjectedLine) -> str:
+    return "(forgotten since)" if line.forgotten else line.text + (" (edited since)" if line.edited else "")

@@ -10,7 +10,7 @@ redactor first: no secret in clear on disk.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -30,6 +30,7 @@ class InjectedLine(BaseModel):
     key: str = Field(description="The memory's id, or `MEMORY.md#…` for a rule written by hand.")
     text: str
     forgotten: bool = Field(False, description="The memory was forgotten since: its text is no longer kept here.")
+    edited: bool = Field(False, description="A person edited the memory since: the text is theirs, not as given.")
 
 
 class Injection(BaseModel):
@@ -101,10 +102,22 @@ class InjectionLedger:
 
     def forget(self, memory_id: str) -> int:
         """Blank the text of every line that gave `memory_id` (marked `forgotten`): what a person forgets leaves
-        the record of what sessions were given too, which keeps only that the memory was given. Each file is
-        rewritten whole (a temporary file, then a rename) under the ledger's lock; a line that cannot be read is
-        kept as it is. The number of lines blanked."""
-        blanked = 0
+        the record of what sessions were given too, which keeps only that the memory was given. The number of
+        lines blanked."""
+        return self._follow(memory_id, lambda _: InjectedLine(key=memory_id, text="", forgotten=True))
+
+    def edited(self, memory_id: str, text: str) -> int:
+        """The person's new `text` (redacted) on every line that gave `memory_id`, marked `edited`: the record
+        says what holds now, not what a person corrected. The number of lines changed."""
+        clean = self.redactor.redact(text)
+        return self._follow(
+            memory_id, lambda x: x if x.forgotten else InjectedLine(key=memory_id, text=clean, edited=True)
+        )
+
+    def _follow(self, memory_id: str, change: Callable[[InjectedLine], InjectedLine]) -> int:
+        """`change` every line that gave `memory_id`; each file it touches is rewritten whole (a temporary file,
+        then a rename) under the ledger's lock, and a line that cannot be read is kept as it is."""
+        changed_lines = 0
         if not self.folder.is_dir():
             return 0
         with exclusive(self.folder / ".lock"):
@@ -114,23 +127,20 @@ class InjectionLedger:
                     try:
                         injection = Injection.model_validate_json(line)
                     except ValidationError:
-                        kept.append(line)  # torn: `read` names it; it is not this forget's to drop
+                        kept.append(line)  # torn: `read` names it; it is not this change's to drop
                         continue
-                    if not any(x.key == memory_id and not x.forgotten for x in injection.lines):
+                    lines = [change(x) if x.key == memory_id else x for x in injection.lines]
+                    if lines == injection.lines:
                         kept.append(line)
                         continue
-                    lines = [
-                        InjectedLine(key=x.key, text="", forgotten=True) if x.key == memory_id else x
-                        for x in injection.lines
-                    ]
-                    changed += sum(x.key == memory_id for x in injection.lines)
+                    changed += sum(a != b for a, b in zip(lines, injection.lines, strict=True))
                     kept.append(injection.model_copy(update={"lines": lines}).model_dump_json())
                 if changed:
                     temporary = path.with_suffix(".jsonl.tmp")
                     temporary.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
                     temporary.replace(path)
-                    blanked += changed
-        return blanked
+                    changed_lines += changed
+        return changed_lines
 
     def every(self) -> tuple[list[Injection], list[str]]:
         """Every delivery to every session, and the lines that could not be read (file and line)."""

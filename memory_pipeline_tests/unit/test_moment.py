@@ -159,7 +159,9 @@ def test_the_ledger_redacts_skips_a_torn_line_and_names_it(tmp_path: Path) -> No
     assert ledger.read("never").injections == []
 
 
-def test_a_forget_blanks_the_memorys_text_in_every_session_and_keeps_the_rest(tmp_path: Path) -> None:
+def test_a_forget_blanks_and_an_edit_rewrites_the_memorys_text_in_every_session_and_keep_the_rest(
+    tmp_path: Path,
+) -> None:
     ledger = _ledger(tmp_path)
     for session in ("s1", "s2"):
         ledger.record(Injection(session_id=session, agent="pi", event="start", ids=["gone", "kept"],
@@ -181,6 +183,14 @@ def test_a_forget_blanks_the_memorys_text_in_every_session_and_keeps_the_rest(tm
     assert len(ledger.read("s2").problems) == 1  # the torn line is still there, still named
     assert other.read_bytes() == untouched  # a session never given it is not rewritten
     assert ledger.forget("gone") == 0 and ledger.forget("never-given") == 0
+    # An edit: the person's text (redacted) where it was given, said to be edited; a forgotten line stays blank.
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    assert ledger.edited("kept", f"The dev server is on 3000 (token {secret}).") == 3
+    assert ledger.edited("gone", "Use npm.") == 0
+    for session in ("s1", "s2", "s3"):
+        kept = next(x for x in ledger.read(session).injections[0].lines if x.key == "kept")
+        assert kept.edited and "3000" in kept.text and secret not in kept.text
+    assert "npm." not in (tmp_path / "state" / "injected" / "s1.jsonl").read_text()
 
 
 def test_claude_codes_payloads_become_moments() -> None:

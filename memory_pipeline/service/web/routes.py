@@ -128,7 +128,15 @@ def edit_memory(
     return _changed(
         memory_id,
         f"/m/{memory_id}?done=edited",
-        lambda: actions.edit(search, store, settings.memory_workspace, memory_id, **change, who=BROWSER_USER),
+        lambda: actions.edit(
+            search,
+            store,
+            settings.memory_workspace,
+            memory_id,
+            **change,
+            who=BROWSER_USER,
+            ledger=open_ledger(settings),
+        ),
     )
 
 
