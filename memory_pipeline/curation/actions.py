@@ -109,10 +109,10 @@ def forget_turn(
     if not correction.session_id or not correction.turn_id:
         raise ValueError(f"{memory_id} cites no turn: forget the memory alone")
     record(workspace, correction)
-    store.delete_turn(correction.session_id, correction.turn_id)
+    gone = store.delete_turn(correction.session_id, correction.turn_id)
     _follow(workspace, project, memory_id, None)
     if ledger is not None:
-        ledger.forget(memory_id)
+        ledger.forget(memory_id, *gone)  # every memory of the turn left search: its text leaves the ledger too
     return correction
 
 

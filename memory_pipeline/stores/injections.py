@@ -100,22 +100,22 @@ class InjectionLedger:
         injections, problems = _parsed(path)
         return SessionLedger(session_id=session_id, injections=injections, problems=problems)
 
-    def forget(self, memory_id: str) -> int:
-        """Blank the text of every line that gave `memory_id` (marked `forgotten`): what a person forgets leaves
-        the record of what sessions were given too, which keeps only that the memory was given. The number of
-        lines blanked."""
-        return self._follow(memory_id, lambda _: InjectedLine(key=memory_id, text="", forgotten=True))
+    def forget(self, *memory_ids: str) -> int:
+        """Blank the text of every line that gave one of `memory_ids` (marked `forgotten`): what a person forgets
+        leaves the record of what sessions were given too, which keeps only that the memory was given. The
+        number of lines blanked."""
+        return self._follow(set(memory_ids), lambda x: InjectedLine(key=x.key, text="", forgotten=True))
 
     def edited(self, memory_id: str, text: str) -> int:
         """The person's new `text` (redacted) on every line that gave `memory_id`, marked `edited`: the record
         says what holds now, not what a person corrected. The number of lines changed."""
         clean = self.redactor.redact(text)
         return self._follow(
-            memory_id, lambda x: x if x.forgotten else InjectedLine(key=memory_id, text=clean, edited=True)
+            {memory_id}, lambda x: x if x.forgotten else InjectedLine(key=x.key, text=clean, edited=True)
         )
 
-    def _follow(self, memory_id: str, change: Callable[[InjectedLine], InjectedLine]) -> int:
-        """`change` every line that gave `memory_id`; each file it touches is rewritten whole (a temporary file,
+    def _follow(self, memory_ids: set[str], change: Callable[[InjectedLine], InjectedLine]) -> int:
+        """`change` every line that gave one of `memory_ids`; each file it touches is rewritten whole (a temporary file,
         then a rename) under the ledger's lock, and a line that cannot be read is kept as it is."""
         changed_lines = 0
         if not self.folder.is_dir():
@@ -129,7 +129,7 @@ class InjectionLedger:
                     except ValidationError:
                         kept.append(line)  # torn: `read` names it; it is not this change's to drop
                         continue
-                    lines = [change(x) if x.key == memory_id else x for x in injection.lines]
+                    lines = [change(x) if x.key in memory_ids else x for x in injection.lines]
                     if lines == injection.lines:
                         kept.append(line)
                         continue

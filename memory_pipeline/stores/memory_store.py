@@ -185,10 +185,18 @@ class MemoryStore:
     def delete(self, index: str, memory_id: str) -> None:
         self._es.delete(index=index, id=memory_id, refresh="wait_for")
 
-    def delete_turn(self, session_id: str, turn_id: str) -> None:
-        """One turn gone from every index: its raw messages, its ledger entry, its observation, its memories."""
+    def delete_turn(self, session_id: str, turn_id: str) -> list[str]:
+        """One turn gone from every index: its raw messages, its ledger entry, its observation, its memories; the
+        ids of the memories and the observation it removed (what sessions may have been given)."""
         turn = {"bool": {"filter": [{"term": {"session_id": session_id}}, {"term": {"turn_id": turn_id}}]}}
+        gone = [
+            memory_id
+            for index in SEARCH_INDICES
+            if self._es.indices.exists(index=index)
+            for memory_id in stored_sources(self._es, index, turn, fields=["session_id"])
+        ]
         delete_matching(self._es, [RAW_INDEX, LEDGER_INDEX, *SEARCH_INDICES], turn)
+        return gone
 
     def activity(self, project: str | None = None) -> list[Series]:
         """The glance page's series, over every memory (of `project`, when given)."""

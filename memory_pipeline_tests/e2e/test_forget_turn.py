@@ -16,6 +16,7 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.indices import OBSERVATION_INDEX, RAW_INDEX
+from memory_pipeline.stores.injections import InjectedLine, Injection, open_ledger
 from memory_pipeline.stores.memory_store import open_store
 from testkit.ingest_helpers import RECALL_ASSETS, copy_fixture, reset_days, run_metadata
 
@@ -52,7 +53,14 @@ def test_a_forgotten_turn_leaves_every_index_and_no_rerun_brings_it_back(
         turn_id = row.turn_id
         messages = _count(settings, RAW_INDEX, turn_id)
         assert messages >= 1 and _count(settings, OBSERVATION_INDEX, turn_id) == 1
-        forget_turn(search, store, settings.memory_workspace, row.id)
+        # A session was given the turn's observation and a memory of another turn: only the first leaves the ledger.
+        ledger = open_ledger(settings)
+        ledger.record(Injection(session_id="forget-turn-e2e", agent="pi", event="start", ids=[row.id, "other"],
+                                lines=[InjectedLine(key=row.id, text=row.summary),
+                                       InjectedLine(key="other", text="Another turn's memory.")]))  # fmt: skip
+        forget_turn(search, store, settings.memory_workspace, row.id, ledger=ledger)
+        gone, other = ledger.read("forget-turn-e2e").injections[0].lines
+        assert (gone.text, gone.forgotten, other.text, other.forgotten) == ("", True, "Another turn's memory.", False)
         assert _count(settings, RAW_INDEX, turn_id) == 0 and _count(settings, OBSERVATION_INDEX, turn_id) == 0
         assert not search.get([row.id])
         assert all(r.turn_id != turn_id for r in search.index(row.summary, k=20, filters=Filters(project="/work/bot")))
