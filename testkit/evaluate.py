@@ -18,11 +18,15 @@ def load_queries() -> list[dict]:
 def recall_at(
     search: MemorySearch, session_id: str, ks: tuple[int, ...] = (5, 10), mode: Mode = "hybrid"
 ) -> dict[int, float]:
-    """Share of queries with at least one relevant turn of `session_id` among the top k (per k)."""
+    """Share of queries with at least one relevant turn of `session_id` among the top k (per k). The search is
+    kept to that session: what else the shared Elasticsearch holds (other benches', tests' and the person's
+    memories) must not move the figure from one run to the next."""
     queries = load_queries()
     hits = dict.fromkeys(ks, 0)
     for item in queries:
-        rows = search.index(item["query"], k=max(ks), mode=mode, filters=Filters(kind=("observation",)))
+        rows = search.index(
+            item["query"], k=max(ks), mode=mode, filters=Filters(kind=("observation",), session=session_id)
+        )
         turns = [r.turn_id for r in rows if r.session_id == session_id]
         for k in ks:
             hits[k] += any(t in item["relevant_turns"] for t in turns[:k])
