@@ -1,23 +1,33 @@
 """Screenshots of the memory browser's pages, on a small demo history, into docs/screenshots/ (described in
 docs/browser.md).
 
-uv run python -m bench screenshots [--again]      (or: make screenshots)
+uv run python -m bench screenshots [--again] [--only=NAME,...]      (or: make screenshots)
 
 Three short sessions in two projects over three days are run through the pipeline (ingest, the local LLM's
 ideas, observations, vectors) on the local servers, with a few proposals waiting in REVIEW.md, a rule already
 in MEMORY.md, one memory edited, a next session's start, prompt and file recall in the injection ledger and
-one memory forgotten; then `memory-pipeline serve` is started and each page is captured by headless chromium at
-1280 px, in the light theme and in the dark one; last, a service whose Elasticsearch is down, for the page an
-outage shows.
+one memory forgotten; a project kept out by MEMORY_EXCLUDE and two by the person's exclusions list; then
+`memory-pipeline serve` is started and each page is captured by headless chromium at 1280 px, in the light theme
+and in the dark one; last, a service whose Elasticsearch is down, for the page an outage shows.
+
+--only=excluded,failed,down redraws those pages alone (and their dark twins); the pages that read only the
+settings and the memory folder (Excluded, and `failed`: its Remove refused, as it is for a browser that never
+logged in) and the outage page need no demo run, so redrawing only them takes seconds.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import time
 from pathlib import Path
+from unittest import mock
 
 from dagster import materialize
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from memory_pipeline.assets import recall, summarize
 from memory_pipeline.curation import actions
@@ -27,7 +37,8 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search import moment
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
-from memory_pipeline.settings import isolated_settings, load_settings
+from memory_pipeline.sessions.exclude_list import add_exclusion, exclusions_path
+from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.injections import open_ledger
 from memory_pipeline.stores.memory_store import open_store
 from testkit.browser import chromium, write_session
@@ -38,6 +49,10 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / ".work" / "screenshots"
 SHOTS = ROOT / "docs" / "screenshots"
 SHOP, BOT = "/work/demo-shop", "/work/demo-bot"
+# The Excluded page: a pattern from the settings (MEMORY_EXCLUDE, read-only there) and two the person added.
+SETTINGS_EXCLUDE, OWN_EXCLUDE = ["/work/demo-secret-*"], ["/work/demo-client-acme", "~/clients/*"]
+# Pages that read only the settings and the memory folder: no demo run is needed to draw them.
+LOCAL_PAGES = {"excluded": "/excluded"}
 NEXT_SESSION = "demo-next-session"
 SESSIONS = [
     (
@@ -101,11 +116,55 @@ REVIEW = """# Review — /work/demo-shop
 
 
 def main(flags: list[str]) -> None:
+    only = {n for f in flags if f.startswith("--only=") for n in f.removeprefix("--only=").split(",") if n}
+    demo = not only or bool(only - set(LOCAL_PAGES) - {"down", "failed"})
     # --again: keep bench/.work (the chat model's journal answers every turn read before) and re-run the days,
     # e.g. after another run deleted them from the shared indices: minutes instead of the model's half hour.
-    if "--again" not in flags:
+    if demo and "--again" not in flags:
         shutil.rmtree(WORK, ignore_errors=True)
     settings = isolated_settings(load_settings(), WORK, sessions_dir=WORK / "sessions")
+    pages = _demo(settings) if demo else {}
+    if not demo:
+        settings.sessions_dir.mkdir(parents=True, exist_ok=True)  # the service reads it: no session in it
+        _workspace(settings)  # what the run writes before its recall and forget (_demo)
+    pages |= LOCAL_PAGES
+    pages = {name: path for name, path in pages.items() if not only or name in only}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    # The service sees the demo's MEMORY_EXCLUDE (the pipeline's own runs above had no use for it).
+    with (
+        mock.patch.dict(os.environ, {"MEMORY_EXCLUDE": json.dumps(SETTINGS_EXCLUDE)}),
+        memory_service(settings) as base,
+        chromium(width=1280, height=1000) as driver,
+    ):
+        for theme in ("light", "dark"):
+            driver.get(f"{base}/health")
+            driver.execute_script(f"localStorage.setItem('memory-theme', '{theme}')")
+            for name, path in pages.items():
+                _shoot(driver, f"{base}{path}", f"{name}-{theme}" if theme == "dark" else name)
+            # A write that fails: this browser never logged in, so the Excluded page's Remove is refused.
+            if not only or "failed" in only:
+                failed = f"failed-{theme}" if theme == "dark" else "failed"
+                _shoot(driver, f"{base}/excluded", failed, click="#own tr:first-child + tr button")
+    if only and "down" not in only:
+        return
+    # The page a browser gets while Elasticsearch is down: a service whose Elasticsearch port has nothing on it.
+    down = isolated_settings(settings, WORK / "down", local_es_port=free_port())
+    down.sessions_dir.mkdir(parents=True, exist_ok=True)
+    with memory_service(down) as base, chromium(width=1280, height=700) as driver:
+        _shoot(driver, f"{base}/?q=pnpm", "down")
+
+
+def _workspace(settings: Settings) -> None:
+    """The demo's memory folder as the pages read it: REVIEW.md and MEMORY.md of the shop, and the person's
+    exclusions (added once: a re-run with --again finds them there)."""
+    (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
+    (ensure_project_dir(settings.memory_workspace, SHOP) / "MEMORY.md").write_text(MEMORY)
+    for pattern in OWN_EXCLUDE:
+        add_exclusion(exclusions_path(settings), pattern)
+
+
+def _demo(settings: Settings) -> dict[str, str]:
+    """The demo history run through the pipeline, a next session's recall and a forget: the pages that show them."""
     days = [day for day, _, _ in SESSIONS]
     reset_days(settings, days)
     for n, (day, project, turns) in enumerate(SESSIONS):
@@ -116,8 +175,7 @@ def main(flags: list[str]) -> None:
         assert materialize(
             assets, resources=build_resources(settings), partition_key=day, instance=instance_with_days([day])
         ).success
-    (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
-    (ensure_project_dir(settings.memory_workspace, SHOP) / "MEMORY.md").write_text(MEMORY)
+    _workspace(settings)
     with open_search(settings) as search, open_store(settings) as store:
         [observation] = search.index(
             "checkout NaN empty cart", k=1, filters=Filters(project=SHOP, kind=("observation",))
@@ -133,8 +191,7 @@ def main(flags: list[str]) -> None:
         for found in search.index("bot replies twice", k=1, filters=Filters(project=BOT)):
             actions.forget(search, store, settings.memory_workspace, found.id)
         forgotten = next(m.memory_id for m in actions.recently_forgotten(store) if m.project == BOT)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pages = {
+    return {
         "search": f"/?q=pnpm+npm&project={SHOP}",
         "recent": f"/?project={SHOP}",
         "memory": f"/m/{observation.id}",
@@ -145,25 +202,23 @@ def main(flags: list[str]) -> None:
         "undo": f"/?forgotten={forgotten}",
         "forgotten": "/forgotten",
     }
-    with memory_service(settings) as base, chromium(width=1280, height=1000) as driver:
-        for theme in ("light", "dark"):
-            driver.get(f"{base}/health")
-            driver.execute_script(f"localStorage.setItem('memory-theme', '{theme}')")
-            for name, path in pages.items():
-                _shoot(driver, f"{base}{path}", f"{name}-{theme}" if theme == "dark" else name)
-    # The page a browser gets while Elasticsearch is down: a service whose Elasticsearch port has nothing on it.
-    down = isolated_settings(settings, WORK / "down", local_es_port=free_port())
-    down.sessions_dir.mkdir(parents=True, exist_ok=True)
-    with memory_service(down) as base, chromium(width=1280, height=700) as driver:
-        _shoot(driver, f"{base}/?q=pnpm", "down")
 
 
-def _shoot(driver, url: str, name: str) -> None:  # noqa: ANN001
+def _shoot(driver, url: str, name: str, click: str = "") -> None:  # noqa: ANN001
+    """The page at `url` (after pressing `click` and accepting its question, when given) into `name`.png."""
     driver.get(url)
     time.sleep(1.0)  # the recent feed's first poll, the fonts
-    # The whole page, not only the window: as tall as its content.
+    if click:
+        driver.find_element(By.CSS_SELECTOR, click).click()
+        WebDriverWait(driver, 10).until(expected_conditions.alert_is_present()).accept()
+        WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "failed").is_displayed())
+    # The whole page, not only the window: a viewport as tall as its content. The window's size counts the
+    # browser's own bars (about 140 px headless), so the content is measured in a short window, then the window
+    # made that much taller than the content.
+    driver.set_window_size(1280, 700)
+    bars = 700 - driver.execute_script("return window.innerHeight")
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, max(700, min(height, 2400)))
+    driver.set_window_size(1280, min(height, 2400) + bars)
     time.sleep(0.3)
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
     print(f"{SHOTS / f'{name}.png'}: {url}")

@@ -28,6 +28,7 @@ from memory_pipeline.service.mcp_server import build_mcp
 from memory_pipeline.service.routes import api, recall, review
 from memory_pipeline.service.routes import forget as forget_routes
 from memory_pipeline.service.web import excluded as excluded_page
+from memory_pipeline.service.web import failed
 from memory_pipeline.service.web import routes as web
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.settings import Settings
@@ -113,7 +114,7 @@ def create_app(
         # A browser names the page that sends a request: a write from any other site is refused.
         origin = request.headers.get("origin")
         if request.method not in SAFE_METHODS and origin and not LOCAL_ORIGIN.match(origin):
-            return JSONResponse({"detail": f"a write from {origin} is refused"}, status_code=403)
+            return failed.refusal(request, f"a write from {origin} is refused")
         # Every write carries the token this service made (API clients, MCP) or the session cookie of a browser
         # that logged in with the one-time link: a local process of another user, or a page that got past the
         # checks above, cannot change memory.
@@ -130,7 +131,11 @@ def create_app(
                 f"browser logged in with the one-time link `memory-pipeline serve` printed "
                 f"(the current one: {settings.service_login_path})"
             )
-            return JSONResponse({"detail": detail}, status_code=403)
+            login = (
+                f"this browser is not logged in: open the one-time link `memory-pipeline serve` printed (the current "
+                f"one is in {settings.service_login_path}), then try again"
+            )
+            return failed.refusal(request, detail, login)
         return await call_next(request)
 
     @app.get("/login", include_in_schema=False)
@@ -163,10 +168,13 @@ def create_app(
         reason = unavailable(exc, settings)
         if reason is None:
             raise exc
+        if failed.from_a_page(request):  # a page's write or poll: a fragment for its alert region
+            return failed.failed_fragment(request, 503, reason)
         if request.url.path.startswith("/api/") or "text/html" not in request.headers.get("accept", ""):
             return JSONResponse({"detail": reason}, status_code=503)
         return web.down_page(request, settings, reason)
 
+    failed.install(app)
     for failure in DOWN:
         app.add_exception_handler(failure, server_down)
 
