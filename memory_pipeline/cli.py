@@ -270,8 +270,10 @@ def hook_command(agent: str, tokens: int) -> None:
     """A coding agent's hook: reads its hook payload (JSON) on stdin. For Claude Code, `SessionStart` prints the
     project's rules, its important and its most recent memories, and `UserPromptSubmit` what matches the prompt
     that the session was not given yet (--tokens: the start's budget), as Claude Code takes context from a hook;
-    `Stop` and `SessionEnd` tell the memory service (when it runs) that the session's transcript changed, so its
-    turns are searchable seconds later. Every delivery is recorded (`memory-pipeline injected`). Exits 0
+    `PostToolUse` (Read, Write) what is known about the file, once per session, and `PostToolUseFailure` (Bash)
+    the gotchas known about the failing command, both through the running service only; `Stop` and `SessionEnd`
+    tell the memory service (when it runs) that the session's transcript changed, so its turns are searchable
+    seconds later. Every delivery is recorded (`memory-pipeline injected`). Exits 0
     whatever happens, so the session goes on; what went wrong is on stderr (service/hooks/claude_code.py)."""
     from memory_pipeline.service.hooks.claude_code import claude_code
 
@@ -285,6 +287,7 @@ def hook_command(agent: str, tokens: int) -> None:
             lambda session_file: say(f"memory hook: {memory.notify(session_file)}"),
             say,
             tokens,
+            served=lambda: memory.service is not None,
         )
     if output:
         click.echo(output)

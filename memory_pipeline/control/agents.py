@@ -2,8 +2,9 @@
 
 Each agent's set-up is a list of `Edit`s of its own files, planned from what they hold now (pure: text in, text
 out), so a second install changes nothing and an uninstall can remove exactly what was added:
-- Claude Code: the hooks (SessionStart, UserPromptSubmit, Stop) in `~/.claude/settings.json` and the MCP entry
-  `memory` in `~/.claude.json`.
+- Claude Code: the hooks (SessionStart, UserPromptSubmit, Stop, and PostToolUse / PostToolUseFailure for a
+  file read or written and a failing command) in `~/.claude/settings.json` and the MCP entry `memory` in
+  `~/.claude.json`.
 - Codex: the MCP entry `[mcp_servers.memory]` in `~/.codex/config.toml`.
 - pi: the extension in `~/.pi/agent/settings.json` (`packages`, what `pi install` writes) and
   `~/.pi/agent/memory-pipeline.json`, where the extension finds the service and its token file
@@ -26,7 +27,19 @@ from typing import Any, Literal
 Agent = Literal["claude-code", "codex", "pi"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex", "pi")
 SERVER = "memory"
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+# Claude Code's hook events and, for a tool's event, the tools its hook runs after (its `matcher`, a regex of tool
+# names; () for an event that takes none). https://code.claude.com/docs/en/hooks#posttooluse: PostToolUse runs
+# after a tool that succeeded, PostToolUseFailure after one that failed. A file's memory comes with its first Read
+# or Write: pi's extension recalls on read, edit and write, but Claude Code's Edit and MultiEdit refuse a file the
+# session did not Read first, so their hook (a process per edit, about a second) could only be told "given
+# already". Bash only when it failed: the gotchas known about the command.
+HOOK_EVENTS: dict[str, tuple[str, ...]] = {
+    "SessionStart": (),
+    "UserPromptSubmit": (),
+    "Stop": (),
+    "PostToolUse": ("Read", "Write"),
+    "PostToolUseFailure": ("Bash",),
+}
 PI_CONFIG = "memory-pipeline.json"
 _TOML_MARK = "# memory_pipeline: added by `memory-pipeline install codex`"
 
@@ -125,10 +138,11 @@ def _claude_hooks(place: Place, remove: bool) -> Callable[[dict[str, Any]], str 
             return f"removed the memory hooks ({', '.join(removed)})" if removed else None
         hooks = settings.setdefault("hooks", {})
         added = []
-        for event in HOOK_EVENTS:
+        for event, tools in HOOK_EVENTS.items():
             groups = hooks.setdefault(event, [])
             if not any(ours(g) for g in groups):
-                groups.append({"hooks": [{"type": "command", "command": command}]})
+                matcher = {"matcher": "|".join(tools)} if tools else {}
+                groups.append(matcher | {"hooks": [{"type": "command", "command": command}]})
                 added.append(event)
         return f"added hooks {', '.join(added)}: {command}" if added else None
 

@@ -17,9 +17,9 @@ from memory_pipeline.service.client import DEGRADED_HEADER, ServiceRefused, ask,
 if TYPE_CHECKING:
     from memory_pipeline.search.engine import MemorySearch
     from memory_pipeline.search.models import Row
-    from memory_pipeline.search.moment import Moment, Recalled
     from memory_pipeline.search.remember import Note
     from memory_pipeline.settings import Settings
+    from memory_pipeline.stores.moments import Moment, Recalled
 
 # The filters every read takes (the service's query parameters, FilterParams' fields): project, since, until,
 # priority, kind, agent.
@@ -117,7 +117,7 @@ class MemoryAccess:
     def recall(self, moment: Moment) -> Recalled:
         """What the session should be given at `moment` and was not yet (the injection ledger records it): from
         the running service, else in-process over the same ledger. `ServiceRefused`, OSError on the way."""
-        from memory_pipeline.search.moment import Recalled
+        from memory_pipeline.stores.moments import Recalled
 
         base = self.service
         if base:

@@ -58,6 +58,11 @@ class SessionLedger(BaseModel):
     def given(self) -> set[str]:
         return {line.key for i in self.injections for line in i.lines}
 
+    def answered(self, event: Event) -> set[str]:
+        """The texts (as kept: `InjectionLedger.kept`) of this session's deliveries of `event`: a file's path
+        there was recalled for the session already."""
+        return {i.text for i in self.injections if i.event == event}
+
 
 class SessionSummary(BaseModel):
     session_id: str
@@ -75,11 +80,15 @@ class InjectionLedger:
     def _path(self, session_id: str) -> Path:
         return self.folder / f"{safe_id(session_id)}.jsonl"
 
+    def kept(self, text: str) -> str:
+        """The prompt, path or command of a delivery as the ledger keeps it: clipped, redacted."""
+        return self.redactor.redact(text[:MAX_TEXT])
+
     def record(self, injection: Injection) -> Injection:
         """Append `injection` (its texts redacted, the prompt clipped) to its session's file; returns what was kept."""
         clean = injection.model_copy(
             update={
-                "text": self.redactor.redact(injection.text[:MAX_TEXT]),
+                "text": self.kept(injection.text),
                 "lines": [InjectedLine(key=x.key, text=self.redactor.redact(x.text)) for x in injection.lines],
             }
         )

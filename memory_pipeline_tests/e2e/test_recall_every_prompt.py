@@ -47,11 +47,15 @@ OTHERS = [
     "Staging sends only to addresses at example.org.",
 ]
 MIGRATE = "Run make migrate after changing the database schema: the app refuses an old schema at start."
+# What a Claude Code session meets through its tools: a file's trap (the memory names the file) and a command's.
+SEND = "src/mail/send.ts"
+FILE_GOTCHA = "Batch the recipients in send.ts: the provider refuses more than 50 addresses in one call."
+COMMAND_GOTCHA = "pnpm lint fails on generated code until pnpm codegen has run."
 
 
-def _idea(kind: str, summary: str, priority: str) -> dict:
+def _idea(kind: str, summary: str, priority: str, files: tuple[str, ...] = ()) -> dict:
     return {"summary": summary, "tags": [kind], "priority": priority, "kind": kind, "subject": summary[:30],
-            "files": [], "evidence": summary, "evidence_role": "user"}  # fmt: skip
+            "files": list(files), "evidence": summary, "evidence_role": "user"}  # fmt: skip
 
 
 def _memories(settings: Settings, project: str) -> None:
@@ -60,7 +64,9 @@ def _memories(settings: Settings, project: str) -> None:
         "reason": None, "summarized_at": f"{DAY}T12:00:00+00:00", "llm_calls": 1, "seconds": 1.0,
         "prompt_tokens": 1, "completion_tokens": 1, "generation_seconds": 0.5, "status": "summarised",
     }  # fmt: skip
-    ideas = [("rule", IMPORTANT, "high"), *(("fact", t, "medium") for t in [*THEMES, *OTHERS, MIGRATE])]
+    # The tools' gotchas oldest: a start's recent section and the prompts' tests see the others as before.
+    tools = [("gotcha", FILE_GOTCHA, "medium", (SEND,)), ("gotcha", COMMAND_GOTCHA, "medium")]
+    ideas = [*tools, ("rule", IMPORTANT, "high"), *(("fact", t, "medium") for t in [*THEMES, *OTHERS, MIGRATE])]
     frame = pl.DataFrame(
         [
             base
@@ -141,8 +147,9 @@ def test_the_second_prompt_of_a_pi_session_gets_a_line_the_first_did_not(project
     assert f"session {session_id}: 2 deliveries" in shown and ids[MIGRATE] in shown
 
 
-def _hook(settings: Settings, payload: dict, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = cli_env(settings, MEMORY_SERVICE_URL=f"http://127.0.0.1:{free_port()}")  # in-process: no service
+def _hook(settings: Settings, payload: dict, cwd: Path, service: str | None = None) -> subprocess.CompletedProcess[str]:
+    # Without `service`: a port nobody serves, so the start and prompts run in-process.
+    env = cli_env(settings, MEMORY_SERVICE_URL=service or f"http://127.0.0.1:{free_port()}")
     return subprocess.run(
         [sys.executable, "-m", "memory_pipeline", "hook", "claude-code"],
         input=json.dumps(payload), env=env, cwd=cwd, capture_output=True, text=True, timeout=300,
@@ -181,6 +188,65 @@ def test_claude_codes_session_start_prints_the_projects_memories_and_prompts_get
                                                                         ("prompt", "claude-code")]  # fmt: skip
     keys = [line["key"] for i in ledger["injections"] for line in i["lines"]]
     assert len(keys) == len(set(keys)) and ids[IMPORTANT] in keys
+
+
+def test_claude_codes_file_reads_and_failing_commands_recall_through_the_service(
+    project: tuple[Settings, Path], tmp_path: Path
+) -> None:
+    """PostToolUse after a Read and PostToolUseFailure after a failing Bash, the payloads as Claude Code sends them
+    (https://code.claude.com/docs/en/hooks#posttooluse), through `memory-pipeline serve`."""
+    settings, folder = project
+    ids = _ids(settings)
+    session = f"cc-tools-{uuid.uuid4().hex[:8]}"
+    tool = {"session_id": session, "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(folder),
+            "permission_mode": "default", "tool_use_id": "toolu_01"}  # fmt: skip
+    path = str(folder / SEND)
+    read = tool | {"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": path},
+                   "tool_response": {"type": "text", "file": {"filePath": path, "content": "x"}}}  # fmt: skip
+    lint = {"command": "pnpm lint", "description": "Lint the project"}
+    failed = tool | {"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "tool_input": lint,
+                     "error": "Command exited with non-zero status code 1", "is_interrupt": False}  # fmt: skip
+    bash_output = {"stdout": "", "stderr": "", "interrupted": False, "isImage": False}
+    succeeded = tool | {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": lint,
+                        "tool_response": bash_output}  # fmt: skip
+    with memory_service(settings) as base:
+        first = _hook(settings, read, tmp_path, base)
+        assert first.returncode == 0, first.stderr[-2000:]
+        output = json.loads(first.stdout)["hookSpecificOutput"]
+        assert output["hookEventName"] == "PostToolUse"
+        assert output["additionalContext"].startswith(f"[memory about {SEND}]")
+        assert FILE_GOTCHA in output["additionalContext"] and ids[FILE_GOTCHA] in output["additionalContext"]
+        again = _hook(settings, read, tmp_path, base)  # the same file read again: given once
+        unknown = _hook(settings, read | {"tool_input": {"file_path": "src/theme.ts"}}, tmp_path, base)
+        assert (again.returncode, again.stdout, unknown.returncode, unknown.stdout) == (0, "", 0, "")
+        ok = _hook(settings, succeeded, tmp_path, base)  # a command that worked: nothing to recall
+        assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+
+        error = _hook(settings, failed, tmp_path, base)
+        assert error.returncode == 0, error.stderr[-2000:]
+        output = json.loads(error.stdout)["hookSpecificOutput"]
+        assert output["hookEventName"] == "PostToolUseFailure"
+        assert COMMAND_GOTCHA in output["additionalContext"] and ids[COMMAND_GOTCHA] in output["additionalContext"]
+
+        ledger = httpx.get(f"{base}/api/v1/injected", params={"session_id": session}).json()
+        assert [(i["event"], i["agent"], i["text"]) for i in ledger["injections"]] == [
+            ("file", "claude-code", path),
+            ("error", "claude-code", "pnpm lint"),
+        ]
+        assert (
+            ids[FILE_GOTCHA] in ledger["injections"][0]["ids"] and ids[COMMAND_GOTCHA] in ledger["injections"][1]["ids"]
+        )
+    assert not any(tmp_path.iterdir())  # nothing written where it ran
+
+    # No service: a read says nothing and searches nothing in-process (nothing given, nothing recorded).
+    alone = read | {"session_id": f"{session}-alone"}
+    down = _hook(settings, alone, tmp_path)
+    assert (down.returncode, down.stdout, down.stderr) == (0, "", "")
+    shown = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline", "injected", "--session", alone["session_id"], "--json"],
+        env=cli_env(settings), capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(shown)["injections"] == []
 
 
 def test_with_the_service_down_pi_still_gets_memory_md_s_rules_and_one_notice(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from memory_pipeline.search.moment import Moment, Recalled
 from memory_pipeline.service.client import ServiceRefused
 from memory_pipeline.service.hooks.claude_code import claude_code
+from memory_pipeline.stores.moments import Moment, Recalled
 
 
 class _Calls:
@@ -82,3 +82,81 @@ def test_a_degraded_recall_is_said_apart_and_its_markdown_still_given() -> None:
     out = calls.answer({"hook_event_name": "SessionStart", "cwd": "/w"})
     assert calls.said == ["memory briefing: embeddings down: BM25 only"]
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == "## Memory\n- use pnpm"
+
+
+def _tool(event: str, tool: str, tool_input: dict, **more: object) -> dict:
+    """A tool's payload as Claude Code sends it (https://code.claude.com/docs/en/hooks#posttooluse)."""
+    return {"hook_event_name": event, "session_id": "s1", "cwd": "/w/shop", "transcript_path": "/t.jsonl",
+            "tool_name": tool, "tool_input": tool_input, "tool_use_id": "toolu_01"} | more  # fmt: skip
+
+
+def test_a_file_read_or_written_is_recalled_by_its_path_against_cwd_as_pi_names_it() -> None:
+    calls = _Calls(markdown="[memory about src/theme.ts] colours are rgb triples (id `f9`)")
+    response = {"type": "text", "file": {"filePath": "/w/shop/src/theme.ts", "content": "export const x = 1"}}
+    out = calls.answer(_tool("PostToolUse", "Read", {"file_path": "/w/shop/src/theme.ts"}, tool_response=response))
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext": "[memory about src/theme.ts] colours are rgb triples (id `f9`)",
+        }
+    }
+    calls.answer(_tool("PostToolUse", "Write", {"file_path": "lib/../src/new.ts", "content": "x"}))
+    read, written = calls.moments
+    assert (read.event, read.text, read.project, read.agent) == (
+        "file",
+        "/w/shop/src/theme.ts",
+        "/w/shop",
+        "claude-code",
+    )
+    assert (written.event, written.text) == ("file", "/w/shop/src/new.ts")  # relative: against cwd, `..` folded
+    assert calls.said == []
+
+
+def test_a_failed_command_recalls_its_gotchas_and_a_successful_one_nothing() -> None:
+    calls = _Calls(markdown="## Known about this command\n- run make migrate first (id `g1`)")
+    failed = _tool("PostToolUseFailure", "Bash", {"command": "  make test ", "description": "Run the tests"},
+                   error="Command exited with non-zero status code 2", is_interrupt=False)  # fmt: skip
+    out = calls.answer(failed)
+    [moment] = calls.moments
+    assert (moment.event, moment.text, moment.session_id) == ("error", "make test", "s1")
+    assert json.loads(out)["hookSpecificOutput"] == {
+        "hookEventName": "PostToolUseFailure",
+        "additionalContext": "## Known about this command\n- run make migrate first (id `g1`)",
+    }
+    succeeded = _tool("PostToolUse", "Bash", {"command": "make test"},
+                      tool_response={"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False})  # fmt: skip
+    assert calls.answer(succeeded) == ""
+    assert calls.answer(failed | {"is_interrupt": True}) == ""  # the person stopped it: not the command's failure
+    assert calls.answer(_tool("PostToolUseFailure", "Bash", {"command": "  "})) == ""
+    assert len(calls.moments) == 1 and calls.said == []
+
+
+def test_other_tools_and_odd_inputs_take_nothing_and_say_nothing() -> None:
+    calls = _Calls()
+    for payload in (
+        _tool("PostToolUse", "Grep", {"pattern": "x"}),
+        _tool("PostToolUse", "mcp__memory__search", {"query": "x"}),
+        _tool("PostToolUse", "Edit", {"file_path": "/w/shop/a.py"}),  # read first, by Claude Code's own rule
+        _tool("PostToolUseFailure", "Read", {"file_path": "/w/shop/gone.py"}, error="File does not exist."),
+        _tool("PostToolUse", "Read", {}),
+        _tool("PostToolUse", "Read", {"file_path": 7}),
+    ):
+        assert calls.answer(payload) == ""
+    assert calls.moments == [] and calls.said == []
+    assert calls.answer(_tool("PostToolUse", "Read", "not an object")) == ""  # type: ignore[arg-type]
+    assert "not Claude Code's JSON" in calls.said[-1]
+
+
+def test_a_tools_recall_asks_only_a_running_service_and_is_quiet_without_one() -> None:
+    calls = _Calls()
+    read = _tool("PostToolUse", "Read", {"file_path": "/w/shop/a.py"})
+    assert (
+        claude_code(json.dumps(read), calls.recall, calls.notified.append, calls.said.append, served=lambda: False)
+        == ""
+    )
+    assert calls.moments == [] and calls.said == []
+    start = {"hook_event_name": "SessionStart", "cwd": "/w"}  # a start still runs in-process without one
+    assert claude_code(json.dumps(start), calls.recall, calls.notified.append, calls.said.append, served=lambda: False)
+    assert _Calls(markdown="").answer(read) == ""  # nothing known about the file: no output at all
+    calls.refuse = ServiceRefused("memory service: 503")
+    assert calls.answer(read) == "" and calls.said == ["memory hook: memory service: 503"]

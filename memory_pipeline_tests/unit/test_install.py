@@ -65,6 +65,13 @@ def test_what_install_writes(tmp_path: Path) -> None:
     command = "uv run --project '/opt/memory pipeline' memory-pipeline hook claude-code"
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         assert {"hooks": [{"type": "command", "command": command}]} in settings["hooks"][event]
+    # After a tool: a file read or written, a command that failed (Claude Code's matchers: regexes of tool names).
+    assert settings["hooks"]["PostToolUse"] == [
+        {"matcher": "Read|Write", "hooks": [{"type": "command", "command": command}]}
+    ]
+    assert settings["hooks"]["PostToolUseFailure"] == [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}
+    ]
     assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == "say done"
     claude = json.loads((home / ".claude.json").read_text())
     assert claude["numStartups"] == 7 and claude["mcpServers"]["other"] == {"command": "x"}
@@ -129,3 +136,30 @@ def test_the_commands_print_what_they_changed(tmp_path: Path, monkeypatch: pytes
     assert undone.exit_code == 0 and "restored as it was before install" in undone.output
     assert _tree(home) == {}
     assert os.listdir(tmp_path / "memory" / ".state") == []
+
+
+def test_an_earlier_install_gains_the_tool_hooks_and_uninstall_restores_it(tmp_path: Path) -> None:
+    """A settings file set up before the tool hooks (the three events only): install adds the two tool events,
+    keeps the rest, and uninstall gives back that file byte for byte; an entry the person changed is theirs."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    command = "uv run --project '/opt/memory pipeline' memory-pipeline hook claude-code"
+    ours = [{"hooks": [{"type": "command", "command": command}]}]
+    earlier = {"hooks": {e: ours for e in ("SessionStart", "UserPromptSubmit", "Stop")}}
+    earlier["hooks"]["PostToolUse"] = [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt"}]}]
+    path = home / ".claude" / "settings.json"
+    path.write_text(json.dumps(earlier, indent=4))
+    before = path.read_bytes()
+    place = _place(home)
+    [line, _mcp] = install("claude-code", place, tmp_path / "state")
+    assert "added hooks PostToolUse, PostToolUseFailure:" in line
+    settings = json.loads(path.read_text())
+    assert settings["hooks"]["SessionStart"] == ours  # not added twice
+    assert [g.get("matcher") for g in settings["hooks"]["PostToolUse"]] == ["Edit", "Read|Write"]
+    uninstall("claude-code", place, tmp_path / "state")
+    assert path.read_bytes() == before
+    # Without the copy (the file changed since): only what install adds goes, the person's own hook stays.
+    install("claude-code", place, tmp_path / "state")
+    path.write_text(path.read_text() + "\n")
+    uninstall("claude-code", place, tmp_path / "state")
+    assert json.loads(path.read_text()) == {"hooks": {"PostToolUse": earlier["hooks"]["PostToolUse"]}}

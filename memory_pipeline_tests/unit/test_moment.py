@@ -261,3 +261,19 @@ def test_a_failing_command_recalls_only_what_is_known_about_failures(tmp_path: P
     assert made.ids == ["g1", "o1"] and made.tokens <= 200 and "Known about this command" in made.markdown
     again, _ = recall(search, ledger, moment, None)  # type: ignore[arg-type]
     assert again.markdown == ""  # the same failure again: nothing twice
+
+
+def test_a_files_reminder_is_given_once_per_session_as_the_ledger_tells_a_hook(tmp_path: Path) -> None:
+    search, ledger = _search(), _ledger(tmp_path)
+    read = Moment(session_id="c", agent="claude-code", event="file", project=PROJECT, text="/work/shop/src/theme.ts")
+    first, _ = recall(search, ledger, read, None)  # type: ignore[arg-type]
+    assert first.ids == ["f9"] and first.markdown.startswith("[memory about src/theme.ts]")
+    again, _ = recall(search, ledger, read, None)  # type: ignore[arg-type]
+    assert again.markdown == "" and again.ids == []  # a second Read of it: a process with only the ledger to ask
+    other, _ = recall(search, ledger, read.model_copy(update={"session_id": "d"}), None)  # type: ignore[arg-type]
+    assert other.ids == ["f9"]  # another session reads it for the first time
+    history = ledger.read("c")
+    assert [(i.event, i.agent, i.text, i.ids) for i in history.injections] == [
+        ("file", "claude-code", "/work/shop/src/theme.ts", ["f9"])
+    ]
+    assert history.answered("file") == {"/work/shop/src/theme.ts"} and history.answered("error") == set()
