@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults` only when
-named (it runs test files).
+fixture_memories, faithful, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults`
+only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -14,6 +14,7 @@ import sys
 from bench import (
     compaction,
     executor,
+    faithful,
     faults,
     fixture_memories,
     followthrough,
@@ -62,6 +63,7 @@ BENCHMARKS = {
     "next_session": next_session.main,
     "needs": needs.main,
     "fixture_memories": fixture_memories.main,
+    "faithful": faithful.main,
     "fresh": fresh.main,
     "compaction": compaction.main,
     "slow_server": slow_server.main,
