@@ -36,6 +36,8 @@ DETERMINERS = frozenset(
 )
 # The words that stand for something said before them ("They hang because Redis is not running").
 POINTING = frozenset("it its they them this that these those he she".split())  # noqa: SIM905
+# The persons a sentence may be about without naming them ("I prefer tabs", "we use pnpm", "they hang").
+PRONOUNS = frozenset("i we you he she it they".split())  # noqa: SIM905
 # The words around a claim about who said what ("the user said they want …"): they say nothing of the subject.
 SPEECH_WORDS = frozenset(
     """user users said says say stated states state asked asks ask wants want wanted requested requests told

@@ -37,6 +37,7 @@ from memory_pipeline.language.words import (
     CAUSE_FRAME,
     DETERMINERS,
     POINTING,
+    PRONOUNS,
     STOP_WORDS,
     THIRD_PERSON,
     VALUES_FRAME,
@@ -46,6 +47,7 @@ from memory_pipeline.language.words import (
     words,
 )
 from memory_pipeline.sentences import sentences
+from memory_pipeline.summarize.knowledge import mend_typos
 from memory_pipeline.summarize.trust import grounding, latin_share
 
 # The share of a memory's content words its evidence must hold. Chosen on the tuning half of the frozen labels
@@ -80,7 +82,9 @@ def _folded(text: str) -> str:
 
 def invented(statement: str, source: str) -> list[str]:
     """The particulars of `statement` that `source` does not hold (case and spacing aside)."""
-    have = f" {_folded(source)} "
+    folded = _folded(source)
+    # A file is named by its path's last part as often as by the path ("`dark.json`" of ".../theme/dark.json").
+    have = f" {folded} {' '.join(word.rsplit('/', 1)[-1] for word in folded.split() if '/' in word)} "
     return [p for p in _particulars(statement) if f" {_folded(p)} " not in have]
 
 
@@ -159,24 +163,41 @@ def subject_of(statement: str) -> list[str]:
     found: list[str] = []
     for sentence in sentences(statement) or [statement]:
         said = tokens(_first_clause(sentence))
+        if len(tokens(sentence)) < 2 or _pronoun_first(said):
+            continue  # "Investigate.", "This will help …": no subject of its own to hold to the evidence
         at = 0
         while at < len(said) and _ends_phrase(said[at]):
             at += 1
-        opens = at == 0  # no determiner before it: its first word may be a verb ("Add CSS for …")
         if at + 1 < len(said) and said[at + 1].lower() in DETERMINERS:  # a verb and its object
-            at, opens = at + 2, False
+            at += 2
             while at < len(said) and said[at].lower() in STOP_WORDS:
                 at += 1
-        phrase: list[str] = []
-        while at < len(said) and not _ends_phrase(said[at]) and len(phrase) < SUBJECT_WORDS:
-            phrase.append(said[at])
-            at += 1
-        if opens and len(phrase) > 1:
-            phrase = phrase[1:]  # an imperative opens on its verb: what follows is what it is about
+        phrase = _phrase(said, at)
+        if phrase and said[at + len(phrase) : at + len(phrase) + 1] == ["of"]:
+            phrase = _phrase(said, at + len(phrase) + 1) or phrase  # "the color of `dimGray`" is about dimGray
+        if (at == 0 or said[at - 1].lower() not in DETERMINERS) and len(phrase) > 1:
+            phrase = phrase[1:]  # no determiner before it: its first word may be a verb ("Add CSS for …")
         if not sentence.isascii() and not any(t.lower() in STOP_WORDS for t in tokens(sentence)):
             phrase = [t for t in phrase if _name_like(t)]  # another language: its names only
         found += phrase
     return found
+
+
+def _pronoun_first(said: list[str]) -> bool:
+    """A clause whose subject is a pronoun ("I prefer …", "This will help …", "It was …")."""
+    first, second = (said + ["", ""])[:2]
+    return first.lower() in PRONOUNS or (first.lower() in POINTING and _ends_phrase(second or "."))
+
+
+def _phrase(said: list[str], at: int) -> list[str]:
+    """The words of a noun phrase from `at`, past its stop words, to the next stop word or rule marker."""
+    while at < len(said) and said[at].lower() in STOP_WORDS and said[at].lower() not in PRONOUNS:
+        at += 1
+    phrase: list[str] = []
+    while at < len(said) and not _ends_phrase(said[at]) and len(phrase) < SUBJECT_WORDS:
+        phrase.append(said[at])
+        at += 1
+    return phrase
 
 
 def _squashed(text: str) -> str:
@@ -191,6 +212,7 @@ def invented_subject(statement: str, evidence: str) -> list[str]:
     subject = [t for t in subject_of(statement) if t.lower() not in _FRAME_WORDS]
     if latin_share(statement) >= 0.5 > latin_share(evidence):
         subject = [t for t in subject if _name_like(t)]
+    evidence = mend_typos(evidence, statement)  # a slip the statement spells right: "console" of "no conosle logs"
     have = {form for word in words(evidence) for form in _forms(word)}
     prefixes = {word[:5] for word in have if len(word) >= 5}
     together = _squashed(evidence)

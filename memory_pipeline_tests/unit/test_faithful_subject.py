@@ -88,6 +88,7 @@ def test_a_subject_its_evidence_does_not_name_is_caught(statement: str, evidence
             "Main dropdown: dedicated apply_patch filter button.",
             "apply_patch should have its own filter button in the main filter drop down.",
         ),
+        ("No console logs - errors are returned to the caller.", "no conosle logs! setTheme should return an error"),
         # The words composition frames a claim with are not its subject.
         (
             "The cause was the console.logs/errors in theme.ts.",
@@ -104,6 +105,13 @@ def test_a_statement_about_what_its_evidence_is_about_passes(statement: str, evi
     assert unfaithful(statement, evidence) == ""
 
 
+def test_a_file_named_by_the_last_part_of_its_path_is_no_invention() -> None:
+    """The values a person set, composed with the file the turn edited: the turn's tool call names its full path."""
+    turn = '(used the edit tool: {"path": "packages/coding-agent/src/theme/dark.json", "oldText": "…"})'
+    assert unfaithful("Values set in `dark.json`: accent #8abeb7.", "accent #8abeb7", turn) == ""
+    assert "light.json" in unfaithful("Values set in `light.json`: accent #8abeb7.", "accent #8abeb7", turn)
+
+
 def test_evidence_that_points_back_leaves_its_subject_to_the_turn() -> None:
     """ "They hang because Redis is not running" names its subject by pointing at the question; the statement may
     name it from the turn. Evidence that names no subject at all leaves it to no one."""
@@ -117,7 +125,9 @@ def test_the_subject_is_the_first_noun_phrase_or_the_object_of_the_opening_verb(
     assert subject_of("Set the theme to 1 for true colors.") == ["theme"]
     assert subject_of("The `print-mode` class is now 69 lines.") == ["print-mode", "class"]
     assert subject_of("Always make the footer dimmer.") == ["footer", "dimmer"]
-    assert subject_of("Postgres is the dev database. Kind of like you.") == ["Postgres", "Kind"]
+    assert subject_of("Postgres is the dev database. This will help.") == ["Postgres"]
+    assert subject_of("Change the color of `dimGray` to #666666.") == ["dimGray"]
+    assert subject_of("I prefer tabs. Investigate.") == []
 
 
 def test_an_invented_subject_with_nothing_to_say_without_it_is_dropped_and_counted() -> None:
