@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, faithful, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults`
-only when named (it runs test files).
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults` only when
+named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -63,7 +63,6 @@ BENCHMARKS = {
     "next_session": next_session.main,
     "needs": needs.main,
     "fixture_memories": fixture_memories.main,
-    "faithful": faithful.main,
     "fresh": fresh.main,
     "compaction": compaction.main,
     "slow_server": slow_server.main,
@@ -79,7 +78,13 @@ TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
 # `needs_real` reads a checkout of a public history that is not in the repository (bench/needs_real.py).
 # `faults` runs test files, minutes each.
-NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main, "faults": faults.main}
+# `faithful` reads the fixtures and the 37 labelled turns with the model (its answers cached for the next run).
+NAMED_ONLY = {
+    "selection": selection.main,
+    "needs_real": needs_real.main,
+    "faults": faults.main,
+    "faithful": faithful.main,
+}
 
 
 def main() -> None:
