@@ -59,7 +59,7 @@ from memory_pipeline.summarize.ideas import (
     InvalidIdeas,
     parse_memories,
 )
-from memory_pipeline.summarize.knowledge import about_itself, is_request
+from memory_pipeline.summarize.knowledge import about_itself, is_request, with_subject
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
@@ -217,12 +217,15 @@ def check_faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) 
         if strays(idea.summary, idea.evidence):
             outcome.dropped.append(("unfaithful: says what its evidence does not hold", idea.summary))
             continue
-        why = unfaithful(idea.summary, idea.evidence, turn.everything)
+        # A person's words that leave their subject to the reply ("should be dimmer" answered by "The footer is
+        # using …") name it as composition does (`knowledge.with_subject`): that subject is theirs too.
+        said = (idea.evidence_role == "user" and with_subject(idea.evidence, turn.assistant)) or idea.evidence
+        why = unfaithful(idea.summary, said, turn.everything)
         if not why:
             kept.append(idea)
             continue
-        again = make_idea(idea.kind, idea.evidence, idea.evidence, idea.evidence_role, idea.subject)
-        if again is not None and not unfaithful(again.summary, idea.evidence, turn.everything) and says_enough(again):
+        again = make_idea(idea.kind, said, idea.evidence, idea.evidence_role, idea.subject)
+        if again is not None and not unfaithful(again.summary, said, turn.everything) and says_enough(again):
             outcome.recomposed.append((why, idea.summary))
             kept.append(again.model_copy(update={"priority": idea.priority}))
         else:

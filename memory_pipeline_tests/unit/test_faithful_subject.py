@@ -139,6 +139,25 @@ def test_an_invented_subject_with_nothing_to_say_without_it_is_dropped_and_count
     assert [why for why, _ in outcome.dropped] == ["unfaithful: names a subject its evidence does not (theme)"]
 
 
+def test_a_subject_the_reply_opens_on_is_the_persons_when_they_left_it_out() -> None:
+    """As `compose.reworded` names it (`knowledge.with_subject`): "should be dimmer" answered by "The footer is
+    using …" is about the footer; a subject the reply does not open on stays invented."""
+    said = "should be dimmer, don't modify the theme"
+    turn = TurnText(user=said, assistant="The footer is using the dim color for everything.", other="")
+    for statement, kept in (
+        (
+            "The footer should be dimmer, don't modify the theme.",
+            "The footer should be dimmer, don't modify the theme.",
+        ),
+        (
+            "The status bar should be dimmer, don't modify the theme.",
+            "The footer should be dimmer, don't modify the theme.",
+        ),
+    ):
+        outcome = TurnOutcome("s", "t", status="summarised")
+        assert [i.summary for i in check_faithful([_idea(statement, said, "rule")], turn, outcome)] == [kept]
+
+
 def test_an_invented_subject_is_recomposed_from_its_evidence_when_that_stands_alone() -> None:
     evidence = "TruncatedText should only handle single lines and stop at newlines."
     outcome = TurnOutcome("s", "t", status="summarised")
