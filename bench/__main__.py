@@ -14,6 +14,7 @@ import sys
 from bench import (
     compaction,
     executor,
+    faithful,
     faults,
     fixture_memories,
     followthrough,
@@ -77,7 +78,13 @@ TOOLS = {"screenshots": screenshots.main}
 # Only when named: it needs onnxruntime, which only this measurement uses (see bench/selection.py).
 # `needs_real` reads a checkout of a public history that is not in the repository (bench/needs_real.py).
 # `faults` runs test files, minutes each.
-NAMED_ONLY = {"selection": selection.main, "needs_real": needs_real.main, "faults": faults.main}
+# `faithful` reads the fixtures and the 37 labelled turns with the model (its answers cached for the next run).
+NAMED_ONLY = {
+    "selection": selection.main,
+    "needs_real": needs_real.main,
+    "faults": faults.main,
+    "faithful": faithful.main,
+}
 
 
 def main() -> None:

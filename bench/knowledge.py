@@ -42,8 +42,14 @@ from memory_pipeline.stores.embeddings import embeddings_client
 from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import disclosed, distinct, facts_of, make_idea, without_orders
-from memory_pipeline.summarize.extract import TurnJob, candidates_without_model, summarise_turns
-from memory_pipeline.summarize.faithful import invented, strays, unfaithful
+from memory_pipeline.summarize.extract import (
+    TurnJob,
+    TurnOutcome,
+    candidates_without_model,
+    check_faithful,
+    summarise_turns,
+)
+from memory_pipeline.summarize.faithful import invented, unfaithful
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
 from memory_pipeline.summarize.logistic import fit, probability
@@ -392,11 +398,13 @@ def ablation(turns: Sequence[dict], split: str = "held_out") -> list[list[str]]:
     return rows
 
 
-def replay(turns: Sequence[dict], cache: str) -> list[list[Idea]]:
+def replay(turns: Sequence[dict], cache: str, checked: TurnOutcome | None = None) -> list[list[Idea]]:
     """The memories the code as it is would store, from the model's answers cached by an earlier run (`cache`, a
     folder of bench/.work/knowledge): the gate before the model spares a turn (its own words only), and the
-    checks after the model that do not ask it again (`faithful.strays`, the learned gate) run anew. An estimate
-    in minutes where a model run takes an hour: the cached answers were given to the earlier code's prompt."""
+    checks after the model that do not ask it again (the faithfulness check, `extract.check_faithful`, whose
+    recompositions and drops are counted on `checked`; the learned gate) run anew. An estimate in minutes where a
+    model run takes an hour: the cached answers were given to the earlier code's prompt."""
+    checked = checked if checked is not None else TurnOutcome("", "", status="summarised")
     found = []
     for t in turns:
         text = turn_text(job_of(t).messages)
@@ -404,7 +412,7 @@ def replay(turns: Sequence[dict], cache: str) -> list[list[Idea]]:
             ideas = candidates_without_model(text)
         else:
             cached = json.loads((WORK / cache / f"{t['id']}.json").read_text())["ideas"]
-            ideas = [i for i in map(Idea.model_validate, cached) if not strays(i.summary, i.evidence)]
+            ideas = distinct(check_faithful([Idea.model_validate(i) for i in cached], text, checked))
         found.append([i for i in ideas if gate.keeps(i, text)])
     return found
 
@@ -412,7 +420,8 @@ def replay(turns: Sequence[dict], cache: str) -> list[list[Idea]]:
 def main_replay(argv: list[str]) -> None:
     cache = next(a.split("=", 1)[1] for a in argv if a.startswith("--replay="))
     turns = load_turns()
-    found = replay(turns, cache)
+    checked = TurnOutcome("", "", status="summarised")
+    found = replay(turns, cache, checked)
     verdicts = judge(turns, found)
     columns = {}
     for split in ("tune", "held_out"):
@@ -424,6 +433,8 @@ def main_replay(argv: list[str]) -> None:
         "the gate before the model and the checks after it run anew), labels frozen in "
         f"{_labels_commit()}.\n\n"
         + table(["", "tune half", "held-out half"], [[m, columns["tune"][m], columns["held_out"][m]] for m in measures])
+        + "\n\nChanged by the faithfulness check, both halves, before the gate: "
+        + json.dumps(dict(Counter(why.split(" (")[0] for why, _ in [*checked.recomposed, *checked.dropped])))
     )
     write_section("knowledge (replay)", f"uv run python -m bench knowledge --replay={cache}", body)
     print(body)

@@ -19,6 +19,8 @@ RULE = re.compile(
     r"|(?<!\bi )\bneeds?\b(?! (?:you|u|help)\b)|^use\b.*,\s*(?:no|not)\s"
     r"|(?:^|[,;]\s*)no (?:[a-z0-9]+ ){0,2}[a-z0-9]+s\b(?=[!.]|$))"
 )
+# A rule said without what it is about ("should be dimmer", "needs to be set to 1"): it opens on its modal.
+MODAL_FIRST = re.compile(r"^(?:should|must|needs? to|has to|have to)\b", re.I)
 # A choice made, or one thing put in another's place.
 DECISION = re.compile(
     r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
@@ -46,9 +48,11 @@ NEGATION = re.compile(
     r"|no longer|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
     r"|n't\b"
 )
-# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size), a name with code marks.
+# Particulars: a code span, a URL, a path or file, a number (a port, a version, a size, with the unit it is joined
+# to: "2-space" is one particular, not "2"), a name with code marks.
 PARTICULAR = re.compile(
-    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*\w*|\b\w+[._-]\w[\w.-]*|\b[a-z]+[A-Z]\w*"
+    r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*(?:[\w-]*\w)?|\b\w+[._-]\w[\w.-]*"
+    r"|\b[a-z]+[A-Z]\w*"
 )
 # The words a negation reaches: up to the end of its clause.
 CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)

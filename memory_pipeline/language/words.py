@@ -29,6 +29,15 @@ STOP_WORDS = frozenset(
     when when's where where's which while who who's whom why why's will with won't would wouldn't yes ok okay
     please you you'd you'll you're you've your yours yourself yourselves""".split()  # noqa: SIM905 - a word list reads better as text
 )
+# The stop words that open a noun phrase ("the theme", "all TUI test files"): after a verb they mark its object,
+# so "Set the theme to 1" is about the theme, not about setting.
+DETERMINERS = frozenset(
+    "a an the this that these those my your our their its his her all each every some any no".split()  # noqa: SIM905
+)
+# The words that stand for something said before them ("They hang because Redis is not running").
+POINTING = frozenset("it its they them this that these those he she".split())  # noqa: SIM905
+# The persons a sentence may be about without naming them ("I prefer tabs", "we use pnpm", "they hang").
+PRONOUNS = frozenset("i we you he she it they".split())  # noqa: SIM905
 # The words around a claim about who said what ("the user said they want …"): they say nothing of the subject.
 SPEECH_WORDS = frozenset(
     """user users said says say stated states state asked asks ask wants want wanted requested requests told
@@ -61,6 +70,11 @@ THIRD_PERSON = (
     (r"^my\b", "The person's"),
     (r"^our\b", "Their"),
 )
+
+# The words composition frames a claim with, beside `THIRD_PERSON`'s ("The cause was …", "Values set: …"): never what
+# the claim is about (`summarize.faithful.invented_subject`).
+CAUSE_FRAME = "The cause was"
+VALUES_FRAME = "Values set"
 
 
 def tokens(text: str) -> list[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory_pipeline.language.kinds import Kind
+from memory_pipeline.language.lexicon import MODAL_FIRST
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate, turn_gate
@@ -58,7 +59,7 @@ from memory_pipeline.summarize.ideas import (
     InvalidIdeas,
     parse_memories,
 )
-from memory_pipeline.summarize.knowledge import about_itself
+from memory_pipeline.summarize.knowledge import about_itself, is_request, with_subject
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
@@ -174,7 +175,7 @@ def summarise_turn(
         kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
-        kept = distinct(_faithful(kept, text, outcome))
+        kept = distinct(check_faithful(kept, text, outcome))
         kept, gated = _split(kept, lambda idea: keep(idea, text))
         outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
         outcome.ideas, outcome.reason = kept, None
@@ -204,29 +205,39 @@ def candidates_without_model(turn: TurnText) -> list[Idea]:
     model's drafts."""
     outcome = TurnOutcome("", "", status="summarised")
     kept, _ = without_orders(distinct(own_words(turn, []))[:MAX_IDEAS_PER_TURN])
-    return distinct(_faithful(kept, turn, outcome))
+    return distinct(check_faithful(kept, turn, outcome))
 
 
-def _faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) -> list[Idea]:
+def check_faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) -> list[Idea]:
     """The last word on a turn's memories: each says what its evidence says (`faithful.unfaithful`). One that does
-    not is composed again from its evidence alone, without the model, or dropped; either way the reason is
-    counted (`recomposed`, `dropped`)."""
+    not is composed again from its evidence alone, without the model, when that still says something
+    (`says_enough`), else dropped; either way the reason is counted (`recomposed`, `dropped`)."""
     kept = []
     for idea in ideas:
         if strays(idea.summary, idea.evidence):
             outcome.dropped.append(("unfaithful: says what its evidence does not hold", idea.summary))
             continue
-        why = unfaithful(idea.summary, idea.evidence, turn.everything)
+        # A person's words that leave their subject to the reply ("should be dimmer" answered by "The footer is
+        # using …") name it as composition does (`knowledge.with_subject`): that subject is theirs too.
+        said = (idea.evidence_role == "user" and with_subject(idea.evidence, turn.assistant)) or idea.evidence
+        why = unfaithful(idea.summary, said, turn.everything)
         if not why:
             kept.append(idea)
             continue
-        again = make_idea(idea.kind, idea.evidence, idea.evidence, idea.evidence_role, idea.subject)
-        if again is not None and not unfaithful(again.summary, idea.evidence, turn.everything):
+        again = make_idea(idea.kind, said, idea.evidence, idea.evidence_role, idea.subject)
+        if again is not None and not unfaithful(again.summary, said, turn.everything) and says_enough(again):
             outcome.recomposed.append((why, idea.summary))
             kept.append(again.model_copy(update={"priority": idea.priority}))
         else:
             outcome.dropped.append((f"unfaithful: {why}", idea.summary))
     return kept
+
+
+def says_enough(idea: Idea) -> bool:
+    """Whether a memory composed again from its evidence alone is still knowledge: it names what it is about (not
+    "Needs to be set to 1 for true colors.", whose subject the person left to the conversation) and is no order for
+    the moment ("Fix the tui test sources.")."""
+    return not MODAL_FIRST.match(idea.summary) and not is_request(idea.summary)
 
 
 def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutcome) -> Idea:

@@ -23,7 +23,8 @@ from memory_pipeline.sentences import sentence_count
 # Bump when the prompt, the schema or the composition of what is stored from the answer changes (compose.py,
 # knowledge.py): every turn is then read again, and the run says why ("prompt changed (3 -> 4)").
 # 4: requests, doubts, "this is…" and self-repeating statements make no memory; plans read past their openers.
-PROMPT_VERSION = "4"
+# 5: a memory whose subject its evidence does not name is composed again from its evidence or dropped.
+PROMPT_VERSION = "5"
 TAG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 MAX_IDEAS_PER_TURN = 5
 

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.language.lexicon import FINDING
+from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST
+from memory_pipeline.language.words import CAUSE_FRAME, VALUES_FRAME
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
 
@@ -390,10 +391,9 @@ def stated_cause(statement: str) -> str:
     """A cause a person names by pointing back ("…, it was actually X that did that") said as one: "The cause was
     X."; "" when the statement is not of that form."""
     found = _CAUSE.match(statement.strip().rstrip(".!"))
-    return f"The cause was {found['cause'].strip()}." if found else ""
+    return f"{CAUSE_FRAME} {found['cause'].strip()}." if found else ""
 
 
-_MODAL_FIRST = re.compile(r"^(?:should|must|needs? to|has to|have to)\b", re.I)
 _OPENS_ON = re.compile(
     r"^(?P<subject>the [\w`'.-]+(?: [\w`'.-]+){0,2}?) (?:is|are|was|were|uses|has|does|doesn't|isn't|renders|shows)\b",
     re.I,
@@ -404,7 +404,7 @@ def with_subject(statement: str, reply: str) -> str:
     """A rule said without its subject ("should be dimmer, don't modify the theme": the person answering about what
     the turn is about) with the subject the assistant's reply opens on ("The footer is using …"): "The footer
     should be dimmer, …"; "" when the statement has its subject or the reply opens on none."""
-    if not _MODAL_FIRST.match(statement.strip()):
+    if not MODAL_FIRST.match(statement.strip()):
         return ""
     first = next((s for line in reply.splitlines() for s in sentences(line.strip())), "")
     found = _OPENS_ON.match(first)
@@ -496,4 +496,4 @@ def values_of(user_text: str, files: list[str]) -> Piece | None:
         return None
     pairs = ", ".join(f"{' '.join(m['name'].split())} {m['value']}" for m in found)
     where = f" in `{files[0].rsplit('/', 1)[-1]}`" if len(files) == 1 else ""
-    return Piece(Kind.DECISION, f"Values set{where}: {pairs}.", " ".join(" ".join(lines).split()), "user")
+    return Piece(Kind.DECISION, f"{VALUES_FRAME}{where}: {pairs}.", " ".join(" ".join(lines).split()), "user")

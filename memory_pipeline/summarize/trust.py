@@ -70,7 +70,7 @@ def support(claim: str, source: str) -> float:
     return found / len(wanted)
 
 
-def _latin_share(text: str) -> float:
+def latin_share(text: str) -> float:
     """The share of a text's words in Latin script (a CJK character is a word of its own)."""
     tokens = words(text)
     return sum(token.isascii() for token in tokens) / len(tokens) if tokens else 1.0
@@ -84,7 +84,7 @@ def grounding(claim: str, source: str) -> float:
     """How well `source` supports `claim`. A turn in another script (Chinese, Arabic…) summarised in English
     cannot share its ordinary words: there the claim must share at least one name with the turn, and every
     file, command, path or number it names must be in the turn."""
-    if _latin_share(source) >= 0.5 or _latin_share(claim) < 0.5:
+    if latin_share(source) >= 0.5 or latin_share(claim) < 0.5:
         return support(claim, source)
     claimed, present = content_words(claim), content_words(source)
     code = {w for w in claimed if _code_like(w)}

@@ -245,7 +245,7 @@ def test_a_faithful_statement_passes(statement: str, evidence: str) -> None:
 def test_an_unfaithful_draft_is_composed_again_from_its_evidence_and_counted() -> None:
     """The issue's own example: the model's inverted decision is replaced by one composed from the person's words,
     and the reason is counted on the outcome."""
-    from memory_pipeline.summarize.extract import TurnOutcome, _faithful
+    from memory_pipeline.summarize.extract import TurnOutcome, check_faithful
     from memory_pipeline.summarize.ideas import Idea
 
     inverted = Idea(
@@ -257,7 +257,7 @@ def test_an_unfaithful_draft_is_composed_again_from_its_evidence_and_counted() -
         evidence_role="user",
     )
     outcome = TurnOutcome("s", "t", status="summarised")
-    kept = _faithful([inverted], TurnText(user=_DEV_DB, assistant="", other=""), outcome)
+    kept = check_faithful([inverted], TurnText(user=_DEV_DB, assistant="", other=""), outcome)
     assert [i.summary for i in kept] == ["Local development uses Postgres instead of SQLite."]
     assert outcome.recomposed and "negation" in outcome.recomposed[0][0]
 
@@ -265,7 +265,7 @@ def test_an_unfaithful_draft_is_composed_again_from_its_evidence_and_counted() -
 def test_a_memory_about_other_words_than_its_evidence_is_dropped_not_recomposed() -> None:
     """Grounded in the turn is not enough: a memory rests on the words it cites. A plan the assistant wrote,
     stored as a gotcha citing one line the person quoted, goes (recomposing it would store that line)."""
-    from memory_pipeline.summarize.extract import TurnOutcome, _faithful
+    from memory_pipeline.summarize.extract import TurnOutcome, check_faithful
     from memory_pipeline.summarize.faithful import strays
 
     line = 'The issue is `color: "gray"` - should be a function.'
@@ -274,7 +274,7 @@ def test_a_memory_about_other_words_than_its_evidence_is_dropped_not_recomposed(
     assert not strays("Dùng pnpm cho dự án này.", "Dùng pnpm, không dùng npm.")  # another script: names decide
     wandering = Idea(summary=plan, tags=["gotcha", "tests", "color"], priority="high", kind="gotcha", evidence=line)
     outcome = TurnOutcome("s", "t", status="summarised")
-    assert _faithful([wandering], TurnText(user=line, assistant=plan, other=""), outcome) == []
+    assert check_faithful([wandering], TurnText(user=line, assistant=plan, other=""), outcome) == []
     assert outcome.dropped and not outcome.recomposed
 
 
