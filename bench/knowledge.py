@@ -57,6 +57,10 @@ from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
+# Set B (`--labels=b`): 166 more real turns, labelled blind after set A's held-out half had been read while the
+# code changed, with a person's preferences in many forms; a clean held-out half. Its messages name a tool
+# result's role "tool" and its tool "name".
+LABEL_SETS = {"a": LABELS, "b": LABELS.with_name("knowledge_turns_b.json")}
 WORK = ROOT / "bench" / ".work" / "knowledge"
 MAX_OUTPUT_TOKENS = 512
 SAME_AT = 0.7  # cosine of MiniLM vectors: a paraphrase of the same piece, not a neighbour on the same topic
@@ -64,8 +68,18 @@ WORDS_AT = 0.6
 TRAPS = {"system-prompt", "greeting-prompt", "persona", "scheduled-task", "self-description"}
 
 
-def load_turns() -> list[dict[str, Any]]:
-    return json.loads(LABELS.read_text())["turns"]
+def load_turns(labels: Path = LABELS) -> list[dict[str, Any]]:
+    turns = json.loads(labels.read_text())["turns"]
+    for turn in turns:
+        turn["messages"] = [_as_set_a(m) for m in turn["messages"]]
+    return turns
+
+
+def _as_set_a(message: dict[str, Any]) -> dict[str, Any]:
+    """A message in set A's shape: set B calls a tool result's role "tool" and its tool "name"."""
+    if "name" in message and "tool_name" not in message:
+        message = {**{k: v for k, v in message.items() if k != "name"}, "tool_name": message["name"]}
+    return {**message, "role": "tool_result"} if message["role"] == "tool" else message
 
 
 # The labels keep each message's role and text, not the flag Claude Code sets on a compaction summary it sends in
@@ -444,6 +458,10 @@ def main(argv: list[str]) -> None:
     if any(a.startswith("--replay=") for a in argv):
         main_replay(argv)
         return
+    labels = LABEL_SETS[next((a.split("=", 1)[1] for a in argv if a.startswith("--labels=")), "a")]
+    if labels != LABELS:
+        main_other_set(labels, argv)
+        return
     turns = load_turns()
     if "--tune-only" in argv:  # while the code changes: the held-out half is read once, at the end
         turns = [t for t in turns if t["split"] == "tune"]
@@ -514,9 +532,56 @@ def main(argv: list[str]) -> None:
     print(body)
 
 
-def _labels_commit() -> str:
+def main_other_set(labels: Path, argv: list[str]) -> None:
+    """Another frozen set (`--labels=b`): each half, the path without the model and (unless `--no-model`) the
+    embedded model's gated memories, as the pipeline stores them; the held-out memories listed to be read. The
+    gate is never trained here: set A's tuning half trained it."""
+    turns = load_turns(labels)
+    paths = [("without the model", False)] + ([] if "--no-model" in argv else [("embedded model", True)])
+    rows: dict[str, dict[str, dict]] = {}
+    listings: dict[str, list[list[str]]] = {}
+    runs = {}
+    for path, with_model in paths:
+        found, run = candidates(turns, with_model)
+        runs[path] = run
+        kept = [
+            [i for i in ideas if gate.keeps(i, turn_text(job_of(t).messages))]
+            for t, ideas in zip(turns, found, strict=True)
+        ]
+        verdicts = judge(turns, kept)
+        for split in ("tune", "held_out"):
+            at = [n for n, t in enumerate(turns) if t["split"] == split]
+            part = [[seq[n] for n in at] for seq in (turns, kept, verdicts)]
+            rows.setdefault(split, {})[f"{path}, as stored"] = figures(*part)
+            if split == "held_out":
+                listings[path] = reading(*part)
+    sections = []
+    for split, by_path in rows.items():
+        names = list(by_path)
+        measures = list(next(iter(by_path.values())))
+        sections.append(f"### {split.replace('_', '-')} half ({sum(t['split'] == split for t in turns)} turns)\n")
+        sections.append(table(["", *names], [[m, *(by_path[n][m] for n in names)] for m in measures]))
+    body = (
+        f"Set `{labels.name}`: {len(turns)} labelled turns ({sum(t['memorable'] for t in turns)} memorable) of "
+        f"{', '.join(f'{k} {n}' for k, n in Counter(t['history'] for t in turns).items())}; "
+        f"labels frozen in {_labels_commit(labels)}, before any code was run on them.\n\n"
+        + "\n".join(sections)
+        + "\n\nRuns:\n"
+        + "\n".join(f"- {path}: {json.dumps(run)}" for path, run in runs.items())
+    )
+    for path, listing in listings.items():
+        body += (
+            f"\n\nHeld-out memories ({path}, as stored) beside their labels, to be read (✓ holds a labelled piece):\n\n"
+        )
+        body += table(["turn", "labelled", "stored"], [r for r in listing if r[1] != "(nothing)" or r[2] != "(none)"])
+    command = "uv run python -m bench knowledge --labels=b" + (" --no-model" if "--no-model" in argv else "")
+    write_section(f"knowledge ({labels.stem})", command, body)
+    print(body)
+
+
+def _labels_commit(labels: Path = LABELS) -> str:
     found = subprocess.run(
-        ["git", "log", "-1", "--format=%h", "--", str(LABELS.relative_to(ROOT))],
+        ["git", "log", "-1", "--format=%h", "--", str(labels.relative_to(ROOT))],
         cwd=ROOT,
         capture_output=True,
         text=True,
