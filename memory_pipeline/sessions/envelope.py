@@ -41,7 +41,15 @@ _BRACKET = re.compile(
 )
 # OpenClaw's attachment markers and the hint it puts after them (its words, not the person's).
 _MEDIA = re.compile(
-    r"\A\[(?:media attached(?: \d+/\d+)?:[^\]\n]*|Image|image|Attached:[^\]\n]*)\][ \t]*(?:\n|(?=\S)|\Z)"
+    r"\A\[(?:media attached(?: \d+/\d+)?:[^\]\n]*|Image|image|Audio|Voice|Video|Document|Sticker|Attached:[^\]\n]*)\]"
+    r"[ \t]*(?:\n|(?=\S)|\Z)"
+)
+# A Telegram bridge's voice note and reply (`<media:audio> [Replying to Flux id:2313] … [/Replying] Transcript: …`):
+# the quoted message is the one replied to, often the bot's own; the person's words are the transcript after it.
+_TRANSCRIPT = r"(?:\s*Transcript:[ \t]*(?=\S))?"
+_MEDIA_TAG = re.compile(rf"\A<media:\w+>{_TRANSCRIPT}[ \t]*(?:\n|(?=\S)|\Z)")
+_REPLYING = re.compile(
+    rf"\A\[Replying to [^\]\n]{{1,200}}\].{{0,20000}}?\[/Replying\]{_TRANSCRIPT}[ \t]*(?:\n|(?=\S)|\Z)", re.S
 )
 _REPLY_HINT = re.compile(
     r"\ATo send an image back, prefer the message tool[^\n]*?Keep caption in the text body\.[ \t]*(?:\n|\Z)"
@@ -79,10 +87,14 @@ def _peel(text: str) -> str | None:
     block = _FENCED.match(after_label)
     if block and _is_object(block.group("body")):
         return after_label[block.end() :]
-    for pattern in (_BRACKET, _MEDIA, _REPLY_HINT, _USER_TEXT, _SYSTEM_LINE, _HEADER_LINE, _PASTED_IMAGE):
+    # The reply block before the bracket: its opening names an id, as a channel header does.
+    for pattern in (_REPLYING, _BRACKET, _MEDIA, _MEDIA_TAG, _REPLY_HINT, _USER_TEXT, _SYSTEM_LINE, _HEADER_LINE):
         match = pattern.match(text)
         if match:
             return text[match.end() :]
+    match = _PASTED_IMAGE.match(text)
+    if match:
+        return text[match.end() :]
     line = _JSON_LINE.match(text)
     if line and _is_object(line.group(1)):
         return text[line.end() :]

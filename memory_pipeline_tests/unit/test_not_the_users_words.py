@@ -109,3 +109,20 @@ def test_no_password_typed_in_chat_or_written_with_spaces_is_kept(parsed) -> Non
     written = "\n".join(str(call["arguments"]) for calls in frame["tool_calls"] for call in calls)
     assert "for the staging admin" in said and "cho máy chủ" in said and "别外传" in said
     assert 'SMTP_HOST=\\"smtp.gmail.com\\"' in written and "SMTP_PASSWORD=" in written
+
+
+def test_a_voice_note_replying_to_the_bot_keeps_only_the_persons_transcript() -> None:
+    # The shape of a real OpenClaw Telegram voice note (bench/labels/knowledge_turns.json, oc-009): the quoted
+    # message is the bot's own, never the person's words.
+    note = (
+        "[Audio] User text: [Telegram Aadil Feroze (@AadilFeroze_92) id:124756960 +1m 2026-02-04 04:42 UTC] "
+        "<media:audio> [Replying to Flux id:2313] Hi Aadil, just following up on the proposal I sent. Let me "
+        "know what works for you. [/Replying] Transcript: We agreed that you'll remind me tomorrow."
+    )
+    assert strip_envelope(note) == "We agreed that you'll remind me tomorrow."
+    voice = "[Telegram A (@a) id:1 2026-02-04 04:42 UTC] <media:voice> Transcript: always use pnpm"
+    assert strip_envelope(voice) == "always use pnpm"
+    # "Transcript:" opens a person's own message too: only a voice note's is a label.
+    assert strip_envelope("Transcript: of the call is in notes.md") == "Transcript: of the call is in notes.md"
+    # A reply block that never closes is not peeled whole: the words after its bracket stay.
+    assert strip_envelope("[Replying to Flux id:2313] use pnpm") == "use pnpm"
