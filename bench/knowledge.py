@@ -537,6 +537,8 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
     embedded model's gated memories, as the pipeline stores them; the held-out memories listed to be read. The
     gate is never trained here: set A's tuning half trained it."""
     turns = load_turns(labels)
+    if "--held-out-only" in argv:  # the figure to report, in half the model's time
+        turns = [t for t in turns if t["split"] == "held_out"]
     paths = [("without the model", False)] + ([] if "--no-model" in argv else [("embedded model", True)])
     rows: dict[str, dict[str, dict]] = {}
     listings: dict[str, list[list[str]]] = {}
@@ -549,7 +551,7 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
             for t, ideas in zip(turns, found, strict=True)
         ]
         verdicts = judge(turns, kept)
-        for split in ("tune", "held_out"):
+        for split in sorted({t["split"] for t in turns}, reverse=True):
             at = [n for n, t in enumerate(turns) if t["split"] == split]
             part = [[seq[n] for n in at] for seq in (turns, kept, verdicts)]
             rows.setdefault(split, {})[f"{path}, as stored"] = figures(*part)
@@ -574,7 +576,8 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
             f"\n\nHeld-out memories ({path}, as stored) beside their labels, to be read (✓ holds a labelled piece):\n\n"
         )
         body += table(["turn", "labelled", "stored"], [r for r in listing if r[1] != "(nothing)" or r[2] != "(none)"])
-    command = "uv run python -m bench knowledge --labels=b" + (" --no-model" if "--no-model" in argv else "")
+    flags = [a for a in ("--no-model", "--held-out-only") if a in argv]
+    command = " ".join(["uv run python -m bench knowledge --labels=b", *flags])
     write_section(f"knowledge ({labels.stem})", command, body)
     print(body)
 
