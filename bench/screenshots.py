@@ -159,6 +159,9 @@ def _workspace(settings: Settings) -> None:
     exclusions (added once: a re-run with --again finds them there)."""
     (ensure_project_dir(settings.memory_workspace, SHOP) / "REVIEW.md").write_text(REVIEW)
     (ensure_project_dir(settings.memory_workspace, SHOP) / "MEMORY.md").write_text(MEMORY)
+    # The bot's folder too: the pipeline's daily reflection makes one for every project it reads (the demo runs
+    # none), and the pages' project lists are those folders.
+    ensure_project_dir(settings.memory_workspace, BOT)
     for pattern in OWN_EXCLUDE:
         add_exclusion(exclusions_path(settings), pattern)
 

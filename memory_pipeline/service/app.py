@@ -133,7 +133,7 @@ def create_app(
             )
             login = (
                 f"this browser is not logged in: open the one-time link `memory-pipeline serve` printed (the current "
-                f"one is in {settings.service_login_path}), then try again"
+                f"one is in `{settings.service_login_path}`), then try again"
             )
             return failed.refusal(request, detail, login)
         return await call_next(request)

@@ -57,6 +57,9 @@ def glance(es: Elasticsearch, project: str | None = None) -> list[Series]:
             counts = {s["key"]: s["doc_count"] for s in day["status"]["buckets"]}
             failed.append((day["key"], counts.get("failed", 0)))
             skipped.append((day["key"], counts.get("empty", 0)))
+    # The run ledger is kept per day, not per project: with a project chosen, its two charts still count every
+    # project's runs, and say so.
+    every = ", every project" if project else ""
     return [
         Series("Memories per day", per_day[-DAYS_SHOWN:]),
         Series(
@@ -66,6 +69,6 @@ def glance(es: Elasticsearch, project: str | None = None) -> list[Series]:
                 key=lambda p: ["high", "medium", "low"].index(p[0]) if p[0] in ("high", "medium", "low") else 9,
             ),
         ),
-        Series("LLM failures per day (turns to read again)", failed[-DAYS_SHOWN:]),
-        Series("Turns the LLM skipped per day (nothing worth keeping)", skipped[-DAYS_SHOWN:]),
+        Series(f"LLM failures per day{every} (turns to read again)", failed[-DAYS_SHOWN:]),
+        Series(f"Turns the LLM skipped per day{every} (nothing worth keeping)", skipped[-DAYS_SHOWN:]),
     ]

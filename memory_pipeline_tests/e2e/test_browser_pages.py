@@ -245,6 +245,8 @@ def test_an_elasticsearch_outage_shows_a_styled_page_with_the_navigation(
         down = driver.find_element(By.ID, "down")
         assert f"Elasticsearch at {settings.elasticsearch_url}" in down.text
         assert "memory-pipeline local up" in driver.find_element(By.CSS_SELECTOR, "#down pre.command").text
+        # The reason names the command as code, as a failed change's box does, not between raw backticks.
+        assert "`" not in down.text and down.find_element(By.CSS_SELECTOR, "p code").text == "memory-pipeline local up"
         assert [a.text for a in driver.find_elements(By.CSS_SELECTOR, "header a")][:3] == [
             "Search",
             "Review",

@@ -241,6 +241,8 @@ def test_the_service_recalls_records_and_shows_what_a_session_was_given(tmp_path
         assert [s["session_id"] for s in client.get("/api/v1/injected/sessions").json()] == ["web-1"]
         page = client.get("/injected", params={"session_id": "web-1"}).text
         assert "m1" in page and "<script>alert(1)" not in page  # session content is shown as text
+        # A MEMORY.md rule's line names its proposal and opens the Review page (it is no memory of its own).
+        assert 'href="/review" title="A MEMORY.md rule' in page and 'href="/m/p-1"' not in page
         assert "web-1" in client.get("/injected").text
         rules = client.get("/api/v1/rules", params={"project": PROJECT}).json()
         assert "Always use pnpm" in rules["markdown"] and rules["ids"] == ["p-1"]
