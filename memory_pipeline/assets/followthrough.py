@@ -2,6 +2,7 @@
 
 import time
 from collections import Counter
+from datetime import UTC, date, datetime
 
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
@@ -55,11 +56,16 @@ def memory_followthrough(
     a forget, first in REVIEW.md, with both turns."""
     keys = context.partition_keys
     begin = time.perf_counter()
-    injections, unreadable = ledger.ledger().every()
+    turns = turns_of(raw_messages)
+    # Only the ledger files the days need: the turns' sessions, their projects' earlier sessions, and the
+    # deliveries made on the days (the `injected` counter), not every session ever given something.
+    first_day = datetime.combine(date.fromisoformat(min(keys)), datetime.min.time(), UTC)
+    injections, unreadable = ledger.ledger().every(
+        sessions={t.session_id for t in turns}, projects={t.project for t in turns if t.project}, since=first_day
+    )
     for problem in unreadable:
         context.log.warning(problem)
     memories = given(injections)
-    turns = turns_of(raw_messages)
     redactor = sessions.redactor()
     records = follow_records(turns, memories, redactor) + delivery_records(injections, keys)
     records += correction_records(turns, memories, redactor)
@@ -97,6 +103,7 @@ def memory_followthrough(
             "proposals_new": MetadataValue.json(new),
             "proposals_updated": MetadataValue.json(updated),
             "unreadable_ledger_lines": len(unreadable),
+            "ledger_sessions_read": len({i.session_id for i in injections}),
             "es_written": counts.written,
             "es_deleted": counts.deleted,
             "es_unchanged": counts.unchanged,

@@ -3,6 +3,7 @@ proposal for a memory people contradicted, REVIEW.md's handling of it, and the c
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from memory_pipeline.reflect.review import CONTRADICTED, apply_review, parse_rev
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import Counters, FollowThrough
-from memory_pipeline.stores.injections import InjectedLine, Injection
+from memory_pipeline.stores.injections import InjectedLine, Injection, InjectionLedger
 
 PNPM = "Use pnpm, not npm."
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -186,3 +187,20 @@ def test_a_correction_with_no_memory_behind_it_repeated_in_two_sessions_is_one_p
     )
     report = stage(tmp_path, "/w/shop", [candidate], "2026-12-01")
     assert len(report.new) == 1 and said in (tmp_path / "REVIEW.md").read_text()
+
+
+def test_a_run_reads_only_the_ledger_files_its_turns_need(tmp_path: Path) -> None:
+    ledger = InjectionLedger(tmp_path / "injected", Redactor.with_patterns([]))
+    for session, project in [("mine", "/p/a"), ("same-project", "/p/a"), ("other", "/p/b"), ("recent", "/p/c")]:
+        ledger.record(Injection(session_id=session, agent="pi", event="start", project=project, ids=["m"],
+                                lines=[InjectedLine(key="m", text=PNPM)], at=T0))  # fmt: skip
+    with (tmp_path / "injected" / "other.jsonl").open("a") as handle:
+        handle.write("{torn\n")
+    old = (T0 - timedelta(days=3)).timestamp()
+    for session in ("mine", "same-project", "other"):  # written before the run's days; "recent" during them
+        os.utime(tmp_path / "injected" / f"{session}.jsonl", (old, old))
+    since = datetime.fromtimestamp(old, UTC) + timedelta(days=1)
+    picked, problems = ledger.every(sessions={"mine"}, projects={"/p/a"}, since=since)
+    assert sorted(i.session_id for i in picked) == ["mine", "recent", "same-project"] and problems == []
+    everything, problems = ledger.every()
+    assert len(everything) == 4 and len(problems) == 1  # unfiltered: every file, the torn line named
