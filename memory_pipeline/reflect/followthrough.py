@@ -467,6 +467,13 @@ def correction(message: TurnMessage) -> Correction | None:
     return None
 
 
+def restates(text: str, message: TurnMessage) -> bool:
+    """Whether a person's message says the memory `text` again ("I said pnpm, not npm!"): it asks for what the
+    memory wants or rejects what it rejects. A person's message starts a turn, so the restatement of a rule the
+    agent ignored is the first message of the next turn."""
+    return message.role == "user" and _agrees(stance(text), stance(_spoken(message.content or "")))
+
+
 def _snippet(text: str) -> str:
     return " ".join(text.split())[:SNIPPET]
 

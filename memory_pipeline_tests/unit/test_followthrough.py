@@ -3,6 +3,7 @@ proposal for a memory people contradicted, REVIEW.md's handling of it, and the c
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -135,6 +136,27 @@ def test_records_judge_each_turn_after_a_delivery_in_its_session_or_a_later_one_
     assert delivery_records(injections, ["2026-12-02"]) == []
     again = follow_records(turns_of(messages), given(injections), Redactor())
     assert [r.doc_id for r in again] == [r.doc_id for r in records]  # ids from what they are about: re-runs match
+
+
+def test_a_rule_ignored_then_said_again_in_the_next_turn_is_marked_restated() -> None:
+    injections = [_injection("s1", T0)]
+    rows = _messages([
+        ("s1", "t1", 0, "user", "Add lodash.", T0 + timedelta(minutes=1)),
+        ("s1", "t1", 1, "assistant", "Installing.", T0 + timedelta(minutes=2)),
+        ("s1", "t2", 0, "user", "I said pnpm, not npm!", T0 + timedelta(minutes=3)),  # a new turn: the person's
+        ("s2", "t3", 0, "user", "Add zod.", T0 + timedelta(minutes=4)),
+        ("s2", "t3", 1, "assistant", "Installing.", T0 + timedelta(minutes=5)),
+        ("s2", "t4", 0, "user", "Now add a test.", T0 + timedelta(minutes=6)),  # goes on: not said again
+    ])  # fmt: skip
+
+    def npm(package: str) -> list[dict]:
+        return [{"id": "c", "name": "bash", "arguments": json.dumps({"command": f"npm install {package}"})}]
+
+    calls = [[], npm("lodash"), [], [], npm("zod"), []]
+    rows = rows.with_columns(pl.Series("tool_calls", calls, dtype=MESSAGE_SCHEMA["tool_calls"]))
+    records = follow_records(turns_of(rows), given(injections), Redactor())
+    ignored = [(r.turn_id, r.restated) for r in records if r.signal == "ignored"]
+    assert sorted(ignored) == [("t1", True), ("t3", False)]
 
 
 def _contradicted(session: str, turn: str, hours: int) -> FollowThrough:
