@@ -46,6 +46,7 @@ from memory_pipeline.language.lexicon import (
 )
 from memory_pipeline.language.topics import topics_of
 from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, words
+from memory_pipeline.reflect.conventions import convention_kept, version_kept
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
 LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
@@ -280,87 +281,14 @@ def _setting(memory_text: str, call: ToolCall) -> bool | None:
     return None
 
 
-# A runtime or a server and the version a memory pins it to ("requires go 1.22", "targets Python 3.12", "Node
-# 20"), and the names a command or a file gives it (an image `golang:1.20-alpine`, `python-version: ['3.10']`).
-_RUNTIMES = {
-    "python": ("python", "py"), "node": ("node", "nodejs", "nodejs_version"), "go": ("go", "golang"),
-    "ruby": ("ruby",), "java": ("java", "jdk", "openjdk", "temurin"), "rust": ("rust", "rustc"),
-    "php": ("php",), "deno": ("deno",), "postgres": ("postgres", "postgresql"), "redis": ("redis",),
-    "mysql": ("mysql",),
-}  # fmt: skip
-_ALIASES = {alias: runtime for runtime, aliases in _RUNTIMES.items() for alias in aliases}
-_PINNED = re.compile(rf"(?i)\b({'|'.join(_ALIASES)})\s+v?(\d+(?:\.\d+)?)\b(?!\.\d)")
-
-
-def _pinned(text: str) -> dict[str, str]:
-    """The runtimes `text` pins to a version: {"go": "1.22"}."""
-    return {_ALIASES[name.lower()]: version for name, version in _PINNED.findall(text)}
-
-
-def _version(memory_text: str, call: ToolCall) -> bool | None:
-    """For a memory that pins a runtime's version, whether a command or a written file uses that version (True;
-    `20.11.1` is Node 20), another one as precise (False: `golang:1.20` against go 1.22), or names none (None)."""
-    pinned = _pinned(memory_text)
-    if not pinned:
-        return None
-    arguments = _arguments(call)
-    written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
-    verdict = None
-    for runtime, version in pinned.items():
-        names = "|".join(re.escape(a) for a in _RUNTIMES[runtime])
-        for found in re.findall(rf"(?i)(?<![\w.-])(?:{names})(?:[-_]?version)?[\s:=@'\"\[]*v?(\d+(?:\.\d+)*)", written):
-            if found.count(".") < version.count("."):
-                continue  # `python3` says nothing of 3.12
-            same = found == version or found.startswith(version + ".")
-            if not same:
-                return False
-            verdict = True
-    return verdict
-
-
-# Naming conventions a git command shows at once: a commit message against Conventional Commits, a new branch's
-# name against the shape of the memory's example ("e.g. feat/ACME-123-export-csv").
-_CONVENTIONAL = re.compile(r"(?i)^(?:feat|fix|chore|docs|style|refactor|perf|test|build|ci|revert)(?:\([^)]*\))?!?: \S")
-_COMMIT_MESSAGE = re.compile(r"\bgit\s+commit\b[^\n]*?\s-[a-z]*m\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))")
-_NEW_BRANCH = re.compile(r"\bgit\s+(?:checkout\s+-b|switch\s+-c|branch)\s+(?!-)([\w./-]+)")
-_EXAMPLE = re.compile(r"(?i)\b(?:e\.g\.|for example|like)\s*`?([\w.-]+/[\w./-]*\w)")
-
-
-def _branch_shape(example: str) -> re.Pattern[str]:
-    """The shape of an example branch name: its upper-case words, numbers and lower-case slugs as classes."""
-    shape = re.sub(r"[a-z]+(?:-[a-z]+)*|[A-Z]+|\d+", lambda m: "\x00" + m[0] + "\x00", example)
-    parts = []
-    for piece in shape.split("\x00"):
-        if not piece:
-            continue
-        if piece.isdigit():
-            parts.append(r"\d+")
-        elif piece.isupper():
-            parts.append("[A-Z]+")
-        elif piece[0].islower():
-            parts.append("[a-z][a-z0-9-]*")
-        else:
-            parts.append(re.escape(piece))
-    return re.compile("".join(parts) + "$")
-
-
-def _convention(memory_text: str, call: ToolCall) -> bool | None:
-    """For a memory that sets a commit-message or branch-name convention, whether a git command keeps it (True),
-    breaks it (False), or makes no commit or branch (None)."""
+def _checked(memory_text: str, call: ToolCall) -> bool | None:
+    """A version the memory pins, or a commit or branch convention it sets, kept (True) or broken (False) by the
+    call's command or written file; None when it names neither."""
     arguments = _arguments(call)
     command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
-    if "git" not in command:
-        return None
-    if re.search(r"(?i)conventional commits", memory_text):
-        found = _COMMIT_MESSAGE.search(command)
-        if found:
-            return bool(_CONVENTIONAL.match(next(g for g in found.groups() if g is not None)))
-    example = _EXAMPLE.search(memory_text)
-    if example and re.search(r"(?i)\bbranch", memory_text):
-        found = _NEW_BRANCH.search(command)
-        if found:
-            return bool(_branch_shape(example[1]).match(found[1]))
-    return None
+    written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
+    kept = version_kept(memory_text, written)
+    return convention_kept(memory_text, command) if kept is None else kept
 
 
 def _same_sort(a: str, b: str) -> bool:
@@ -501,8 +429,7 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
             ignored = (index, content)
         for call in message.tool_calls:
             setting = _setting(text, call)
-            setting = _version(text, call) if setting is None else setting
-            setting = _convention(text, call) if setting is None else setting
+            setting = _checked(text, call) if setting is None else setting
             if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):
                 ignored = (index, action_text(call))
             elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):
