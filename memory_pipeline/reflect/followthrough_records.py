@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import polars as pl
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.reflect.followthrough import TurnMessage, correction, decide, restates, stance, turn_of
+from memory_pipeline.reflect.followthrough import (
+    Outcome,
+    TurnMessage,
+    correction,
+    decide,
+    restates,
+    stance,
+    turn_of,
+)
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import FollowThrough
 from memory_pipeline.stores.injections import Injection
@@ -134,14 +142,20 @@ def _next_prompts(turns: Sequence[Turn]) -> dict[tuple[str, str], TurnMessage]:
     return found
 
 
-def follow_records(turns: Sequence[Turn], memories: Sequence[Given], redactor: Redactor) -> list[FollowThrough]:
-    """What each turn did with each memory given before it: one record per signal (no signal, no record). An
-    ignored memory the person says again in the next turn's message is marked `restated`."""
+Decider = Callable[[str, str, Sequence[TurnMessage]], Outcome]
+
+
+def follow_records(
+    turns: Sequence[Turn], memories: Sequence[Given], redactor: Redactor, decider: Decider = decide
+) -> list[FollowThrough]:
+    """What each turn did with each memory given before it (the rules' `decide`, or the model's pass over them):
+    one record per signal (no signal, no record). An ignored memory the person says again in the next turn's
+    message is marked `restated`."""
     records = []
     next_prompt = _next_prompts(turns)
     for turn in turns:
         for memory in _before(turn, memories).values():
-            outcome = decide(memory.kind, memory.text, turn.messages)
+            outcome = decider(memory.kind, memory.text, turn.messages)
             if outcome.outcome == "no_signal":
                 continue
             following = next_prompt.get((turn.session_id, turn.turn_id))

@@ -155,3 +155,38 @@ def test_a_rule_ignored_then_said_again_is_raised_and_a_repeated_correction_is_p
         with make_client(local_runtime) as client:
             delete_matching(client, [*PIPELINE_INDICES, FOLLOWTHROUGH_INDEX], {"terms": {"session_id": sessions}})
         reset_days(local_runtime, [DAY, RULES_DAY])
+
+
+def test_with_the_model_pass_set_the_asset_asks_the_real_chat_model_and_never_demotes(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    """FOLLOWTHROUGH_MODEL: a turn the rules find nothing in but whose command touches the memory is asked of the
+    real chat model; whatever it answers, nothing is contradicted, and a signal it gives cites the agent's line."""
+    folder = tmp_path / f"db-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    project = str(folder)
+    settings = isolated_settings(
+        local_runtime, tmp_path, sessions_dir=tmp_path / "agent" / "sessions", followthrough_model=True
+    )
+    reset_days(local_runtime, [DAY, RULES_DAY])
+    rule = "Schema changes go through `alembic revision --autogenerate`; never hand-run ALTER TABLE against prod."
+    [memory_id] = _rules(settings, project, [rule])
+    session = f"ftl-model-{uuid.uuid4().hex[:6]}"
+    command = "psql $PROD_URL -c 'ALTER TABLE invoices ADD COLUMN due_date date'"
+    try:
+        line = InjectedLine(key=memory_id, text=f"- **high** {rule} _(rule, id `{memory_id}`)_")
+        given = Injection(session_id=session, agent="pi", event="start", project=project, ids=[memory_id],
+                          lines=[line], at=AT - timedelta(minutes=5))  # fmt: skip
+        open_ledger(settings).record(given)
+        _session(settings.sessions_dir / "m", session, project, AT, [("Add a due date to invoices on prod.", command)])
+        metadata = _run(settings)
+        assert metadata["model_calls"] >= 1 and metadata["model_failures"] == 0
+        assert metadata["contradicted"] == 0 and metadata["demoted"] == 0
+        with make_client(settings) as client:
+            stored = read_followthrough(client, {"term": {"memory_id": memory_id}})
+        for record in (r for r in stored if r.decided_by == "model"):
+            assert record.signal in ("followed", "ignored") and record.evidence in (f"bash: {command}", "On it.")
+    finally:
+        with make_client(local_runtime) as client:
+            delete_matching(client, [*PIPELINE_INDICES, FOLLOWTHROUGH_INDEX], {"terms": {"session_id": [session]}})
+        reset_days(local_runtime, [DAY, RULES_DAY])
