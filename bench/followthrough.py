@@ -6,7 +6,11 @@ demoted without evidence (decided contradicted where the label is not): the erro
 two of them stop a memory being injected. `--failures` prints the tune split's mistakes (never the held
 split's: it is not looked at while tuning).
 
-    uv run python -m bench followthrough [--failures]
+`--model` adds a row per split for the rules with the chat model's pass (`reflect/followthrough_model.py`,
+asked only where the rules find no signal but the agent's doings touch the memory) against the configured chat
+server (the local one by default; LLAMA_URL for another), with the time per event.
+
+    uv run python -m bench followthrough [--model] [--failures]
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.results_file import table, write_section
-from memory_pipeline.reflect.followthrough import LABELS, decide, turn_of
+from memory_pipeline.reflect.followthrough import LABELS, Outcome, decide, turn_of
+from memory_pipeline.reflect.followthrough_model import ModelPass
+from memory_pipeline.settings import load_settings
+from memory_pipeline.stores.llm import chat_client
 
 CORPUS = Path(__file__).parent / "corpus" / "followthrough" / "events.jsonl"
 SPLITS = ("tune", "held")
@@ -37,13 +45,19 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
     return events
 
 
-def decided(event: dict[str, Any]) -> str:
+Decider = Callable[[str, str, list[Any]], Outcome]
+
+
+def decided(event: dict[str, Any], decider: Decider = decide) -> Outcome:
     memory = event["memory"]
-    return decide(memory["kind"], memory["text"], turn_of(event["turn"])).outcome
+    return decider(memory["kind"], memory["text"], turn_of(event["turn"]))
 
 
-def score(events: list[dict[str, Any]]) -> dict[str, Any]:
-    pairs = [(e["label"], decided(e)) for e in events]
+def score(events: list[dict[str, Any]], decider: Decider = decide) -> dict[str, Any]:
+    begin = time.perf_counter()
+    outcomes = [decided(e, decider) for e in events]
+    seconds = time.perf_counter() - begin
+    pairs = [(e["label"], o.outcome) for e, o in zip(events, outcomes, strict=True)]
     confusion = Counter(pairs)
     per_label = {
         label: (sum(1 for t, d in pairs if t == label and d == label), sum(1 for t, _ in pairs if t == label))
@@ -51,49 +65,80 @@ def score(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
     right = sum(1 for t, d in pairs if t == d)
     wrongly_demoted = sum(1 for t, d in pairs if d == "contradicted" and t != "contradicted")
+    by_model = [(t, o.outcome) for (t, _), o in zip(pairs, outcomes, strict=True) if o.decided_by == "model"]
     return {"n": len(pairs), "right": right, "per_label": per_label, "confusion": confusion,
-            "demoted_without_evidence": wrongly_demoted}  # fmt: skip
+            "demoted_without_evidence": wrongly_demoted, "seconds": seconds,
+            "by_model": (sum(1 for t, d in by_model if t == d), len(by_model))}  # fmt: skip
 
 
 def _percent(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "0/0"
 
 
-def render(results: dict[str, dict[str, Any]], seconds: float) -> str:
+def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) -> str:
     rows = [
-        [split, _percent(r["right"], r["n"]), *(_percent(*r["per_label"][label]) for label in LABELS),
-         r["demoted_without_evidence"]]
-        for split, r in results.items()
+        [setting, split, _percent(r["right"], r["n"]), *(_percent(*r["per_label"][label]) for label in LABELS),
+         r["demoted_without_evidence"], f"{r['by_model'][0]}/{r['by_model'][1]}" if r["by_model"][1] else "-",
+         f"{1000 * r['seconds'] / max(r['n'], 1):.1f} ms"]
+        for (setting, split), r in results.items()
     ]  # fmt: skip
     body = [
-        f"Rule path only (no chat model), {sum(r['n'] for r in results.values())} events in {seconds:.2f}s. "
+        f"{sum(r['n'] for (s, _), r in results.items() if s == 'rules')} events. "
         "Corpus: `bench/corpus/followthrough/events.jsonl` (written blind, before the decider; held = ids "
-        "divisible by 3). Demoted without evidence: decided contradicted where the label is not.",
+        "divisible by 3). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
+        "model's pass asked where the rules find no signal and the agent's doings touch the memory; it may say "
+        "followed or ignored with the agent's line that shows it, never contradicted"
+        + (f" (`{model}`, `--model`)." if model else "; not run (`--model`)."),
         "",
-        table(["split", "overall", *LABELS, "demoted without evidence"], rows),
+        table(
+            [
+                "setting",
+                "split",
+                "overall",
+                *LABELS,
+                "demoted without evidence",
+                "model decided (right)",
+                "time per event",
+            ],
+            rows,
+        ),  # fmt: skip
     ]
-    for split, r in results.items():
+    for (setting, split), r in results.items():
         matrix = [[label, *(r["confusion"].get((label, d), 0) for d in LABELS)] for label in LABELS]
-        body += ["", f"Confusion, {split} (rows: label, columns: decided):", "", table(["label", *LABELS], matrix)]
+        body += ["", f"Confusion, {setting}, {split} (rows: label, columns: decided):", "",
+                 table(["label", *LABELS], matrix)]  # fmt: skip
     return "\n".join(body)
+
+
+def _with_model(events: list[dict[str, Any]], results: dict[tuple[str, str], dict[str, Any]]) -> str:
+    settings = load_settings()
+    with chat_client(settings, timeout=600) as chat:
+        model = chat.model_id()
+        judge = ModelPass(chat)
+        for split in ("held", "tune"):  # held first: the figure that counts
+            results[("rules + model", split)] = score([e for e in events if e["split"] == split], judge.decide)
+            print(f"rules + model, {split}: {results[('rules + model', split)]['right']} right; {judge.calls} calls, "
+                  f"{judge.failures} failed, {judge.unfounded} unfounded, {judge.by_verdict}", file=sys.stderr,
+                  flush=True)  # fmt: skip
+    return model
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     events = load()
-    begin = time.perf_counter()
-    results = {split: score([e for e in events if e["split"] == split]) for split in SPLITS}
-    seconds = time.perf_counter() - begin
-    text = render(results, seconds)
+    results = {("rules", split): score([e for e in events if e["split"] == split]) for split in SPLITS}
+    model = _with_model(events, results) if "--model" in argv else None
+    order = [(setting, split) for setting in ("rules", "rules + model") for split in SPLITS]
+    text = render({key: results[key] for key in order if key in results}, model)
     print(text)
     if "--failures" in argv:
         for event in (e for e in events if e["split"] == "tune"):
-            got = decided(event)
+            got = decided(event).outcome
             if got != event["label"]:
                 print(f"\n{event['id']} label={event['label']} decided={got}  memory={event['memory']['text']!r}")
                 print(f"  evidence={event['evidence']!r} note={event['note']!r}")
     else:
-        write_section("followthrough", "uv run python -m bench followthrough", text)
+        write_section("followthrough", "uv run python -m bench followthrough" + (" --model" if model else ""), text)
 
 
 if __name__ == "__main__":

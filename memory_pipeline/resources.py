@@ -200,6 +200,9 @@ class ReflectPolicyResource(ConfigurableResource):
         0, ge=0, description="Promote without review at this many sessions; 0 = off."
     )
     friction_min_sessions: int = Field(2, ge=1, description="Sessions a friction finding needs.")
+    followthrough_model: bool = Field(
+        False, description="Follow-through asks the chat model where the rules find no signal (FOLLOWTHROUGH_MODEL)."
+    )
 
     def reflect_policy(self) -> ReflectPolicy:
         return ReflectPolicy(
@@ -300,6 +303,7 @@ def build_resources(settings: Settings) -> dict[str, ConfigurableResource]:
         "reflect_policy": ReflectPolicyResource(
             half_life_days=settings.maturity_half_life_days,
             auto_promote_min_sessions=settings.auto_promote_min_sessions,
+            followthrough_model=settings.followthrough_model,
         ),
         "io_manager": PolarsParquetIOManager(base_dir=str(settings.memory_pipeline_state_dir / "frames")),
     }

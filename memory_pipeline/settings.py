@@ -140,6 +140,11 @@ class Settings(BaseSettings):
     auto_promote_min_sessions: int = Field(
         0, ge=0, description="Promote proposals backed by this many sessions without review; 0 = off."
     )
+    followthrough_model: bool = Field(
+        False,
+        description="Follow-through also asks the chat model about a turn whose commands or files touch an injected "
+        "memory the rules find no signal for (followed or ignored only, never contradicted; bench followthrough).",
+    )
     memory_pipeline_state_dir: Path = Field(
         default_factory=lambda: memory_home() / ".state",
         description="Local runtime state: Elasticsearch data, PID files, logs.",

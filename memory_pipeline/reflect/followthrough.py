@@ -46,6 +46,7 @@ from memory_pipeline.language.lexicon import (
 )
 from memory_pipeline.language.topics import topics_of
 from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, words
+from memory_pipeline.reflect.conventions import convention_kept, version_kept
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
 LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
@@ -280,6 +281,16 @@ def _setting(memory_text: str, call: ToolCall) -> bool | None:
     return None
 
 
+def _checked(memory_text: str, call: ToolCall) -> bool | None:
+    """A version the memory pins, or a commit or branch convention it sets, kept (True) or broken (False) by the
+    call's command or written file; None when it names neither."""
+    arguments = _arguments(call)
+    command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
+    written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
+    kept = version_kept(memory_text, written)
+    return convention_kept(memory_text, command) if kept is None else kept
+
+
 def _same_sort(a: str, b: str) -> bool:
     """Two names that can stand for one another: two numbers, or two tools of one category."""
     if _NUMBER.match(a) and _NUMBER.match(b):
@@ -384,6 +395,13 @@ def correction(message: TurnMessage) -> Correction | None:
     return None
 
 
+def restates(text: str, message: TurnMessage) -> bool:
+    """Whether a person's message says the memory `text` again ("I said pnpm, not npm!"): it asks for what the
+    memory wants or rejects what it rejects. A person's message starts a turn, so the restatement of a rule the
+    agent ignored is the first message of the next turn."""
+    return message.role == "user" and _agrees(stance(text), stance(_spoken(message.content or "")))
+
+
 def _snippet(text: str) -> str:
     return " ".join(text.split())[:SNIPPET]
 
@@ -411,6 +429,7 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
             ignored = (index, content)
         for call in message.tool_calls:
             setting = _setting(text, call)
+            setting = _checked(text, call) if setting is None else setting
             if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):
                 ignored = (index, action_text(call))
             elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):

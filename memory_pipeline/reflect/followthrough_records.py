@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import polars as pl
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.reflect.followthrough import TurnMessage, correction, decide, stance, turn_of
+from memory_pipeline.reflect.followthrough import (
+    Outcome,
+    TurnMessage,
+    correction,
+    decide,
+    restates,
+    stance,
+    turn_of,
+)
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import FollowThrough
 from memory_pipeline.stores.injections import Injection
@@ -119,14 +127,40 @@ def _before(turn: Turn, memories: Sequence[Given]) -> dict[str, Given]:
     return found
 
 
-def follow_records(turns: Sequence[Turn], memories: Sequence[Given], redactor: Redactor) -> list[FollowThrough]:
-    """What each turn did with each memory given before it: one record per signal (no signal, no record)."""
+def _next_prompts(turns: Sequence[Turn]) -> dict[tuple[str, str], TurnMessage]:
+    """The person's message that starts the next turn of each turn's session (in time), by (session, turn)."""
+    by_session: dict[str, list[Turn]] = {}
+    for turn in turns:
+        by_session.setdefault(turn.session_id, []).append(turn)
+    found = {}
+    for session in by_session.values():
+        ordered = sorted(session, key=lambda t: t.at)
+        for turn, following in zip(ordered, ordered[1:], strict=False):
+            first = following.messages[0] if following.messages else None
+            if first is not None and first.role == "user":
+                found[(turn.session_id, turn.turn_id)] = first
+    return found
+
+
+Decider = Callable[[str, str, Sequence[TurnMessage]], Outcome]
+
+
+def follow_records(
+    turns: Sequence[Turn], memories: Sequence[Given], redactor: Redactor, decider: Decider = decide
+) -> list[FollowThrough]:
+    """What each turn did with each memory given before it (the rules' `decide`, or the model's pass over them):
+    one record per signal (no signal, no record). An ignored memory the person says again in the next turn's
+    message is marked `restated`."""
     records = []
+    next_prompt = _next_prompts(turns)
     for turn in turns:
         for memory in _before(turn, memories).values():
-            outcome = decide(memory.kind, memory.text, turn.messages)
+            outcome = decider(memory.kind, memory.text, turn.messages)
             if outcome.outcome == "no_signal":
                 continue
+            following = next_prompt.get((turn.session_id, turn.turn_id))
+            if outcome.outcome == "ignored" and following is not None and restates(memory.text, following):
+                outcome = outcome.model_copy(update={"restated": True})
             records.append(
                 FollowThrough(
                     memory_id=memory.memory_id,

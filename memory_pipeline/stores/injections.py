@@ -10,7 +10,7 @@ redactor first: no secret in clear on disk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -151,11 +151,27 @@ class InjectionLedger:
                     changed_lines += changed
         return changed_lines
 
-    def every(self) -> tuple[list[Injection], list[str]]:
-        """Every delivery to every session, and the lines that could not be read (file and line)."""
+    def every(
+        self,
+        sessions: Collection[str] | None = None,
+        projects: Collection[str] | None = None,
+        since: datetime | None = None,
+    ) -> tuple[list[Injection], list[str]]:
+        """Every delivery to every session, and the lines that could not be read (file and line). With a filter,
+        only the files that can matter are read whole: those of `sessions`, those whose first delivery is to one
+        of `projects`, and those written since `since` (a delivery made since then is in one of them: the files
+        only grow or are rewritten)."""
         injections: list[Injection] = []
         problems: list[str] = []
+        filtered = sessions is not None or projects is not None or since is not None
+        names = {f"{safe_id(s)}.jsonl" for s in sessions or ()}
         for path in sorted(self.folder.glob("*.jsonl")) if self.folder.is_dir() else []:
+            if filtered and not (
+                path.name in names
+                or (since is not None and datetime.fromtimestamp(path.stat().st_mtime, UTC) >= since)
+                or (projects and _first_project(path) in projects)
+            ):
+                continue
             found, bad = _parsed(path)
             injections += found
             problems += bad
@@ -188,6 +204,17 @@ def _parsed(path: Path) -> tuple[list[Injection], list[str]]:
                 # A line a crash cut short: the rest of the ledger still counts.
                 problems.append(f"{path}:{number}: not a delivery ({exc.errors()[0]['msg']})")
     return injections, problems
+
+
+def _first_project(path: Path) -> str | None:
+    """The project of a session file's first readable delivery (a session keeps its project)."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                return Injection.model_validate_json(line).project
+            except ValidationError:
+                continue
+    return None
 
 
 def _summary(injections: Iterable[Injection]) -> SessionSummary:

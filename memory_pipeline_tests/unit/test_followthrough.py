@@ -3,6 +3,8 @@ proposal for a memory people contradicted, REVIEW.md's handling of it, and the c
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from memory_pipeline.reflect.review import CONTRADICTED, apply_review, parse_rev
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import Counters, FollowThrough
-from memory_pipeline.stores.injections import InjectedLine, Injection
+from memory_pipeline.stores.injections import InjectedLine, Injection, InjectionLedger
 
 PNPM = "Use pnpm, not npm."
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -136,6 +138,27 @@ def test_records_judge_each_turn_after_a_delivery_in_its_session_or_a_later_one_
     assert [r.doc_id for r in again] == [r.doc_id for r in records]  # ids from what they are about: re-runs match
 
 
+def test_a_rule_ignored_then_said_again_in_the_next_turn_is_marked_restated() -> None:
+    injections = [_injection("s1", T0)]
+    rows = _messages([
+        ("s1", "t1", 0, "user", "Add lodash.", T0 + timedelta(minutes=1)),
+        ("s1", "t1", 1, "assistant", "Installing.", T0 + timedelta(minutes=2)),
+        ("s1", "t2", 0, "user", "I said pnpm, not npm!", T0 + timedelta(minutes=3)),  # a new turn: the person's
+        ("s2", "t3", 0, "user", "Add zod.", T0 + timedelta(minutes=4)),
+        ("s2", "t3", 1, "assistant", "Installing.", T0 + timedelta(minutes=5)),
+        ("s2", "t4", 0, "user", "Now add a test.", T0 + timedelta(minutes=6)),  # goes on: not said again
+    ])  # fmt: skip
+
+    def npm(package: str) -> list[dict]:
+        return [{"id": "c", "name": "bash", "arguments": json.dumps({"command": f"npm install {package}"})}]
+
+    calls = [[], npm("lodash"), [], [], npm("zod"), []]
+    rows = rows.with_columns(pl.Series("tool_calls", calls, dtype=MESSAGE_SCHEMA["tool_calls"]))
+    records = follow_records(turns_of(rows), given(injections), Redactor())
+    ignored = [(r.turn_id, r.restated) for r in records if r.signal == "ignored"]
+    assert sorted(ignored) == [("t1", True), ("t3", False)]
+
+
 def _contradicted(session: str, turn: str, hours: int) -> FollowThrough:
     return FollowThrough(memory_id="m1", signal="contradicted", project="/w/shop", partition="2026-12-01",
                          session_id=session, turn_id=turn, at=T0 + timedelta(hours=hours), memory_kind="rule",
@@ -186,3 +209,20 @@ def test_a_correction_with_no_memory_behind_it_repeated_in_two_sessions_is_one_p
     )
     report = stage(tmp_path, "/w/shop", [candidate], "2026-12-01")
     assert len(report.new) == 1 and said in (tmp_path / "REVIEW.md").read_text()
+
+
+def test_a_run_reads_only_the_ledger_files_its_turns_need(tmp_path: Path) -> None:
+    ledger = InjectionLedger(tmp_path / "injected", Redactor.with_patterns([]))
+    for session, project in [("mine", "/p/a"), ("same-project", "/p/a"), ("other", "/p/b"), ("recent", "/p/c")]:
+        ledger.record(Injection(session_id=session, agent="pi", event="start", project=project, ids=["m"],
+                                lines=[InjectedLine(key="m", text=PNPM)], at=T0))  # fmt: skip
+    with (tmp_path / "injected" / "other.jsonl").open("a") as handle:
+        handle.write("{torn\n")
+    old = (T0 - timedelta(days=3)).timestamp()
+    for session in ("mine", "same-project", "other"):  # written before the run's days; "recent" during them
+        os.utime(tmp_path / "injected" / f"{session}.jsonl", (old, old))
+    since = datetime.fromtimestamp(old, UTC) + timedelta(days=1)
+    picked, problems = ledger.every(sessions={"mine"}, projects={"/p/a"}, since=since)
+    assert sorted(i.session_id for i in picked) == ["mine", "recent", "same-project"] and problems == []
+    everything, problems = ledger.every()
+    assert len(everything) == 4 and len(problems) == 1  # unfiltered: every file, the torn line named

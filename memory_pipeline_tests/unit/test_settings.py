@@ -123,10 +123,13 @@ def test_maturity_and_auto_promotion_reach_the_reflect_policy(monkeypatch: pytes
 
     policy = build_resources(load_settings())["reflect_policy"]
     assert (policy.half_life_days, policy.auto_promote_min_sessions) == (90.0, 0)  # auto-promotion off
+    assert policy.followthrough_model is False  # follow-through without the chat model unless set
     monkeypatch.setenv("MATURITY_HALF_LIFE_DAYS", "30")
     monkeypatch.setenv("AUTO_PROMOTE_MIN_SESSIONS", "3")
+    monkeypatch.setenv("FOLLOWTHROUGH_MODEL", "1")
     policy = build_resources(load_settings())["reflect_policy"]
     assert policy.maturity_policy().half_life_days == 30.0 and policy.auto_promote_min_sessions == 3
+    assert policy.followthrough_model is True
     monkeypatch.setenv("MATURITY_HALF_LIFE_DAYS", "0")
     with pytest.raises(ConfigError, match="MATURITY_HALF_LIFE_DAYS"):
         load_settings()

@@ -1,0 +1,87 @@
+"""Conventions a command or a written file shows at once, for follow-through (`followthrough.decide`): a
+runtime's pinned version, a commit message's and a new branch's form. Pure; each says kept (True), broken
+(False) or not shown (None).
+"""
+
+from __future__ import annotations
+
+import re
+
+# A runtime or a server and the version a memory pins it to ("requires go 1.22", "targets Python 3.12", "Node
+# 20"), and the names a command or a file gives it (an image `golang:1.20-alpine`, `python-version: ['3.10']`).
+_RUNTIMES = {
+    "python": ("python", "py"), "node": ("node", "nodejs", "nodejs_version"), "go": ("go", "golang"),
+    "ruby": ("ruby",), "java": ("java", "jdk", "openjdk", "temurin"), "rust": ("rust", "rustc"),
+    "php": ("php",), "deno": ("deno",), "postgres": ("postgres", "postgresql"), "redis": ("redis",),
+    "mysql": ("mysql",),
+}  # fmt: skip
+_ALIASES = {alias: runtime for runtime, aliases in _RUNTIMES.items() for alias in aliases}
+_PINNED = re.compile(rf"(?i)\b({'|'.join(_ALIASES)})\s+v?(\d+(?:\.\d+)?)\b(?!\.\d)")
+
+
+def _pinned(text: str) -> dict[str, str]:
+    """The runtimes `text` pins to a version: {"go": "1.22"}."""
+    return {_ALIASES[name.lower()]: version for name, version in _PINNED.findall(text)}
+
+
+def version_kept(memory_text: str, written: str) -> bool | None:
+    """For a memory that pins a runtime's version, whether a command or a written file (`written`) uses that
+    version (True; `20.11.1` is Node 20), another one as precise (False: `golang:1.20` against go 1.22), or names
+    none (None)."""
+    pinned = _pinned(memory_text)
+    if not pinned:
+        return None
+    verdict = None
+    for runtime, version in pinned.items():
+        names = "|".join(re.escape(a) for a in _RUNTIMES[runtime])
+        for found in re.findall(rf"(?i)(?<![\w.-])(?:{names})(?:[-_]?version)?[\s:=@'\"\[]*v?(\d+(?:\.\d+)*)", written):
+            if found.count(".") < version.count("."):
+                continue  # `python3` says nothing of 3.12
+            same = found == version or found.startswith(version + ".")
+            if not same:
+                return False
+            verdict = True
+    return verdict
+
+
+# Naming conventions a git command shows at once: a commit message against Conventional Commits, a new branch's
+# name against the shape of the memory's example ("e.g. feat/ACME-123-export-csv").
+_CONVENTIONAL = re.compile(r"(?i)^(?:feat|fix|chore|docs|style|refactor|perf|test|build|ci|revert)(?:\([^)]*\))?!?: \S")
+_COMMIT_MESSAGE = re.compile(r"\bgit\s+commit\b[^\n]*?\s-[a-z]*m\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))")
+_NEW_BRANCH = re.compile(r"\bgit\s+(?:checkout\s+-b|switch\s+-c|branch)\s+(?!-)([\w./-]+)")
+_EXAMPLE = re.compile(r"(?i)\b(?:e\.g\.|for example|like)\s*`?([\w.-]+/[\w./-]*\w)")
+
+
+def _branch_shape(example: str) -> re.Pattern[str]:
+    """The shape of an example branch name: its upper-case words, numbers and lower-case slugs as classes."""
+    shape = re.sub(r"[a-z]+(?:-[a-z]+)*|[A-Z]+|\d+", lambda m: "\x00" + m[0] + "\x00", example)
+    parts = []
+    for piece in shape.split("\x00"):
+        if not piece:
+            continue
+        if piece.isdigit():
+            parts.append(r"\d+")
+        elif piece.isupper():
+            parts.append("[A-Z]+")
+        elif piece[0].islower():
+            parts.append("[a-z][a-z0-9-]*")
+        else:
+            parts.append(re.escape(piece))
+    return re.compile("".join(parts) + "$")
+
+
+def convention_kept(memory_text: str, command: str) -> bool | None:
+    """For a memory that sets a commit-message or branch-name convention, whether a git command keeps it (True),
+    breaks it (False), or makes no commit or branch (None)."""
+    if "git" not in command:
+        return None
+    if re.search(r"(?i)conventional commits", memory_text):
+        found = _COMMIT_MESSAGE.search(command)
+        if found:
+            return bool(_CONVENTIONAL.match(next(g for g in found.groups() if g is not None)))
+    example = _EXAMPLE.search(memory_text)
+    if example and re.search(r"(?i)\bbranch", memory_text):
+        found = _NEW_BRANCH.search(command)
+        if found:
+            return bool(_branch_shape(example[1]).match(found[1]))
+    return None
