@@ -65,7 +65,17 @@ WORK = ROOT / "bench" / ".work" / "knowledge"
 MAX_OUTPUT_TOKENS = 512
 SAME_AT = 0.7  # cosine of MiniLM vectors: a paraphrase of the same piece, not a neighbour on the same topic
 WORDS_AT = 0.6
-TRAPS = {"system-prompt", "greeting-prompt", "persona", "scheduled-task", "self-description"}
+# Set B names its traps in words ("heartbeat prompt in the user role", "skill text injected in the user role"):
+# the kinds set A names "system-prompt", "greeting-prompt", "persona", "scheduled-task", "self-description", read
+# by the words that name them (on set A the same 20 turns as those names).
+TRAP_WORDS = ("system", "greeting", "persona", "scheduled", "self-description", "heartbeat", "notification",
+              "compaction", "skill", "/init", "startup", "caveat")  # fmt: skip
+
+
+def on_trap(turn: dict) -> bool:
+    """A turn of no knowledge whose text is not the person's: a system, greeting, persona, scheduled-task,
+    heartbeat or injected prompt, the assistant describing itself."""
+    return not turn["memorable"] and any(word in trap.lower() for trap in turn["traps"] for word in TRAP_WORDS)
 
 
 def load_turns(labels: Path = LABELS) -> list[dict[str, Any]]:
@@ -307,9 +317,7 @@ def figures(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts: Se
         for i in ideas
     )
     cut = sum(i.summary.rstrip()[-1:] not in ".!?)`\"'" for ideas in found for i in ideas)
-    on_traps = sum(
-        len(ideas) for t, ideas in zip(turns, found, strict=True) if TRAPS & set(t["traps"]) and not t["memorable"]
-    )
+    on_traps = sum(len(ideas) for t, ideas in zip(turns, found, strict=True) if on_trap(t))
     return {
         "memorable turns with a correct memory": _share(correct, len(memorable)),
         "other turns with any memory (lower is better)": _share(others, len(turns) - len(memorable)),
