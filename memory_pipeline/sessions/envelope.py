@@ -131,13 +131,17 @@ _AUTOMATION = (
         re.compile(_DATED + r"(?:\[System Message\]|System \(untrusted\):|\[Post-compaction context refresh\])"),
     ),
     ("heartbeat", re.compile(r"Read HEARTBEAT\.md if it exists")),
+    # OpenClaw's prompt after /new or /reset, and Claude Code's built-in /init prompt: the agent's words, sent in the
+    # user role (real sessions of bench/labels/knowledge_turns_b.json's tuning half, KNOWLEDGE_SOURCES_B.md).
+    ("session startup", re.compile(r"A new session was started via /new or /reset\.")),
+    ("agent's built-in prompt", re.compile(r"Please analyze this codebase and create a CLAUDE\.md file")),
 )
 _SUBAGENT_TASK = re.compile(r"\[Subagent Task\]:?[ \t]*", re.I)
 
 
 def automation_of(text: str) -> str | None:
     """What wrote a user-role message that is not the person's words (`scheduled task`, `sub-agent task`,
-    `system message`, `heartbeat`), or None when it is theirs."""
+    `system message`, `heartbeat`, `session startup`, `agent's built-in prompt`), or None when it is theirs."""
     start = _MESSAGE_ID.sub("", text).lstrip()
     for name, pattern in _AUTOMATION:
         if pattern.match(start):

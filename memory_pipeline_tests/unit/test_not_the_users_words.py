@@ -126,3 +126,16 @@ def test_a_voice_note_replying_to_the_bot_keeps_only_the_persons_transcript() ->
     assert strip_envelope("Transcript: of the call is in notes.md") == "Transcript: of the call is in notes.md"
     # A reply block that never closes is not peeled whole: the words after its bracket stay.
     assert strip_envelope("[Replying to Flux id:2313] use pnpm") == "use pnpm"
+
+
+def test_an_agents_own_startup_and_init_prompts_are_named_not_the_persons_words() -> None:
+    # OpenClaw after /new or /reset, and Claude Code's /init, as real sessions send them in the user role.
+    startup = (
+        "A new session was started via /new or /reset. Execute your Session Startup sequence now - read the "
+        "required files before responding to the user. Do not mention internal steps, files, tools, or reasoning."
+    )
+    init = "Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances."
+    assert automation_of(startup) == "session startup"
+    assert automation_of(init) == "agent's built-in prompt"
+    # The person asking for the same in their own words is theirs.
+    assert automation_of("please create a CLAUDE.md for this repo, and never mention internal steps") is None
