@@ -182,9 +182,12 @@ def _caches() -> list[Path]:
     return sorted((p for p in found if p.is_dir() and not p.name.startswith("code-")), key=lambda p: p.name)
 
 
-def model_candidates(turn: dict[str, Any], caches: Sequence[Path]) -> tuple[list[Idea], bool]:
+def model_candidates(
+    turn: dict[str, Any], caches: Sequence[Path], current: str | None = None
+) -> tuple[list[Idea], bool]:
     """The embedded model's candidates of `turn` from every cache that holds it (the faithfulness check run
-    anew), as the pipeline reads a turn (the turn gate spares some: their own words only); and whether any was."""
+    anew on earlier code's answers), as the pipeline reads a turn (the turn gate spares some: their own words
+    only); and whether any was."""
     text = turn_text(job_of(turn).messages)
     if not turn_gate.may_hold_knowledge(text):
         return candidates_without_model(text), True
@@ -194,7 +197,10 @@ def model_candidates(turn: dict[str, Any], caches: Sequence[Path]) -> tuple[list
         if path.exists():
             seen = True
             cached = [Idea.model_validate(i) for i in json.loads(path.read_text())["ideas"]]
-            ideas += distinct(check_faithful(cached, text, TurnOutcome("", "", status="summarised")))
+            if cache.name == current:  # this code's own answers, checked already: as `bench knowledge` reads them
+                ideas += cached
+            else:
+                ideas += distinct(check_faithful(cached, text, TurnOutcome("", "", status="summarised")))
     return list({i.summary: i for i in ideas}.values()), seen
 
 
@@ -369,12 +375,12 @@ def _evaluate(turns: list[dict], found: list[list[Idea]], model) -> tuple[dict, 
     return figures(turns, before, vb), figures(turns, after, va), lost
 
 
-def final(model_caches: Sequence[Path]) -> str:
+def final(model_caches: Sequence[Path], version: str | None) -> str:
     model = _saved()
     turns = [t for t in load_turns(LABEL_SETS["b"]) if t["split"] == "held_out"]
     body = f"Set B held-out half ({len(turns)} turns), labels frozen in {_labels_commit(LABEL_SETS['b'])}.\n"
     paths = {"without the model": [candidates_without_model(turn_text(job_of(t).messages)) for t in turns]}
-    got = [model_candidates(t, model_caches) for t in turns]
+    got = [model_candidates(t, model_caches, version) for t in turns]
     read = [t for t, (_, seen) in zip(turns, got, strict=True) if seen]
     if read:
         covered = [n for n, (_, seen) in enumerate(got) if seen]
@@ -400,7 +406,7 @@ def main(argv: list[str]) -> None:
     caches = _caches()
     if "--final" in argv:
         model_caches = [c for c in caches if version and c.name == version]
-        body = final(model_caches)
+        body = final(model_caches, version)
         write_section("keep (final, set B held-out)", "uv run python -m bench keep --final", body)
     else:
         body = train(caches)
