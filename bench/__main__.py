@@ -22,6 +22,7 @@ from bench import (
     hard,
     heavy,
     ingest,
+    keep,
     knowledge,
     needs,
     needs_real,
@@ -81,6 +82,7 @@ TOOLS = {"screenshots": screenshots.main}
 # `faithful` reads the fixtures and the 37 labelled turns with the model (its answers cached for the next run).
 NAMED_ONLY = {
     "selection": selection.main,
+    "keep": keep.main,  # an experiment (issue 43): `--final` reads set B's held-out half
     "needs_real": needs_real.main,
     "faults": faults.main,
     "faithful": faithful.main,
