@@ -517,12 +517,7 @@ def main(argv: list[str]) -> None:
         for path, found in baseline(turns_before, "--baseline-model" in argv).items():
             verdicts = judge(turns_before, found)
             rows["held_out"] = {path: figures(turns_before, found, verdicts), **rows["held_out"]}
-    sections = []
-    for split, by_path in rows.items():
-        names = list(by_path)
-        measures = list(next(iter(by_path.values())))
-        sections.append(f"### {split.replace('_', '-')} half ({sum(t['split'] == split for t in turns)} turns)\n")
-        sections.append(table(["", *names], [[m, *(by_path[n][m] for n in names)] for m in measures]))
+    sections = split_tables(rows, turns)
     run_lines = "\n".join(f"- {path}: {json.dumps(run)}" for path, run in runs.items())
     body = (
         f"{len(turns)} labelled turns ({sum(t['memorable'] for t in turns)} memorable) of "
@@ -538,6 +533,17 @@ def main(argv: list[str]) -> None:
     )
     write_section("knowledge", "uv run python -m bench knowledge" + (" --train" if train else ""), body)
     print(body)
+
+
+def split_tables(rows: dict[str, dict[str, dict]], turns: Sequence[dict]) -> list[str]:
+    """Each half's heading and its table: a row per measure, a column per path."""
+    sections = []
+    for split, by_path in rows.items():
+        names = list(by_path)
+        measures = list(next(iter(by_path.values())))
+        sections.append(f"### {split.replace('_', '-')} half ({sum(t['split'] == split for t in turns)} turns)\n")
+        sections.append(table(["", *names], [[m, *(by_path[n][m] for n in names)] for m in measures]))
+    return sections
 
 
 def main_other_set(labels: Path, argv: list[str]) -> None:
@@ -565,12 +571,7 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
             rows.setdefault(split, {})[f"{path}, as stored"] = figures(*part)
             if split == "held_out":
                 listings[path] = reading(*part)
-    sections = []
-    for split, by_path in rows.items():
-        names = list(by_path)
-        measures = list(next(iter(by_path.values())))
-        sections.append(f"### {split.replace('_', '-')} half ({sum(t['split'] == split for t in turns)} turns)\n")
-        sections.append(table(["", *names], [[m, *(by_path[n][m] for n in names)] for m in measures]))
+    sections = split_tables(rows, turns)
     body = (
         f"Set `{labels.name}`: {len(turns)} labelled turns ({sum(t['memorable'] for t in turns)} memorable) of "
         f"{', '.join(f'{k} {n}' for k, n in Counter(t['history'] for t in turns).items())}; "
