@@ -12,6 +12,8 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from memory_pipeline.local.host import apt_install
 
@@ -67,3 +69,21 @@ def write_session(path: Path, session_id: str, day: str, project: str, turns: li
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
+
+
+def wait(driver, condition, seconds: float = 20):  # noqa: ANN001, ANN201
+    """What `condition` returns once it holds (selenium's wait, `seconds` at most)."""
+    return WebDriverWait(driver, seconds).until(condition)
+
+
+def log_in(driver, login_path: Path, base: str) -> None:  # noqa: ANN001
+    """The browser logged in with the one-time code `memory-pipeline serve` wrote to `login_path`."""
+    driver.get(f"{base}/login?code={login_path.read_text().strip()}")
+
+
+def accept_dialog(driver) -> str:  # noqa: ANN001
+    """The text of the confirm dialog the page opened, accepted."""
+    alert = wait(driver, expected_conditions.alert_is_present())
+    text = alert.text
+    alert.accept()
+    return text

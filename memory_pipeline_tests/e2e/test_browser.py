@@ -13,7 +13,7 @@ from dagster import materialize
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
@@ -21,7 +21,7 @@ from memory_pipeline.resources import build_resources
 from memory_pipeline.search.models import Filters
 from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
-from testkit.browser import HOSTILE_TURNS, chromium, write_session
+from testkit.browser import HOSTILE_TURNS, chromium, log_in, wait, write_session
 from testkit.ingest_helpers import MEMORY_ASSETS, reset_days
 from testkit.servers import memory_service
 
@@ -57,17 +57,13 @@ def world(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> 
         yield settings, base
 
 
-def _wait(driver, condition, seconds: float = 20):  # noqa: ANN001, ANN202
-    return WebDriverWait(driver, seconds).until(condition)
-
-
 def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[Settings, str]) -> None:
     settings, base = world
     with chromium() as driver:
         # Not logged in: the page shows, a write is refused. The one-time link `serve` printed logs the browser in.
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         assert settings.service_token() not in driver.page_source
-        driver.get(f"{base}/login?code={settings.service_login_path.read_text().strip()}")
+        log_in(driver, settings.service_login_path, base)
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         rows = driver.find_elements(By.CSS_SELECTOR, "#results a[data-id]")
         assert rows, driver.page_source[:2000]
@@ -80,7 +76,7 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         # A memory's page: its turn as a conversation.
         forgotten_id = rows[0].get_attribute("data-id")  # the whole id (the link shows a short one)
         rows[0].click()
-        _wait(driver, expected_conditions.presence_of_element_located((By.ID, "turn")))
+        wait(driver, expected_conditions.presence_of_element_located((By.ID, "turn")))
         roles = [e.text.split(" ·")[0] for e in driver.find_elements(By.CSS_SELECTOR, "#turn .role")]
         assert roles[:2] == ["user", "assistant"]
         assert "<img src=x" in driver.page_source.replace("&lt;", "<") and driver.execute_script(
@@ -89,8 +85,8 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
 
         # Forget it (confirmed in the dialog): gone from search at once.
         driver.find_element(By.CSS_SELECTOR, "#forget button").click()
-        _wait(driver, expected_conditions.alert_is_present()).accept()
-        _wait(driver, expected_conditions.url_contains("forgotten="))
+        wait(driver, expected_conditions.alert_is_present()).accept()
+        wait(driver, expected_conditions.url_contains("forgotten="))
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         assert forgotten_id not in driver.page_source
 
@@ -101,8 +97,8 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         driver.get(f"{base}/m/{observation_id}")
         forgotten_turn = driver.find_element(By.ID, "turn-id").text
         driver.find_element(By.CSS_SELECTOR, "#forget-turn button").click()
-        _wait(driver, expected_conditions.alert_is_present()).accept()
-        _wait(driver, expected_conditions.url_contains("forgotten="))
+        wait(driver, expected_conditions.alert_is_present()).accept()
+        wait(driver, expected_conditions.url_contains("forgotten="))
         driver.get(f"{base}/?q=pnpm+npm&project={PROJECT}")
         assert observation_id not in driver.page_source and "window.__pwned = 1" not in driver.page_source
 
@@ -116,8 +112,8 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         box.send_keys("Checkout broke on empty carts: the price formatter returned NaN (fixed: total defaults to 0).")
         Select(driver.find_element(By.CSS_SELECTOR, "#edit select")).select_by_visible_text("high")
         driver.find_element(By.CSS_SELECTOR, "#edit button").click()
-        _wait(driver, expected_conditions.alert_is_present()).accept()
-        _wait(driver, expected_conditions.presence_of_element_located((By.ID, "trail")))
+        wait(driver, expected_conditions.alert_is_present()).accept()
+        wait(driver, expected_conditions.presence_of_element_located((By.ID, "trail")))
         assert "total defaults to 0" in driver.find_element(By.TAG_NAME, "h2").text
         trail = driver.find_element(By.ID, "trail").text  # who, what, when; never the text before (hashed)
         assert f"{getpass.getuser()} (browser) · edit: “Checkout broke on empty carts" in trail and "was “" not in trail
@@ -125,11 +121,11 @@ def test_search_detail_forget_edit_promote_and_a_rerun_keeps_them(world: tuple[S
         # Promote one proposal, reject the other, with the page's buttons.
         driver.get(f"{base}/review")
         driver.find_element(By.CSS_SELECTOR, "#p-20240701-001 button[value=promote]").click()
-        _wait(driver, expected_conditions.alert_is_present()).accept()
-        _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-001"))
+        wait(driver, expected_conditions.alert_is_present()).accept()
+        wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-001"))
         driver.find_element(By.CSS_SELECTOR, "#p-20240701-002 button[value=reject]").click()
-        _wait(driver, expected_conditions.alert_is_present()).accept()
-        _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-002"))
+        wait(driver, expected_conditions.alert_is_present()).accept()
+        wait(driver, lambda d: not d.find_elements(By.ID, "p-20240701-002"))
         assert "Format prices with the shared formatter" in driver.find_element(By.CSS_SELECTOR, ".memory-md").text
 
     # The day again: what people did stands.

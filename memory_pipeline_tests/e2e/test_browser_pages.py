@@ -16,13 +16,12 @@ import pytest
 from dagster import materialize
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import WebDriverWait
 
 from memory_pipeline.partitions import instance_with_days
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, isolated_settings
-from testkit.browser import chromium, write_session
+from testkit.browser import accept_dialog, chromium, log_in, wait, write_session
 from testkit.ingest_helpers import RECALL_ASSETS, reset_days
 from testkit.servers import free_port, memory_service
 
@@ -52,10 +51,6 @@ Curated by people: promoted from REVIEW.md, edit freely.
 """
 
 
-def _wait(driver, condition, seconds: float = 20):  # noqa: ANN001, ANN202
-    return WebDriverWait(driver, seconds).until(condition)
-
-
 @pytest.fixture(scope="module")
 def world(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, str]]:
     tmp = tmp_path_factory.mktemp("pages")
@@ -71,17 +66,6 @@ def world(local_runtime: Settings, tmp_path_factory: pytest.TempPathFactory) -> 
     (folder / "MEMORY.md").write_text(MEMORY)
     with memory_service(settings) as base:
         yield settings, base
-
-
-def _login(driver, settings: Settings, base: str) -> None:  # noqa: ANN001
-    driver.get(f"{base}/login?code={settings.service_login_path.read_text().strip()}")
-
-
-def _accept(driver) -> str:  # noqa: ANN001
-    alert = _wait(driver, expected_conditions.alert_is_present())
-    text = alert.text
-    alert.accept()
-    return text
 
 
 def test_search_rows_give_the_memory_the_room_and_copy_the_whole_id(world: tuple[Settings, str]) -> None:
@@ -103,7 +87,7 @@ def test_search_rows_give_the_memory_the_room_and_copy_the_whole_id(world: tuple
             "navigator.clipboard.writeText = t => { window.__copied.push(t); return Promise.resolve(); }"
         )
         driver.find_element(By.CSS_SELECTOR, "#results button.copy").click()
-        _wait(driver, lambda d: d.execute_script("return window.__copied.length") == 1)
+        wait(driver, lambda d: d.execute_script("return window.__copied.length") == 1)
         assert driver.execute_script("return window.__copied[0]") == full
         assert driver.find_element(By.CSS_SELECTOR, "#results button.copy").text == "copied"
 
@@ -112,14 +96,14 @@ def test_search_rows_give_the_memory_the_room_and_copy_the_whole_id(world: tuple
         assert "→ bash: pnpm why lodash" in text and '"arguments"' not in text, text
         lodash = next(a for a in driver.find_elements(By.CSS_SELECTOR, "#results tr") if "lodash" in a.text)
         lodash.find_element(By.CSS_SELECTOR, "a[data-id]").click()
-        _wait(driver, expected_conditions.presence_of_element_located((By.ID, "turn")))
+        wait(driver, expected_conditions.presence_of_element_located((By.ID, "turn")))
         assert "→ bash: pnpm why lodash" in driver.find_element(By.TAG_NAME, "h2").text
 
 
 def test_edit_forget_promote_and_reject_are_confirmed_then_reported_done(world: tuple[Settings, str]) -> None:
     settings, base = world
     with chromium() as driver:
-        _login(driver, settings, base)
+        log_in(driver, settings.service_login_path, base)
         driver.get(f"{base}/?q=checkout+NaN+empty+cart&project={PROJECT}")
         memory_id = driver.find_element(By.CSS_SELECTOR, "#results a[data-id]").get_attribute("data-id")
         driver.get(f"{base}/m/{memory_id}")
@@ -128,32 +112,32 @@ def test_edit_forget_promote_and_reject_are_confirmed_then_reported_done(world: 
         box.send_keys("Empty carts showed NaN: averageItemPrice divided by zero (fixed: returns 0).")
         # Dismissed: nothing changes.
         driver.find_element(By.CSS_SELECTOR, "#edit button").click()
-        _wait(driver, expected_conditions.alert_is_present()).dismiss()
+        wait(driver, expected_conditions.alert_is_present()).dismiss()
         driver.get(f"{base}/m/{memory_id}")
         assert "divided by zero" not in driver.find_element(By.TAG_NAME, "h2").text
         box = driver.find_element(By.CSS_SELECTOR, "#edit textarea")
         box.clear()
         box.send_keys("Empty carts showed NaN: averageItemPrice divided by zero (fixed: returns 0).")
         driver.find_element(By.CSS_SELECTOR, "#edit button").click()
-        assert "Save this text and priority?" in _accept(driver)
-        _wait(driver, expected_conditions.url_contains("done=edited"))
+        assert "Save this text and priority?" in accept_dialog(driver)
+        wait(driver, expected_conditions.url_contains("done=edited"))
         assert driver.find_element(By.ID, "done").text.startswith("Saved:")
         assert "divided by zero" in driver.find_element(By.TAG_NAME, "h2").text
 
         driver.find_element(By.CSS_SELECTOR, "#forget button").click()
-        assert "Forget this memory?" in _accept(driver)
-        _wait(driver, expected_conditions.url_contains("forgotten="))
+        assert "Forget this memory?" in accept_dialog(driver)
+        wait(driver, expected_conditions.url_contains("forgotten="))
         assert driver.find_element(By.ID, "done").text.startswith("Forgotten:")
         assert httpx.get(f"{base}/api/v1/memories/{memory_id}").status_code == 404
 
         # Recently forgotten (in the nav) lists it with its Undo; the done message's Undo brings it back as edited.
         done_page = driver.current_url
         driver.find_element(By.CSS_SELECTOR, "header a[href='/forgotten']").click()
-        held = _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"#forgotten tr[data-id='{memory_id}']"))
+        held = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"#forgotten tr[data-id='{memory_id}']"))
         assert "divided by zero" in held[0].text and held[0].find_elements(By.CSS_SELECTOR, "button[data-undo]")
         driver.get(done_page)
-        _wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#done button[data-undo]"))[0].click()
-        _wait(driver, expected_conditions.url_contains("done=restored"))
+        wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#done button[data-undo]"))[0].click()
+        wait(driver, expected_conditions.url_contains("done=restored"))
         assert driver.find_element(By.ID, "done").text.startswith("Brought back:")
         assert "divided by zero" in driver.find_element(By.TAG_NAME, "h2").text
         assert httpx.get(f"{base}/api/v1/memories/{memory_id}").status_code == 200
@@ -167,14 +151,14 @@ def test_edit_forget_promote_and_reject_are_confirmed_then_reported_done(world: 
             t.text for t in shown.find_elements(By.CLASS_NAME, "tag")
         ]
         driver.find_element(By.CSS_SELECTOR, "#p-20240703-001 button[value=promote]").click()
-        assert "Promote p-20240703-001 to MEMORY.md?" in _accept(driver)
-        _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240703-001"))
+        assert "Promote p-20240703-001 to MEMORY.md?" in accept_dialog(driver)
+        wait(driver, lambda d: not d.find_elements(By.ID, "p-20240703-001"))
         assert driver.find_element(By.ID, "done").text.startswith("Promoted p-20240703-001")
         rules = driver.find_element(By.CSS_SELECTOR, ".memory-md").text
         assert "Use pnpm for every install, never npm" in rules and "<!--" not in rules
         driver.find_element(By.CSS_SELECTOR, "#p-20240703-002 button[value=reject]").click()
-        assert "Reject p-20240703-002?" in _accept(driver)
-        _wait(driver, lambda d: not d.find_elements(By.ID, "p-20240703-002"))
+        assert "Reject p-20240703-002?" in accept_dialog(driver)
+        wait(driver, lambda d: not d.find_elements(By.ID, "p-20240703-002"))
         assert driver.find_element(By.ID, "done").text.startswith("Rejected p-20240703-002")
     memory = (ensure_project_dir(settings.memory_workspace, PROJECT) / "MEMORY.md").read_text()
     assert "<!-- p-20240703-001 -->" in memory and "Never edit generated files" not in memory
@@ -184,7 +168,7 @@ def test_the_recent_feed_shows_a_new_memory_without_a_reload(world: tuple[Settin
     settings, base = world
     with chromium() as driver:
         driver.get(f"{base}/?project={PROJECT}")
-        _wait(driver, expected_conditions.presence_of_element_located((By.ID, "recent-list")))
+        wait(driver, expected_conditions.presence_of_element_located((By.ID, "recent-list")))
         driver.execute_script("window.__same_page = true")
         words = f"Staging database moved to port 5433 ({uuid.uuid4().hex[:6]})."
         stored = httpx.post(
@@ -194,7 +178,7 @@ def test_the_recent_feed_shows_a_new_memory_without_a_reload(world: tuple[Settin
             timeout=60,
         )
         assert stored.status_code == 201, stored.text
-        _wait(driver, lambda d: words in d.find_element(By.ID, "recent").text, seconds=40)
+        wait(driver, lambda d: words in d.find_element(By.ID, "recent").text, seconds=40)
         assert driver.execute_script("return window.__same_page === true")  # polled, not reloaded
 
 
