@@ -1,5 +1,5 @@
-"""The keep filter, tried again (issue 43): does a learned per-memory filter earn its place once it has labels
-with a person's preferences in many forms? An experiment in bench/ only: nothing in the product reads it.
+"""The keep filter's training and its one held-out evaluation (issue 43): the learned per-memory filter of
+`memory_pipeline.summarize.keep`, which writes `memory_pipeline/summarize/keep.json`.
 
 `uv run python -m bench keep [--final]`.
 
@@ -20,137 +20,43 @@ Without `--final` nothing of set B's held-out half is read. With `--final` (run 
 applied to set B's held-out half, without the model and on the model's cached answers when they exist, and every
 labelled preference or rule of the person that had a correct memory before and lost it is listed.
 
-Outcome (bench/results.md, `keep (final, set B held-out)`): precision up (model 12% -> 26%) but one correct
-memory of a person's rule lost (kb-113): it did not earn its place, and nothing in the product reads it.
+Outcome (bench/results.md, `keep (final, set B held-out)`): with the embedded model, precision 12% -> 26%,
+other turns with a memory 28% -> 12%, memories from trap turns 7 -> 0, one correct memory of a person's rule
+lost (kb-113). Shipped since stop 55 (`summarize.gate.keeps` calls it for every kind but a fact); the weights are
+the ones that final evaluation read, not retrained after it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from bench.knowledge import LABEL_SETS, WORK, _code_version, _labels_commit, figures, job_of, judge, load_turns
+from bench.knowledge import (
+    LABEL_SETS,
+    _caches,
+    _code_version,
+    _labels_commit,
+    _share,
+    figures,
+    job_of,
+    judge,
+    load_turns,
+    model_candidates,
+)
 from bench.results_file import table, write_section
-from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.words import content_words, words
-from memory_pipeline.sentences import sentences
-from memory_pipeline.summarize import gate, turn_gate
-from memory_pipeline.summarize.compose import distinct, make_idea
-from memory_pipeline.summarize.extract import TurnOutcome, candidates_without_model, check_faithful
-from memory_pipeline.summarize.gate import DOCUMENT_LINE
+from memory_pipeline.summarize import gate
+from memory_pipeline.summarize.compose import make_idea
+from memory_pipeline.summarize.extract import candidates_without_model
 from memory_pipeline.summarize.ideas import Idea
-from memory_pipeline.summarize.knowledge import is_request
+from memory_pipeline.summarize.keep import FEATURES, WEIGHTS, features, judges
 from memory_pipeline.summarize.logistic import fit, probability
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
-from memory_pipeline.summarize.trust import TurnText, support
+from testkit.preferences import PREFERENCES
 
-WEIGHTS = Path(__file__).with_name("keep.json")
 FOLDS = 5
 L2S = (0.1, 0.3, 1.0, 3.0, 10.0)
-HEAD_WORDS = 3
-# Left out, besides kind and speaker: the lexicon's marker of a lasting statement in the evidence (kind by another
-# name: the tuning half's correct memories mostly say "always" or "never", so a fit on it drops "Use 2-space
-# indentation in Python files.", 0.151 < 0.223), and the share of the evidence the memory keeps (it learned that a
-# verbatim copy of the person's sentence is wrong, from the path without the model copying sentences that are).
-FEATURES = (
-    "bias",
-    "share of its content words absent from its evidence",
-    "share of its content words absent from the turn",
-    "share of its first content words absent from its evidence",
-    "opens on a plan or an intention",
-    "reports the state of the work",
-    "a hedge or a modal opener",
-    "a question",
-    "ends on a short order",
-    "its evidence is in the person's message",
-    "content words / 10",
-    "fewer than three content words",
-    "more than one sentence",
-    "markdown marks (bold, list, heading)",
-    "evidence in a message that is a document (headings, many list lines)",
-)
-# What the speaker means to do, not what is known ("To determine if …", "Let me check …", "We need to add …").
-INTENTION = re.compile(
-    r"(?i)^(?:let me|let's|i'?ll|i will|i'?m going to|we'?ll|we will|i need to|we need to|now i|now let's|next,? i)\b"
-    r"|^to (?:determine|investigate|understand|find out|check|see|verify|figure out|debug|analy[sz]e)\b"
-)
-# The state of the work as reported ("X is now 885 lines", "Added …"), not knowledge that lasts.
-STATUS = re.compile(
-    r"(?i)\b(?:is|are|was|were) now\b|\b\d+ (?:lines|files|tests)\b|\bstill (?:needs|compiling|running|failing)\b"
-    r"|^(?:i'?ve |we'?ve )?(?:added|removed|fixed|updated|created|implemented|moved|reverted|renamed|refactored)\b"
-)
-# A statement that is not sure of itself: "Maybe …", "It might be …", "I think …", "Perhaps …".
-HEDGE = re.compile(
-    r"(?i)^(?:maybe|perhaps|possibly|probably|might|could|it seems|seems|i think|i guess|i wonder|not sure)\b"
-    r"|\b(?:maybe|perhaps|possibly|might be|not sure|i guess|i wonder)\b"
-)
-_MARKDOWN = re.compile(r"\*\*|^\s*(?:[-*] |#{1,6} )|`[^`]*`:")
-
-
-def head_words(text: str, n: int = HEAD_WORDS) -> list[str]:
-    found: list[str] = []
-    for word in words(text):
-        for stem in content_words(word):
-            if stem not in found:
-                found.append(stem)
-    return found[:n]
-
-
-def absent(wanted: Sequence[str] | set[str], source: str) -> float:
-    if not wanted:
-        return 0.0
-    have = content_words(source)
-    return sum(w not in have for w in wanted) / len(wanted)
-
-
-def ends_on_order(text: str) -> bool:
-    said = sentences(text)
-    last = said[-1] if len(said) > 1 else ""
-    return bool(last) and len(words(last)) <= 4 and is_request(last)
-
-
-def _in_document(evidence: str, turn: TurnText) -> bool:
-    return any(
-        evidence and evidence[:60] in message and len(DOCUMENT_LINE.findall(message)) >= 5
-        for message in (turn.user, turn.other)
-    )
-
-
-def features(idea: Idea, turn: TurnText) -> list[float]:
-    """The memory's plain features, in the order of `FEATURES` (its kind and its speaker are not among them)."""
-    text, evidence = idea.summary, idea.evidence or idea.summary
-    mine = content_words(text)
-    return [
-        1.0,
-        1.0 - support(text, evidence),
-        1.0 - support(text, turn.everything),
-        absent(head_words(text), evidence),
-        float(bool(INTENTION.match(text.strip()))),
-        float(bool(STATUS.search(text.strip()))),
-        float(bool(HEDGE.search(text.strip()))),
-        float(text.rstrip().endswith("?")),
-        float(ends_on_order(text)),
-        float(bool(evidence) and evidence[:60] in turn.user),
-        len(mine) / 10,
-        float(len(mine) < 3),
-        float(len(sentences(text)) > 1),
-        float(bool(_MARKDOWN.search(text))),
-        float(_in_document(evidence, turn)),
-    ]
-
-
-def judges(idea: Idea) -> bool:
-    """What the filter judges: not a fact (the learned gate's, `gate.keeps`)."""
-    return idea.kind is not Kind.FACT
-
-
-def keeps(idea: Idea, turn: TurnText, model: tuple[Sequence[float], float] | None = None) -> bool:
-    weights, threshold = model or _saved()
-    return not judges(idea) or probability(weights, features(idea, turn)) >= threshold
 
 
 def _saved() -> tuple[list[float], float]:
@@ -176,37 +82,6 @@ def _model_version() -> str | None:
     return hashlib.sha1(f"{model}|{_code_version()}".encode()).hexdigest()[:12]
 
 
-MAIN_WORK = Path("/work/main/bench/.work/knowledge")  # where the runs from the main checkout cache the model
-
-
-def _caches() -> list[Path]:
-    """Every folder of the model's cached answers, here and in the main checkout's runs."""
-    found = [p for w in (WORK, MAIN_WORK) if w.exists() for p in w.iterdir()]
-    return sorted((p for p in found if p.is_dir() and not p.name.startswith("code-")), key=lambda p: p.name)
-
-
-def model_candidates(
-    turn: dict[str, Any], caches: Sequence[Path], current: str | None = None
-) -> tuple[list[Idea], bool]:
-    """The embedded model's candidates of `turn` from every cache that holds it (the faithfulness check run
-    anew on earlier code's answers), as the pipeline reads a turn (the turn gate spares some: their own words
-    only); and whether any was."""
-    text = turn_text(job_of(turn).messages)
-    if not turn_gate.may_hold_knowledge(text):
-        return candidates_without_model(text), True
-    ideas, seen = [], False
-    for cache in caches:
-        path = cache / f"{turn['id']}.json"
-        if path.exists():
-            seen = True
-            cached = [Idea.model_validate(i) for i in json.loads(path.read_text())["ideas"]]
-            if cache.name == current:  # this code's own answers, checked already: as `bench knowledge` reads them
-                ideas += cached
-            else:
-                ideas += distinct(check_faithful(cached, text, TurnOutcome("", "", status="summarised")))
-    return list({i.summary: i for i in ideas}.values()), seen
-
-
 def tuning_examples(caches: Sequence[Path]) -> tuple[list[list[float]], list[int], list[int], list[tuple]]:
     """Every distinct candidate of both tuning halves the filter judges (passed by the gate, not a fact): its
     features, 1 when it holds a labelled piece, its turn's number, and (set, turn id, summary, label) to read."""
@@ -222,7 +97,7 @@ def tuning_examples(caches: Sequence[Path]) -> tuple[list[list[float]], list[int
         for turn, mine, verdicts in zip(turns, found, judge(turns, found), strict=True):
             text = turn_text(job_of(turn).messages)
             for idea, verdict in zip(mine, verdicts, strict=True):
-                if judges(idea) and gate.keeps(idea, text):
+                if judges(idea):
                     rows.append(features(idea, text))
                     targets.append(int(verdict is not None))
                     groups.append(number)
@@ -264,25 +139,6 @@ def nested(rows, targets, groups, l2: float) -> tuple[int, int, int, int, list[i
     return kept, right, dropped, wrong, lost
 
 
-# The four preferences the first filter dropped (07ab1c9): the samples' pnpm rule and Jest-to-Vitest decision,
-# two written for the check. Each must be kept, as the model would write it and as the path without the model
-# makes it (tests and benchmarks share only testkit, so the check is here, run with every training and the final).
-PNPM = (
-    "Before you install anything: in this repo we always use pnpm, never npm or yarn. The lockfile is "
-    "pnpm-lock.yaml and CI fails when a package-lock.json shows up."
-)
-VITEST = (
-    "Let's move the tests from Jest to Vitest. We decided this because Jest keeps breaking on our ESM imports and "
-    "needs a Babel transform just for that, while Vitest runs ESM natively and reuses the Vite config."
-)
-PREFERENCES = (
-    (PNPM, Kind.RULE, "Always use pnpm, never npm or yarn."),
-    (VITEST, Kind.DECISION, "Use Vitest instead of Jest, because Jest keeps breaking on our ESM imports."),
-    ("I prefer tabs over spaces in this repo.", Kind.RULE, "I prefer tabs over spaces in this repo."),
-    ("Use 2-space indentation in Python files.", Kind.RULE, "Use 2-space indentation in Python files."),
-)
-
-
 def preferences_kept(model: tuple[Sequence[float], float]) -> tuple[bool, list[list[str]]]:
     """Whether the four preferences are kept, each memory of them with its score."""
     weights, threshold = model
@@ -291,7 +147,7 @@ def preferences_kept(model: tuple[Sequence[float], float]) -> tuple[bool, list[l
         turn = turn_text([TurnMessage("user", said), TurnMessage("assistant", "Understood.")])
         idea = make_idea(kind, written, said, "user")
         assert idea is not None, written
-        own = [i for i in candidates_without_model(turn) if gate.keeps(i, turn) and judges(i)]
+        own = [i for i in candidates_without_model(turn) if judges(i)]
         for how, memory in [("as the model would write it", idea), *(("without the model", i) for i in own)]:
             score = probability(weights, features(memory, turn))
             every &= score >= threshold
@@ -307,10 +163,6 @@ def _preference_table(model: tuple[Sequence[float], float]) -> str:
         + ".\n\n"
         + table(["memory", "text", "score", ""], rows)
     )
-
-
-def _share(n: int, total: int) -> str:
-    return f"{n} / {total} ({n / total:.0%})" if total else "0 / 0"
 
 
 def is_preference(label: dict) -> bool:
@@ -363,8 +215,11 @@ def train(caches: Sequence[Path]) -> str:
 
 def _evaluate(turns: list[dict], found: list[list[Idea]], model) -> tuple[dict, dict, list[list[str]]]:  # noqa: ANN001
     texts = [turn_text(job_of(t).messages) for t in turns]
-    before = [[i for i in ideas if gate.keeps(i, x)] for ideas, x in zip(found, texts, strict=True)]
-    after = [[i for i in ideas if keeps(i, x, model)] for ideas, x in zip(before, texts, strict=True)]
+    before = [[i for i in ideas if judges(i) or gate.keeps(i, x)] for ideas, x in zip(found, texts, strict=True)]
+    after = [
+        [i for i in ideas if not judges(i) or probability(model[0], features(i, x)) >= model[1]]
+        for ideas, x in zip(before, texts, strict=True)
+    ]
     vb, va = judge(turns, before), judge(turns, after)
     lost = []
     for t, ib, vsb, vsa in zip(turns, before, vb, va, strict=True):

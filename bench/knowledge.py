@@ -130,11 +130,12 @@ def job_of(turn: dict[str, Any]) -> TurnJob:
 
 
 def _code_version() -> str:
-    """The extraction's code as it is (the gate's weights aside: candidates are taken before the gate)."""
+    """The extraction's code as it is (the gates after it aside, `gate` and `keep`: candidates are taken before
+    them)."""
     digest = hashlib.sha1()
     package = ROOT / "memory_pipeline"
     code = [*(package / "summarize").rglob("*.py"), *(package / "language").rglob("*.py")]
-    for path in sorted(p for p in code if p.name != "gate.py"):
+    for path in sorted(p for p in code if p.name not in ("gate.py", "keep.py")):
         digest.update(path.read_bytes())
     if turn_gate.WEIGHTS.exists():  # which turns the model reads
         digest.update(turn_gate.WEIGHTS.read_bytes())
@@ -185,6 +186,34 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
                 run["recomposed"][why] = run["recomposed"].get(why, 0) + 1
     run["seconds"] = round(run["seconds"], 1)
     return found, run
+
+
+def _caches() -> list[Path]:
+    """Every folder of the model's cached answers (a folder linked to another is read once)."""
+    found = {p.resolve(): p for p in WORK.iterdir()} if WORK.exists() else {}
+    return sorted((p for p in found.values() if p.is_dir() and not p.name.startswith("code-")), key=lambda p: p.name)
+
+
+def model_candidates(
+    turn: dict[str, Any], caches: Sequence[Path], current: str | None = None
+) -> tuple[list[Idea], bool]:
+    """The embedded model's candidates of `turn` from every cache that holds it (the faithfulness check run
+    anew on earlier code's answers), as the pipeline reads a turn (the turn gate spares some: their own words
+    only); and whether any was."""
+    text = turn_text(job_of(turn).messages)
+    if not turn_gate.may_hold_knowledge(text):
+        return candidates_without_model(text), True
+    ideas, seen = [], False
+    for cache in caches:
+        path = cache / f"{turn['id']}.json"
+        if path.exists():
+            seen = True
+            cached = [Idea.model_validate(i) for i in json.loads(path.read_text())["ideas"]]
+            if cache.name == current:  # this code's own answers, checked already: as `bench knowledge` reads them
+                ideas += cached
+            else:
+                ideas += distinct(check_faithful(cached, text, TurnOutcome("", "", status="summarised")))
+    return list({i.summary: i for i in ideas}.values()), seen
 
 
 # The code before this work (the last commit before the labels were frozen), run on the same turns in a process of
@@ -546,6 +575,35 @@ def split_tables(rows: dict[str, dict[str, dict]], turns: Sequence[dict]) -> lis
     return sections
 
 
+def ceiling(turns: Sequence[dict]) -> str:
+    """What any filter could reach with today's candidates: a labelled piece counts when any candidate holds it,
+    from the path without the model or from any cached answer of the embedded model (every code version, the
+    checks run anew), before the gates. A filter only removes; a memorable turn no candidate covers stays missed."""
+    caches = _caches()
+    rows = []
+    for split in ("tune", "held_out"):
+        have, total = Counter(), Counter()
+        covered = memorable = 0
+        for t in (t for t in turns if t["split"] == split):
+            text = turn_text(job_of(t).messages)
+            found = distinct(candidates_without_model(text) + model_candidates(t, caches)[0])
+            [verdicts] = judge([t], [found])
+            got = {v for v in verdicts if v is not None}
+            for n, piece in enumerate(t["knowledge"]):
+                kind = f"{piece['kind']} ({piece['side']})"
+                total[kind] += 1
+                have[kind] += n in got
+            memorable += bool(t["memorable"])
+            covered += bool(t["memorable"] and got)
+        rows.append([split, "memorable turns with a candidate holding a piece", _share(covered, memorable)])
+        rows += [[split, kind, _share(have[kind], total[kind])] for kind in sorted(total)]
+    return (
+        f"\n\nThe ceiling of today's candidates (every source, the model's answers of {len(caches)} cached runs, "
+        "before the gates: no filter can keep what no candidate holds):\n\n"
+        + table(["half", "labelled pieces", "held by a candidate"], rows)
+    )
+
+
 def main_other_set(labels: Path, argv: list[str]) -> None:
     """Another frozen set (`--labels=b`): each half, the path without the model and (unless `--no-model`) the
     embedded model's gated memories, as the pipeline stores them; the held-out memories listed to be read. The
@@ -579,6 +637,7 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
         + "\n".join(sections)
         + "\n\nRuns:\n"
         + "\n".join(f"- {path}: {json.dumps(run)}" for path, run in runs.items())
+        + ("" if "--held-out-only" in argv else ceiling(turns))
     )
     for path, listing in listings.items():
         body += (

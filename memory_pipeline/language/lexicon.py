@@ -97,6 +97,23 @@ TAKEN_AWAY = re.compile(
     r"(?i)\b(?:removed|deleted|ditched|killed|retired|scrapped|deprecated|reverted|going back|back to|it'?s \S+ now"
     r"|we(?:'re| are) on|we use \S+ now|changed|different now|not true)\b"
 )
+# What the speaker means to do, not what is known ("To determine if …", "Let me check …", "We need to add …").
+INTENTION = re.compile(
+    r"(?i)^(?:let me|let's|i'?ll|i will|i'?m going to|we'?ll|we will|i need to|we need to|now i|now let's|next,? i)\b"
+    r"|^to (?:determine|investigate|understand|find out|check|see|verify|figure out|debug|analy[sz]e)\b"
+)
+# The state of the work as reported ("X is now 885 lines", "Added …"), not knowledge that lasts.
+WORK_STATUS = re.compile(
+    r"(?i)\b(?:is|are|was|were) now\b|\b\d+ (?:lines|files|tests)\b|\bstill (?:needs|compiling|running|failing)\b"
+    r"|^(?:i'?ve |we'?ve )?(?:added|removed|fixed|updated|created|implemented|moved|reverted|renamed|refactored)\b"
+)
+# A statement that is not sure of itself: "Maybe …", "It might be …", "I think …", "Perhaps …".
+HEDGE = re.compile(
+    r"(?i)^(?:maybe|perhaps|possibly|probably|might|could|it seems|seems|i think|i guess|i wonder|not sure)\b"
+    r"|\b(?:maybe|perhaps|possibly|might be|not sure|i guess|i wonder)\b"
+)
+# A line that makes a message a document (a heading, a list item, a tag), as pasted prompts and files have.
+DOCUMENT_LINE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 # A cause refuted: what said why something broke was wrong.
 REFUTED = re.compile(
     r"(?i)\b(?:was wrong|were wrong|diagnosis|red herring|nothing to do with|not the (?:cause|reason|problem)|never the"

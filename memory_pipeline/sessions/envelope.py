@@ -130,13 +130,15 @@ _AUTOMATION = (
         "system message",
         re.compile(_DATED + r"(?:\[System Message\]|System \(untrusted\):|\[Post-compaction context refresh\])"),
     ),
-    ("heartbeat", re.compile(r"Read HEARTBEAT\.md if it exists")),
     # OpenClaw's prompt after /new or /reset, and Claude Code's built-in /init prompt: the agent's words, sent in the
     # user role (real sessions of bench/labels/knowledge_turns_b.json's tuning half, KNOWLEDGE_SOURCES_B.md).
     ("session startup", re.compile(r"A new session was started via /new or /reset\.")),
     ("agent's built-in prompt", re.compile(r"Please analyze this codebase and create a CLAUDE\.md file")),
 )
 _SUBAGENT_TASK = re.compile(r"\[Subagent Task\]:?[ \t]*", re.I)
+# OpenClaw's heartbeat prompt is found anywhere in the message: the gateway puts its queued system events
+# (`System: [time] Exec completed …`, on one line or many) before it, and what the person typed meanwhile after it.
+_HEARTBEAT = re.compile(r"Read HEARTBEAT\.md if it exists")
 
 
 def automation_of(text: str) -> str | None:
@@ -146,7 +148,7 @@ def automation_of(text: str) -> str | None:
     for name, pattern in _AUTOMATION:
         if pattern.match(start):
             return name
-    return None
+    return "heartbeat" if _HEARTBEAT.search(start) else None
 
 
 def automation_task(text: str) -> str:

@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import NEGATION, kind_marked, replacement
+from memory_pipeline.language.lexicon import DOCUMENT_LINE, NEGATION, kind_marked, replacement
+from memory_pipeline.summarize import keep as keep_filter
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.logistic import LearnedWeights
 from memory_pipeline.summarize.trust import TurnText
@@ -50,8 +51,6 @@ FEATURES = (
     "a fact the assistant states",
     "tool output in the turn, log chars / 10",
 )
-# A line that makes a message a document (a heading, a list item, a tag), as pasted prompts and files have.
-DOCUMENT_LINE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 _CODE_WORD = re.compile(r"[`/._()\[\]{}=→<>#:]|[a-z][A-Z]")
 
 
@@ -96,8 +95,12 @@ def threshold() -> float:
 
 
 def keeps(idea: Idea, turn: TurnText) -> bool:
-    """Whether to store `idea`. The gate judges facts only: the sources that find them by shape (`facts_of`,
-    `disclosed`) are the noisy ones. Over every candidate, trained on the nine positives of the tuning half, it
-    also dropped a person's plain rules ("Always use pnpm, never npm."), which the older, tested composition
-    keeps; bench/results.md (`knowledge`) has both policies' figures."""
-    return idea.kind is not Kind.FACT or LEARNED.passes(features(idea, turn))
+    """Whether to store `idea`. A fact is judged here, by the weights of `gate.json` (the sources that find facts
+    by shape, `facts_of` and `disclosed`, are the noisy ones); every other kind by the keep filter
+    (`summarize.keep`, its own features and `keep.json`, trained on both labelled sets' tuning halves). Over every
+    candidate, trained on the nine positives of set A's tuning half, this gate's features also dropped a
+    person's plain rules ("Always use pnpm, never npm."): they name the kind and the speaker, the keep filter's
+    do not."""
+    if idea.kind is Kind.FACT:
+        return LEARNED.passes(features(idea, turn))
+    return keep_filter.keeps(idea, turn)

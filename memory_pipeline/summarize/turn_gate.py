@@ -20,9 +20,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from memory_pipeline.language.lexicon import CAUSE, FINDING, NEGATION, kind_marked, lasting, replacement
+from memory_pipeline.language.lexicon import CAUSE, DOCUMENT_LINE, FINDING, NEGATION, kind_marked, lasting, replacement
 from memory_pipeline.language.words import content_words
-from memory_pipeline.summarize.gate import DOCUMENT_LINE
 from memory_pipeline.summarize.logistic import LearnedWeights, fit, probability
 from memory_pipeline.summarize.trust import TurnText, is_acknowledgement
 

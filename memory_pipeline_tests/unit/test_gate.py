@@ -8,6 +8,7 @@ import pytest
 
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.summarize import gate
+from memory_pipeline.summarize import keep as keep_filter
 from memory_pipeline.summarize.compose import facts_of, make_idea
 from memory_pipeline.summarize.extract import candidates_without_model
 from memory_pipeline.summarize.logistic import LearnedWeights, fit
@@ -54,6 +55,8 @@ def test_the_gate_keeps_everything_until_it_is_trained_then_follows_its_weights(
     assert idea is not None and selfish is not None and rule is not None
     turn = TurnText(user="dev db on port 55432", assistant="`src/app.ts`, `src/util.ts`", other="")
     monkeypatch.setattr(gate, "LEARNED", LearnedWeights(tmp_path / "gate.json", gate.FEATURES))
+    # The other kinds are the keep filter's (test_keep_filter.py): untrained here, so only this gate decides.
+    monkeypatch.setattr(keep_filter, "LEARNED", LearnedWeights(tmp_path / "keep.json", keep_filter.FEATURES))
     assert gate.keeps(idea, turn) and gate.keeps(selfish, turn)  # untrained: every candidate kept
     # Train on rows where the assistant's file list is never knowledge and the person's fact always is; a rule
     # scored like the file list is still kept: the gate judges facts only.
@@ -61,7 +64,7 @@ def test_the_gate_keeps_everything_until_it_is_trained_then_follows_its_weights(
     weights = fit(rows, [1, 0, 0] * 20)
     gate.LEARNED.save(weights, 0.5, {"trained_on": "test"})
     assert gate.keeps(idea, turn) and not gate.keeps(selfish, turn)
-    assert gate.score(rule, turn) < 0.5 and gate.keeps(rule, turn)  # it judges facts only
+    assert gate.score(rule, turn) < 0.5 and gate.keeps(rule, turn)  # its weights judge facts only
     saved = json.loads((tmp_path / "gate.json").read_text())
     assert saved["features"] == list(gate.FEATURES) and len(saved["weights"]) == len(gate.FEATURES)
 

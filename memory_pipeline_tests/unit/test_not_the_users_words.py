@@ -43,6 +43,9 @@ def test_cron_prompts_sub_agent_preambles_and_system_notices_are_named_not_the_u
     assert automation_task(preamble + "[Subagent Task]: Install it") == "Install it"
     assert automation_of("[System Message] [sessionId: 6] A subagent task just timed out.") == "system message"
     assert automation_of("Read HEARTBEAT.md if it exists (workspace context). Reply HEARTBEAT_OK.") == "heartbeat"
+    # The gateway's queued system events before the prompt, on the same line, and the person's words after it.
+    events = "System: [2026-02-24 23:28:52 GMT+8] Exec completed (glow-wil, code 0) :: ok "
+    assert automation_of(events + "Read HEARTBEAT.md if it exists. Follow it strictly. 这是什么") == "heartbeat"
     for theirs in ("Always use pnpm", "[Telegram Alice id:42 2026-01-31 10:00] run the cron job", "cron: what is it?"):
         assert automation_of(theirs) is None
 

@@ -240,9 +240,12 @@ def test_a_rule_and_a_decision_in_one_message_are_two_memories() -> None:
 
 
 def test_a_cause_the_assistant_found_is_remembered() -> None:
+    # Confirmed by the turn: the check failed, the fix went in, the check passed (`keep.confirmed`).
     turn = [
         TurnMessage("user", "the selector still renders garbage"),
+        TurnMessage("toolResult", "FAILED test_selector.py::test_render - AssertionError", tool_name="bash"),
         TurnMessage("assistant", "Found it: the artifacts were caused by console.log calls in theme.ts."),
+        TurnMessage("toolResult", "12 passed in 0.4s", tool_name="bash"),
     ]
     outcome = summarise_turn(chat_client([completion("[]")], []), TurnJob("s", "t", "/p", turn), 4096, 256)
     [idea] = outcome.ideas

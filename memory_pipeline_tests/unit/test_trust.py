@@ -161,7 +161,9 @@ def test_a_cause_the_turn_never_gave_is_not_kept_and_a_question_is_never_high() 
     assert invented.ideas == [] and [reason for reason, _ in invented.dropped] == ["a cause the turn does not state"]
     found = [
         TurnMessage("user", "why do the tests hang?"),
+        TurnMessage("toolResult", "Timeout: 3 failed after 60s", tool_name="bash"),
         TurnMessage("assistant", "They hang because Redis is not running; start it with docker compose up redis."),
+        TurnMessage("toolResult", "42 passed in 3.1s", tool_name="bash"),
     ]
     kept = _run(
         found, _idea("The tests hang because Redis is not running.", "gotcha", "They hang because Redis is not running")

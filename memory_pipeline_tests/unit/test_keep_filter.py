@@ -1,0 +1,91 @@
+"""The keep filter (`summarize.keep`): the learned judge of rules, decisions, gotchas and tasks. Pure functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_pipeline.language.kinds import Kind
+from memory_pipeline.summarize import gate
+from memory_pipeline.summarize import keep as keep_filter
+from memory_pipeline.summarize.compose import make_idea
+from memory_pipeline.summarize.extract import candidates_without_model
+from memory_pipeline.summarize.logistic import LearnedWeights, fit
+from memory_pipeline.summarize.prompt import TurnMessage, turn_text
+from testkit.preferences import PREFERENCES
+
+
+@pytest.mark.parametrize(("said", "kind", "written"), PREFERENCES)
+def test_the_shipped_filter_keeps_a_persons_preferences(said: str, kind: Kind, written: str) -> None:
+    turn = turn_text([TurnMessage("user", said), TurnMessage("assistant", "Understood.")])
+    idea = make_idea(kind, written, said, "user")
+    assert idea is not None
+    own = [i for i in candidates_without_model(turn) if keep_filter.judges(i)]
+    for memory in (idea, *own):
+        assert keep_filter.keeps(memory, turn) and gate.keeps(memory, turn), memory.summary
+
+
+def test_the_shipped_filter_drops_the_assistants_plans_status_and_hedges() -> None:
+    reply = (
+        "Let me check the config loader before touching the tests. Maybe the cache is stale. "
+        "I've updated 3 files and the build is now 885 lines shorter."
+    )
+    turn = turn_text([TurnMessage("user", "why does the build fail?"), TurnMessage("assistant", reply)])
+    drafts = [
+        (Kind.TASK, "Let me check the config loader before touching the tests."),
+        (Kind.GOTCHA, "Maybe the cache is stale."),
+        (Kind.DECISION, "I've updated 3 files and the build is now 885 lines shorter."),
+    ]
+    for kind, text in drafts:
+        idea = make_idea(kind, text, text, "assistant")
+        assert idea is not None
+        assert not keep_filter.keeps(idea, turn), text
+
+
+def test_untrained_it_keeps_everything_trained_it_follows_its_weights_and_never_judges_a_fact(
+    tmp_path,  # noqa: ANN001
+    monkeypatch,  # noqa: ANN001
+) -> None:
+    said = "Always run the linter before you push."
+    turn = turn_text([TurnMessage("user", said), TurnMessage("assistant", "Let me look at the logs first.")])
+    rule = make_idea(Kind.RULE, said, said, "user")
+    plan = make_idea(Kind.TASK, "Let me look at the logs first.", "Let me look at the logs first.", "assistant")
+    fact = make_idea(Kind.FACT, "The logs are in /var/log/app.", "Let me look at the logs first.", "assistant")
+    assert rule is not None and plan is not None and fact is not None
+    monkeypatch.setattr(keep_filter, "LEARNED", LearnedWeights(tmp_path / "keep.json", keep_filter.FEATURES))
+    assert all(keep_filter.keeps(i, turn) for i in (rule, plan, fact))  # no weights: every candidate kept
+    rows = [keep_filter.features(rule, turn), keep_filter.features(plan, turn)] * 20
+    keep_filter.LEARNED.save(fit(rows, [1, 0] * 20), 0.5, {"trained_on": "test"})
+    assert keep_filter.keeps(rule, turn) and not keep_filter.keeps(plan, turn)
+    assert not keep_filter.judges(fact) and keep_filter.keeps(fact, turn)  # facts are the gate's
+    # Weights trained on other features are never misread: the file is ignored, everything kept.
+    (tmp_path / "keep.json").write_text('{"features": ["bias"], "weights": [-9.0], "threshold": 0.5}')
+    monkeypatch.setattr(keep_filter, "LEARNED", LearnedWeights(tmp_path / "keep.json", keep_filter.FEATURES))
+    assert keep_filter.keeps(plan, turn)
+
+
+def test_the_shipped_weights_are_read() -> None:
+    assert keep_filter.WEIGHTS.exists() and keep_filter.LEARNED.model is not None
+    assert len(keep_filter.LEARNED.model[0]) == len(keep_filter.FEATURES)
+
+
+@pytest.mark.parametrize(
+    ("output", "confirmed"),
+    [
+        (["FAILED tests/test_db.py::test_lock - sqlite3.OperationalError", "14 passed in 2.0s"], True),
+        (["Traceback (most recent call last):\n  File 'x'", "exit code 0"], True),
+        (["14 passed in 2.0s", "error: cannot find module"], False),  # passed, then failed: not fixed
+        (["1 failed, 13 passed in 2.0s"], False),  # one run that failed
+        (["14 passed in 2.0s"], False),  # nothing failed: nothing found
+        ([], False),
+    ],
+)
+def test_a_finding_is_confirmed_by_a_failure_then_a_pass(output: list[str], confirmed: bool) -> None:
+    messages = [TurnMessage("user", "why does the test fail?")]
+    messages += [TurnMessage("toolResult", o, tool_name="bash") for o in output]
+    turn = turn_text([*messages, TurnMessage("assistant", "It was caused by two workers sharing one SQLite file.")])
+    assert keep_filter.confirmed(turn) is confirmed
+    cause = make_idea(
+        Kind.GOTCHA, "Two workers sharing one SQLite file caused the lock.", "caused by two workers", "assistant"
+    )
+    assert cause is not None
+    assert keep_filter.confirmed_finding(cause, turn) is confirmed
