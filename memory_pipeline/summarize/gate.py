@@ -100,7 +100,9 @@ def keeps(idea: Idea, turn: TurnText) -> bool:
     (`summarize.keep`, its own features and `keep.json`, trained on both labelled sets' tuning halves). Over every
     candidate, trained on the nine positives of set A's tuning half, this gate's features also dropped a
     person's plain rules ("Always use pnpm, never npm."): they name the kind and the speaker, the keep filter's
-    do not."""
+    do not. Neither keeps a memory that does not stand alone (`keep.stands_alone`)."""
+    if not keep_filter.stands_alone(idea):
+        return False
     if idea.kind is Kind.FACT:
         return LEARNED.passes(features(idea, turn))
     return keep_filter.keeps(idea, turn)

@@ -89,3 +89,24 @@ def test_a_finding_is_confirmed_by_a_failure_then_a_pass(output: list[str], conf
     )
     assert cause is not None
     assert keep_filter.confirmed_finding(cause, turn) is confirmed
+
+
+@pytest.mark.parametrize(
+    ("text", "alone"),
+    [
+        ("It should end up on the main branch.", False),
+        ("It's always wrong when it calls a failure preexisting.", False),
+        ("They think the test decides the hire.", False),
+        ("This plan must be written so a new session can pick it up.", True),  # a determiner before its noun
+        ("The tests hang because Redis is not running.", True),
+        ("Always use pnpm, never npm.", True),
+    ],
+)
+def test_a_memory_that_opens_on_a_pronoun_does_not_stand_alone_and_is_not_stored(text: str, alone: bool) -> None:
+    turn = turn_text([TurnMessage("user", text), TurnMessage("assistant", "Understood.")])
+    for kind in (Kind.RULE, Kind.FACT):
+        idea = make_idea(kind, text, text, "user")
+        assert idea is not None
+        assert keep_filter.stands_alone(idea) is alone
+        if not alone:
+            assert not gate.keeps(idea, turn)  # whatever the learned weights say
