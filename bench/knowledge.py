@@ -638,6 +638,9 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
         + "\n\nRuns:\n"
         + "\n".join(f"- {path}: {json.dumps(run)}" for path, run in runs.items())
         + ("" if "--held-out-only" in argv else ceiling(turns))
+        + "\n\nThe path without the model on the held-out half, whole and with each source or check left out (each "
+        "rule family's held-out figure on this set):\n\n"
+        + table(["", "memorable turns correct", "other turns with any", "precision", "facts"], ablation(turns))
     )
     for path, listing in listings.items():
         body += (
