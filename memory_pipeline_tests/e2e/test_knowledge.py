@@ -38,17 +38,40 @@ SAID = (
 
 
 def _session(
-    path: Path, session_id: str, project: str, said: str = SAID, reply: str = "Noted: pnpm, and Vitest.", hour: int = 9
+    path: Path,
+    session_id: str,
+    project: str,
+    said: str = SAID,
+    reply: str = "Noted: pnpm, and Vitest.",
+    hour: int = 9,
+    commands: tuple[tuple[str, str, bool], ...] = (),
 ) -> None:
+    """A pi session of one turn: the person's message, the assistant's `commands` (command, output, failed), each
+    a bash call and its result, then its reply."""
     stamp = f"{DAY}T{hour:02d}:00:0"
     entries = [
         {"type": "session", "version": 3, "id": session_id, "timestamp": f"{stamp}0.000Z", "cwd": project},
         {"type": "message", "id": "u1", "parentId": None, "timestamp": f"{stamp}1.000Z",
          "message": {"role": "user", "content": [{"type": "text", "text": said}], "timestamp": 1}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": f"{stamp}2.000Z",
+    ]  # fmt: skip
+    parent = "u1"
+    for n, (command, output, failed) in enumerate(commands):
+        call, result = f"c{n}", f"r{n}"
+        entries += [
+            {"type": "message", "id": call, "parentId": parent, "timestamp": f"{stamp}1.{n + 1:03d}Z",
+             "message": {"role": "assistant", "content": [{"type": "toolCall", "id": f"t{n}", "name": "bash",
+                                                           "arguments": {"command": command}}],
+                         "stopReason": "toolUse", "timestamp": 1}},
+            {"type": "message", "id": result, "parentId": call, "timestamp": f"{stamp}1.{n + 1:03d}Z",
+             "message": {"role": "toolResult", "toolCallId": f"t{n}", "toolName": "bash",
+                         "content": [{"type": "text", "text": output}], "isError": failed, "timestamp": 1}},
+        ]  # fmt: skip
+        parent = result
+    entries.append(
+        {"type": "message", "id": "a1", "parentId": parent, "timestamp": f"{stamp}2.000Z",
          "message": {"role": "assistant", "content": [{"type": "text", "text": reply}],
                      "stopReason": "stop", "timestamp": 2}},
-    ]  # fmt: skip
+    )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
 
@@ -192,6 +215,11 @@ def test_the_same_rule_said_in_two_sessions_is_one_memory_with_both_evidences(
 
 
 CAUSE_SAID = "Why do the tests fail with `database is locked` when I run them with -n 4?"
+# The commands that confirm the finding (`summarize.keep.confirmed`): the suite failed, the fix went in, it passed.
+CAUSE_COMMANDS = (
+    ("pytest -n 4", "FAILED tests/test_orders.py::test_create - sqlite3.OperationalError: database is locked", True),
+    ("pytest -n 4", "48 passed in 6.2s", False),
+)
 CAUSE_REPLY = (
     "The root cause was that the pytest-xdist workers shared one SQLite file, so concurrent writes hit "
     "`database is locked`. I gave each worker its own database file and `pytest -n 4` now passes."
@@ -212,7 +240,7 @@ def test_a_replacement_is_stored_the_right_way_round_and_supersedes_nothing_abou
     project = f"/work/dev-db-{uuid.uuid4().hex[:6]}"
     earlier, later = (f"dev-db-{uuid.uuid4().hex[:6]}" for _ in range(2))
     sessions = tmp_path / "sessions"
-    _session(sessions / "a.jsonl", earlier, project, CAUSE_SAID, CAUSE_REPLY, hour=9)
+    _session(sessions / "a.jsonl", earlier, project, CAUSE_SAID, CAUSE_REPLY, hour=9, commands=CAUSE_COMMANDS)
     _session(sessions / "b.jsonl", later, project, DECISION_SAID, "Done: Postgres on 55432 for local dev.", hour=15)
     settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
     assert all(_run_day(settings).values())
