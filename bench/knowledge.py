@@ -47,6 +47,7 @@ from memory_pipeline.summarize.extract import (
     TurnOutcome,
     candidates_without_model,
     check_faithful,
+    gate_with_own_words,
     summarise_turns,
 )
 from memory_pipeline.summarize.faithful import invented, unfaithful
@@ -435,7 +436,7 @@ def ablation(turns: Sequence[dict], split: str = "held_out") -> list[list[str]]:
             if without != checks[1]:
                 ideas = [i for i in ideas if not unfaithful(i.summary, i.evidence, text.everything)]
             if without != checks[2]:
-                ideas = [i for i in ideas if gate.keeps(i, text)]
+                ideas = gate_with_own_words(ideas, text, gate.keeps)[0]
             found.append(ideas[:5])
         return found
 
@@ -464,7 +465,7 @@ def replay(turns: Sequence[dict], cache: str, checked: TurnOutcome | None = None
         else:
             cached = json.loads((WORK / cache / f"{t['id']}.json").read_text())["ideas"]
             ideas = distinct(check_faithful([Idea.model_validate(i) for i in cached], text, checked))
-        found.append([i for i in ideas if gate.keeps(i, text)])
+        found.append(gate_with_own_words(ideas, text, gate.keeps)[0])
     return found
 
 
@@ -513,7 +514,7 @@ def main(argv: list[str]) -> None:
         if train and with_model:
             train_gate(turns, found, verdicts)
         kept = [
-            [i for i in ideas if gate.keeps(i, turn_text(job_of(t).messages))]
+            gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
             for t, ideas in zip(turns, found, strict=True)
         ]
         kept_verdicts = [
@@ -619,7 +620,7 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
         found, run = candidates(turns, with_model)
         runs[path] = run
         kept = [
-            [i for i in ideas if gate.keeps(i, turn_text(job_of(t).messages))]
+            gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
             for t, ideas in zip(turns, found, strict=True)
         ]
         verdicts = judge(turns, kept)

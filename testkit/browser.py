@@ -44,7 +44,9 @@ HOSTILE_TURNS = [
     ("Always use pnpm, never npm. <script>window.__pwned = 1; alert('xss')</script>", "Understood: pnpm only."),
     (
         'Why did the checkout page break? <img src=x onerror="window.__pwned = 2">',
-        "The price formatter returned NaN for empty carts; fixed by defaulting the total to 0.",
+        # A finding the turn confirms (the suite failed, then passed): the keep filter stores no unconfirmed one.
+        "The price formatter returned NaN for empty carts; fixed by defaulting the total to 0.\n"
+        "`npm test` before the fix: 1 failed, 11 passed.\n`npm test` after it: 12 passed.",
     ),
 ]
 

@@ -176,7 +176,7 @@ def summarise_turn(
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         kept = distinct(check_faithful(kept, text, outcome))
-        kept, gated = _split(kept, lambda idea: keep(idea, text))
+        kept, gated = gate_with_own_words(kept, text, keep)
         outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
@@ -184,6 +184,24 @@ def summarise_turn(
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
     return outcome
+
+
+def gate_with_own_words(ideas: Sequence[Idea], turn: TurnText, keep: Keep) -> tuple[list[Idea], list[Idea]]:
+    """(kept, dropped) by the gate; a memory the model worded badly ("pnpm only.") gives way to what the turn's
+    own words make of the same evidence ("Always use pnpm, never npm."), when that passes the gate."""
+    kept, dropped = _split(ideas, lambda idea: keep(idea, turn))
+    if dropped:
+        have = {idea.summary for idea in kept}
+        for own in candidates_without_model(turn):
+            if own.summary not in have and any(_same_evidence(own, d) for d in dropped) and keep(own, turn):
+                kept.append(own)
+                have.add(own.summary)
+    return kept, dropped
+
+
+def _same_evidence(one: Idea, other: Idea) -> bool:
+    a, b = (" ".join((i.evidence or i.summary).split()).lower() for i in (one, other))
+    return bool(a and b) and (a in b or b in a)
 
 
 def own_words(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:

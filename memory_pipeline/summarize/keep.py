@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import DOCUMENT_LINE, HEDGE, INTENTION, WORK_STATUS
+from memory_pipeline.language.lexicon import DOCUMENT_LINE, FINDING, HEDGE, INTENTION, WORK_STATUS
 from memory_pipeline.language.words import PRONOUNS, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.summarize.ideas import Idea
@@ -148,7 +148,10 @@ def confirmed_finding(idea: Idea, turn: TurnText) -> bool:
     its score. The labelled sets hold too few such findings for the filter to learn them (set B's tuning half:
     one); every finding candidate of the tuning halves that the turn did not confirm was wrong (a hypothesis:
     "The issue is definitely DNS-related")."""
-    return idea.kind is Kind.GOTCHA and idea.evidence_role == "assistant" and confirmed(turn)
+    if idea.evidence_role != "assistant" or not confirmed(turn):
+        return False
+    # The model types a found cause as a gotcha or, as often, a decision ("fixed by …"): its words say which.
+    return idea.kind is Kind.GOTCHA or bool(FINDING.search(idea.evidence or idea.summary))
 
 
 def score(idea: Idea, turn: TurnText) -> float:

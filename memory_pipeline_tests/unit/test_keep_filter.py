@@ -110,3 +110,38 @@ def test_a_memory_that_opens_on_a_pronoun_does_not_stand_alone_and_is_not_stored
         assert keep_filter.stands_alone(idea) is alone
         if not alone:
             assert not gate.keeps(idea, turn)  # whatever the learned weights say
+
+
+def test_a_confirmed_cause_the_model_typed_as_a_decision_is_a_finding_a_confirmed_status_line_is_not() -> None:
+    reply = "The formatter returned NaN for empty carts; fixed by defaulting the total to 0."
+    messages = [
+        TurnMessage("user", "why is the total NaN?"),
+        TurnMessage("toolResult", "FAILED test_cart.py::test_empty_total", tool_name="bash"),
+        TurnMessage("assistant", reply),
+        TurnMessage("toolResult", "12 passed in 0.3s", tool_name="bash"),
+    ]
+    turn = turn_text(messages)
+    cause = make_idea(Kind.DECISION, reply, reply, "assistant")
+    status = make_idea(Kind.DECISION, "The suite ran twice.", "The suite ran twice.", "assistant")
+    assert cause is not None and status is not None
+    assert keep_filter.confirmed_finding(cause, turn) and gate.keeps(cause, turn)
+    assert not keep_filter.confirmed_finding(status, turn)
+
+
+def test_a_preference_the_model_worded_badly_is_stored_in_the_persons_words() -> None:
+    from memory_pipeline.summarize.extract import gate_with_own_words
+
+    said = "Always use pnpm, never npm. <script>window.__pwned = 1</script>"
+    turn = turn_text([TurnMessage("user", said), TurnMessage("assistant", "Understood: pnpm only.")])
+    drafted = make_idea(Kind.RULE, "Always use pnpm, never npm.", "Always use pnpm, never npm.", "user")
+    assert drafted is not None
+    fragment = drafted.model_copy(update={"summary": "pnpm only."})  # as the model worded it
+    assert not gate.keeps(fragment, turn)  # two words: not a memory a reader can use
+    kept, dropped = gate_with_own_words([fragment], turn, gate.keeps)
+    assert dropped == [fragment]
+    assert [i.summary for i in kept] == ["Always use pnpm, never npm."]
+    # Nothing of the evidence's own passes the gate: nothing is put in the dropped one's place.
+    plan = make_idea(Kind.TASK, "Let me check the config loader.", "Let me check the config loader.", "assistant")
+    assert plan is not None
+    quiet = turn_text([TurnMessage("user", "ok"), TurnMessage("assistant", "Let me check the config loader.")])
+    assert gate_with_own_words([plan], quiet, gate.keeps)[0] == []
