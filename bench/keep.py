@@ -29,7 +29,6 @@ the ones that final evaluation read, not retrained after it.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,7 +49,7 @@ from memory_pipeline.summarize import gate
 from memory_pipeline.summarize.compose import make_idea
 from memory_pipeline.summarize.extract import candidates_without_model
 from memory_pipeline.summarize.ideas import Idea
-from memory_pipeline.summarize.keep import FEATURES, WEIGHTS, features, judges
+from memory_pipeline.summarize.keep import FEATURES, LEARNED, features, judges
 from memory_pipeline.summarize.logistic import fit, probability
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 from testkit.preferences import PREFERENCES
@@ -59,11 +58,11 @@ FOLDS = 5
 L2S = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 
-def _saved() -> tuple[list[float], float]:
-    data = json.loads(WEIGHTS.read_text())
-    if data["features"] != list(FEATURES):
-        raise SystemExit(f"{WEIGHTS} was trained on other features: run `python -m bench keep`")
-    return data["weights"], data["threshold"]
+def _saved() -> tuple[tuple[float, ...], float]:
+    """The shipped filter's weights and threshold (`summarize.keep.LEARNED`, which reads `keep.json`)."""
+    if LEARNED.model is None:
+        raise SystemExit(f"{LEARNED.path} is missing or was trained on other features: run `python -m bench keep`")
+    return LEARNED.model
 
 
 # --- the candidates ------------------------------------------------------------------------------------------
@@ -178,15 +177,12 @@ def train(caches: Sequence[Path]) -> str:
     l2 = max(L2S, key=lambda c: (-(trials[c][1] - trials[c][0]), trials[c][2], c))
     weights, threshold = keeping_every_positive(rows, targets, groups, l2)
     record = {
-        "features": list(FEATURES),
-        "weights": weights,
-        "threshold": round(threshold, 4),
         "l2": l2,
         "trained_on": f"tuning halves of knowledge_turns.json ({_labels_commit()}) and knowledge_turns_b.json "
         f"({_labels_commit(LABEL_SETS['b'])}): {len(rows)} candidates ({sum(targets)} positive) from the path "
         f"without the model and the cached model answers of {', '.join(c.name for c in caches)}",
     }
-    WEIGHTS.write_text(json.dumps(record, indent=1) + "\n")
+    LEARNED.save(weights, round(threshold, 4), record)
     lost_rows = [
         [about[n][0], about[n][1], about[n][2], f"{about[n][3]['kind']} ({about[n][3]['side']})"] for n in trials[l2][4]
     ]

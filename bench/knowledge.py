@@ -517,10 +517,7 @@ def main(argv: list[str]) -> None:
             gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
             for t, ideas in zip(turns, found, strict=True)
         ]
-        kept_verdicts = [
-            [v for i, v in zip(ideas, vs, strict=True) if i in k]
-            for ideas, vs, k in zip(found, verdicts, kept, strict=True)
-        ]
+        kept_verdicts = judge(turns, kept)  # the gate may put the turn's own words in a dropped memory's place
         # The gate over every candidate, as first trained and measured (not what `gate.keeps` does: see there).
         everywhere = [
             [

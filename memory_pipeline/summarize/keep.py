@@ -27,7 +27,7 @@ from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.language.lexicon import DOCUMENT_LINE, FINDING, HEDGE, INTENTION, WORK_STATUS
-from memory_pipeline.language.words import PRONOUNS, content_words, words
+from memory_pipeline.language.words import POINTING, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import is_request
@@ -160,8 +160,8 @@ def score(idea: Idea, turn: TurnText) -> float:
 
 
 # A memory that opens on a pronoun stands for something said before it, which the reader next week does not have
-# ("It should end up on the main branch."). A determiner before a noun ("This plan must …") is not one of these.
-_LEANS_BACK = frozenset(PRONOUNS - {"i", "we", "you"}) | {"its", "them"}
+# ("It should end up on the main branch."). A demonstrative mostly opens on its noun ("This plan must …"): not one.
+_LEANS_BACK = POINTING - {"this", "that", "these", "those"}
 
 
 def stands_alone(idea: Idea) -> bool:
