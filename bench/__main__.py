@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, followthrough); `faults` only when
-named (it runs test files).
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, stage_speed, followthrough);
+`faults` only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
 named, with a package the product does not use: `uv run --with onnxruntime==1.32.0 python -m bench selection`.
@@ -42,6 +42,7 @@ from bench import (
     service,
     slow_server,
     sources,
+    stage_speed,
     summarize,
     turn_gate,
 )
@@ -72,6 +73,7 @@ BENCHMARKS = {
     "samples": samples.main,
     "heavy": heavy.main,
     "redaction_speed": redaction_speed.main,
+    "stage_speed": stage_speed.main,
     "followthrough": followthrough.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.

@@ -2,6 +2,7 @@
 
     uv run python -m bench heavy                # the history, the run without the chat model, a summarising sample
     uv run python -m bench heavy --sample=6     # turns in the summarising sample (default 4)
+    uv run python -m bench heavy --first-briefing   # with the chat model: minutes until the last week is summarised
 
 The history (testkit/corpora/heavy_corpus.py: at least 300 sessions, at least 150 MB, fixed seed) is built once
 under bench/.work/heavy/history and reused. Measured, on the local Elasticsearch and embedding server:
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -37,7 +39,7 @@ from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.sessions.sources import parse_any
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
 from memory_pipeline.stores.elasticsearch import delete_days, make_client
-from memory_pipeline.stores.indices import OBSERVATION_INDEX, PIPELINE_INDICES, RAW_INDEX
+from memory_pipeline.stores.indices import OBSERVATION_INDEX, PIPELINE_INDICES, RAW_INDEX, SUMMARY_INDEX
 from testkit.corpora.heavy_corpus import Heavy, build
 from testkit.ingest_helpers import cli_env
 
@@ -197,7 +199,102 @@ def _reset(settings: Settings, days: list[str]) -> None:
         delete_days(client, PIPELINE_INDICES, days)
 
 
+def first_briefing(settings: Settings, heavy: Heavy) -> dict[str, object]:
+    """`memory-pipeline backfill` with the chat model, as a person starts it on this history (a new process, the
+    most recent days first): the seconds until the runs holding the newest seven days with sessions have ended,
+    each run's end, and then the memories of those days in memory-summary by kind and priority; the backfill is
+    stopped there (Ctrl-C, as a person would)."""
+    env = cli_env(settings, PYTHONUNBUFFERED="1")
+    week = set(sorted(heavy.days)[-BRIEFING_DAYS:])
+    began = time.perf_counter()
+    argv = [sys.executable, "-m", "memory_pipeline", "backfill"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: list[tuple[float, str]] = []
+    err: list[tuple[float, str]] = []
+    readers = [
+        threading.Thread(target=_stream, args=(proc.stdout, out, began, lambda s: print(s, flush=True)), daemon=True),
+        threading.Thread(target=_stream, args=(proc.stderr, err, began, lambda s: None), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    done: set[str] = set()
+    while proc.poll() is None and not week <= done:
+        time.sleep(1)
+        for _, line in _run_ends(out):
+            first, last = line.split(": run ")[0].strip().split("..")
+            if line.rstrip().endswith("success"):
+                done |= {d for d in heavy.days if first <= d <= last}
+    seconds = time.perf_counter() - began
+    ends = _run_ends(out)
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    with make_client(settings, request_timeout=120) as client:
+        client.indices.refresh(index=SUMMARY_INDEX)
+        answer = client.search(
+            index=SUMMARY_INDEX,
+            size=0,
+            query={"terms": {"partition": sorted(week)}},
+            aggs={"kind": {"terms": {"field": "kind"}}, "priority": {"terms": {"field": "priority"}}},
+        )
+    return {
+        "seconds": seconds,
+        "complete": week <= done,
+        "week": sorted(week),
+        "runs": [(round(second, 1), line) for second, line in ends],
+        "memories": answer["hits"]["total"]["value"],
+        "kinds": {b["key"]: b["doc_count"] for b in answer["aggregations"]["kind"]["buckets"]},
+        "priorities": {b["key"]: b["doc_count"] for b in answer["aggregations"]["priority"]["buckets"]},
+        "load": _load(),
+    }
+
+
+def _from_nothing(heavy: Heavy) -> Settings:
+    """Settings that read only this history, in a new state folder, its days deleted from the shared indices."""
+    settings = isolated_settings(
+        load_settings(),
+        WORK,
+        sessions_dir=heavy.root / "sessions",
+        claude_projects_dir=heavy.root / "claude-projects",
+        codex_sessions_dir=heavy.root / "codex-sessions",
+    )
+    shutil.rmtree(WORK / "state", ignore_errors=True)
+    shutil.rmtree(WORK / "memory", ignore_errors=True)
+    _reset(settings, heavy.days)
+    return settings
+
+
+def main_first_briefing(heavy: Heavy) -> None:
+    """`--first-briefing`: the time until the last week's memories exist, with the chat model, from nothing."""
+    settings = _from_nothing(heavy)
+    load_before = _load()
+    found = first_briefing(settings, heavy)
+    _reset(settings, heavy.days)
+    shutil.rmtree(WORK / "state", ignore_errors=True)
+    minutes = float(found["seconds"]) / 60  # type: ignore[arg-type]
+    runs = "\n".join(f"{second:7.1f} s  {line}" for second, line in found["runs"])  # type: ignore[union-attr]
+    body = (
+        f"History as in section heavy ({heavy.sessions} sessions, {heavy.size / 2**20:.0f} MB, {len(heavy.days)} "
+        f"days). `memory-pipeline backfill` with the chat model, from nothing (a new state folder, the history's "
+        f"days deleted from the indices), as a person starts it: the most recent day alone, then the next 2, then "
+        f"4 … Load average before: {load_before}; when the week was done: {found['load']}.\n\n"
+        f"The newest {BRIEFING_DAYS} days with sessions ({found['week'][0]} .. {found['week'][-1]}) summarised "  # type: ignore[index]
+        f"and searchable after **{found['seconds']:.0f} s = {minutes:.1f} min** "
+        f"(target 15 min: {'met' if found['complete'] and minutes <= 15 else 'NOT met'}); then the backfill was "
+        f"stopped. Their memories in memory-summary then: {found['memories']} (kinds {found['kinds']}, "
+        f"priorities {found['priorities']}).\n\nEach run's end (seconds since the command started):\n\n"
+        f"```\n{runs}\n```"
+    )
+    write_section("heavy (first briefing)", "uv run python -m bench heavy --first-briefing", body)
+    print(body)
+
+
 def main(flags: list[str]) -> None:
+    if "--first-briefing" in flags:
+        main_first_briefing(build(WORK / "history"))
+        return
     sample = next((int(f.split("=", 1)[1]) for f in flags if f.startswith("--sample=")), 4)
     begin = time.perf_counter()
     heavy = build(WORK / "history")
@@ -209,16 +306,7 @@ def main(flags: list[str]) -> None:
     stages = stage_rates(heavy)
     print(f"stages on one core: {stages['all']}", flush=True)
 
-    settings = isolated_settings(
-        load_settings(),
-        WORK,
-        sessions_dir=heavy.root / "sessions",
-        claude_projects_dir=heavy.root / "claude-projects",
-        codex_sessions_dir=heavy.root / "codex-sessions",
-    )
-    shutil.rmtree(WORK / "state", ignore_errors=True)
-    shutil.rmtree(WORK / "memory", ignore_errors=True)
-    _reset(settings, heavy.days)
+    settings = _from_nothing(heavy)
     load_run = _load()
     seconds, out, err, code = backfill(settings)
     load_after = _load()

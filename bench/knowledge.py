@@ -17,6 +17,10 @@ other turns with any memory, precision (memories that hold a labelled piece), fa
 recalled, memories the faithfulness check flags against their evidence, memories cut mid-sentence, memories on
 trap turns (system, greeting, persona, scheduled-task, self-description). The held-out memories are printed
 beside their labels, to be read.
+
+The model's answers themselves are kept by request (bench/.work/answers, `bench.answers.CachedChat`): a change of
+the code after the model is measured on the same answers without the model's hour. `--labels=b --fill-answers`
+asks about every turn through that cache, whatever the candidates' cache holds.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.answers import CachedChat
 from bench.results_file import table, write_section
 from memory_pipeline.language.words import content_words
 from memory_pipeline.sessions.sources.claude_code import said_by_person
@@ -63,6 +68,7 @@ LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
 # result's role "tool" and its tool "name".
 LABEL_SETS = {"a": LABELS, "b": LABELS.with_name("knowledge_turns_b.json")}
 WORK = ROOT / "bench" / ".work" / "knowledge"
+ANSWERS = ROOT / "bench" / ".work" / "answers"  # bench.answers.CachedChat's, shared with bench faithful
 MAX_OUTPUT_TOKENS = 512
 SAME_AT = 0.7  # cosine of MiniLM vectors: a paraphrase of the same piece, not a neighbour on the same topic
 WORDS_AT = 0.6
@@ -152,9 +158,12 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
         begin = time.perf_counter()
         found = [candidates_without_model(turn_text(job.messages)) for job in jobs]
         return found, {"model": "none", "seconds": time.perf_counter() - begin}
-    with chat_client(settings, timeout=600) as client:
-        model = client.model_id()
-        context = client.context_size() or 4096
+    with chat_client(settings, timeout=600) as raw:
+        model = raw.model_id()
+        context = raw.context_size() or 4096
+        # The server's answers kept by request: code that changes what follows the model (not the prompt) is run
+        # again on the same answers in seconds, not in an hour of the model.
+        client = CachedChat(raw, ANSWERS / model)
         version = hashlib.sha1(f"{model}|{_code_version()}".encode()).hexdigest()[:12]
         found: list[list[Idea]] = []
         run: dict[str, Any] = {"model": model, "seconds": 0.0, "failed": 0, "recomposed": {}, "dropped_unfaithful": 0}
@@ -163,7 +172,11 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
             if not cache.exists():
                 begin = time.perf_counter()
                 [outcome] = summarise_turns(
-                    client, [job], context_tokens=context, max_output_tokens=MAX_OUTPUT_TOKENS, keep=lambda *_: True
+                    client,  # type: ignore[arg-type]  # a ChatClient by its methods
+                    [job],
+                    context_tokens=context,
+                    max_output_tokens=MAX_OUTPUT_TOKENS,
+                    keep=lambda *_: True,
                 )
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_text(
@@ -185,8 +198,42 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
             run["dropped_unfaithful"] += data["dropped_unfaithful"]
             for why in data["recomposed"]:
                 run["recomposed"][why] = run["recomposed"].get(why, 0) + 1
+        run["model calls asked"], run["model calls replayed"] = client.asked, client.replayed
     run["seconds"] = round(run["seconds"], 1)
     return found, run
+
+
+def fill_answers(turns: Sequence[dict]) -> None:
+    """Ask the model about every turn again through the answers' cache (`ANSWERS`), whatever the ideas' cache
+    holds, so that code after the model can later be run on the same answers in seconds; and say how many turns
+    give the very candidates this code's cached run gave (the server's determinism, seen from here)."""
+    settings = load_settings()
+    same = differ = new = 0
+    with chat_client(settings, timeout=600) as raw:
+        model, context = raw.model_id(), raw.context_size() or 4096
+        client = CachedChat(raw, ANSWERS / model)
+        version = hashlib.sha1(f"{model}|{_code_version()}".encode()).hexdigest()[:12]
+        for turn in turns:
+            [outcome] = summarise_turns(
+                client,  # type: ignore[arg-type]  # a ChatClient by its methods
+                [job_of(turn)],
+                context_tokens=context,
+                max_output_tokens=MAX_OUTPUT_TOKENS,
+                keep=lambda *_: True,
+            )
+            cache = WORK / version / f"{turn['id']}.json"
+            ideas = [i.model_dump(mode="json") for i in outcome.ideas]
+            if not cache.exists():
+                new += 1
+            elif json.loads(cache.read_text())["ideas"] == ideas:
+                same += 1
+            else:
+                differ += 1
+            print(f"{turn['id']}: {len(ideas)} candidates", flush=True)
+    print(
+        f"{len(turns)} turns: model calls asked {client.asked}, replayed {client.replayed}; against cache {version}: "
+        f"the same candidates {same}, other candidates {differ}, not cached {new}"
+    )
 
 
 def _caches() -> list[Path]:
@@ -607,6 +654,9 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
     embedded model's gated memories, as the pipeline stores them; the held-out memories listed to be read. The
     gate is never trained here: set A's tuning half trained it."""
     turns = load_turns(labels)
+    if "--fill-answers" in argv:
+        fill_answers(turns)
+        return
     if "--held-out-only" in argv:  # the figure to report, in half the model's time
         turns = [t for t in turns if t["split"] == "held_out"]
     paths = [("without the model", False)] + ([] if "--no-model" in argv else [("embedded model", True)])
