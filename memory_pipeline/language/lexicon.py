@@ -97,9 +97,13 @@ TAKEN_AWAY = re.compile(
     r"(?i)\b(?:removed|deleted|ditched|killed|retired|scrapped|deprecated|reverted|going back|back to|it'?s \S+ now"
     r"|we(?:'re| are) on|we use \S+ now|changed|different now|not true)\b"
 )
-# What the speaker means to do, not what is known ("To determine if …", "Let me check …", "We need to add …").
+# The speaker announcing what they do next ("Let me add a watcher", "Now let's fix the footer"): a plan.
+_PLAN_OPENERS = r"let me|let's|i'll|i will|i'm going to|now i|now let's|next,? i"
+PLAN = re.compile(rf"(?i)^(?:{_PLAN_OPENERS})\b")
+# What the speaker means to do, not what is known: a plan, or a need of the same kind ("We need to add …", "To
+# determine if …"), with the apostrophes typed or not.
 INTENTION = re.compile(
-    r"(?i)^(?:let me|let's|i'?ll|i will|i'?m going to|we'?ll|we will|i need to|we need to|now i|now let's|next,? i)\b"
+    rf"(?i)^(?:{_PLAN_OPENERS}|i'?ll|i'?m going to|we'?ll|we will|i need to|we need to)\b"
     r"|^to (?:determine|investigate|understand|find out|check|see|verify|figure out|debug|analy[sz]e)\b"
 )
 # The state of the work as reported ("X is now 885 lines", "Added …"), not knowledge that lasts.

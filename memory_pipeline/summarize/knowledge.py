@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST
+from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST, PLAN
 from memory_pipeline.language.words import CAUSE_FRAME, VALUES_FRAME
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
@@ -157,10 +157,6 @@ _LOWER_NAMES = frozenset(
 )
 
 
-# Sentences that hold no knowledge: a question, or the assistant announcing what it will do next.
-_PLAN = re.compile(r"(?i)^(?:let me|let's|i'll|i will|i'm going to|now i|now let's|next,? i)\b")
-
-
 # The speaker's opinion or doubt ("I don't think the invalidate works"): what they suspect, not yet known.
 _OPINION = re.compile(
     r"(?i)^(?:i|we)(?: (?:really|just|still))? (?:(?:don'?t|do not|didn'?t) )?(?:think|tink|thinks|guess|suppose|"
@@ -195,13 +191,13 @@ def announces_plan(sentence: str) -> bool:
     opened = sentence
     for _ in range(3):  # openers of both kinds alternate: "Done! First, let me…"
         opened = _PLAN_OPENER.sub("", _FILLER.sub("", opened))
-    return bool(_PLAN.match(sentence) or _PLAN.match(opened))
+    return bool(PLAN.match(sentence) or PLAN.match(opened))
 
 
 def _knowledge_sentences(text: str) -> str:
     """`text` without its questions and announced plans, unless nothing else is left to say."""
     parts = sentences(text)
-    kept = [p for p in parts if not p.endswith("?") and not _PLAN.match(p)]
+    kept = [p for p in parts if not p.endswith("?") and not PLAN.match(p)]
     return " ".join(kept) if kept else ""
 
 
@@ -210,7 +206,7 @@ def clean_statement(text: str) -> str:
     text = _MEDIA.sub(" ", strip_envelope(text))
     text = " ".join(text.split())
     first = sentences(text)[:1]
-    if first and _PLAN.match(first[0]) and len(sentences(text)) == 1:
+    if first and PLAN.match(first[0]) and len(sentences(text)) == 1:
         text = _WE.sub("", text)  # "Let me add a watcher" said alone: the action, as an order
     text = _knowledge_sentences(text)
     for _ in range(4):  # wrappers nest: 'The user said: "ok, so we should …"'

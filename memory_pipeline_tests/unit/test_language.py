@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.language.lexicon import kind_marked, lasting, replacement
+from memory_pipeline.language.lexicon import INTENTION, PLAN, kind_marked, lasting, replacement
 from memory_pipeline.language.words import STOP_WORDS, content_words, tokens, words
 
 PACKAGE = Path(__file__).resolve().parents[2] / "memory_pipeline"
@@ -46,6 +46,25 @@ def test_the_lexicon_marks_kinds_and_leaves_requests_alone() -> None:
     assert kind_marked("The root cause was a stale lockfile.") == "gotcha"
     assert kind_marked("Read the README please.") is None
     assert lasting("the build is broken") and not lasting("show me the file")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "plan", "intention"),
+    [
+        ("Let me add a file watcher.", True, True),
+        ("Now let's fix the footer.", True, True),
+        ("I'll check the logs first.", True, True),
+        ("Ill check the logs first.", False, True),  # typed without the apostrophe: an intention, no plan
+        ("We need to add a retry.", False, True),
+        ("To determine if the cache is stale, read its stamp.", False, True),
+        ("Always use pnpm, never npm.", False, False),
+        ("Letme think.", False, False),
+    ],
+)
+def test_a_plan_is_one_kind_of_intention(sentence: str, plan: bool, intention: bool) -> None:
+    # One list of openers: the narrow plan (what the assistant announces) inside the wider intention.
+    assert bool(PLAN.match(sentence)) is plan
+    assert bool(INTENTION.match(sentence)) is intention
 
 
 def test_no_other_module_keeps_a_stop_word_list_or_a_kind_enum() -> None:
