@@ -22,17 +22,22 @@ from testkit.servers import free_port
 RULE = "Rule for this project: always use pnpm, never npm."
 
 
-def _compacted(pi, project: Path, brief: bool = False, **options) -> dict:  # noqa: ANN001, ANN003
+def _compact(pi, project: Path, brief: bool = False, **options) -> dict:  # noqa: ANN001, ANN003
+    """pi's answer to a compact command."""
     command = {"id": "k1", "type": "compact"}
     if brief:
         command["customInstructions"] = "Be brief: one short line per section."
-    answer = pi.rpc(
+    return pi.rpc(
         project,
         command,
         lambda e: e.get("type") == "response" and e.get("command") == "compact",
         timeout=600,
         **options,
     )
+
+
+def _compacted(pi, project: Path, **options) -> dict:  # noqa: ANN001, ANN003
+    answer = _compact(pi, project, **options)
     assert answer.get("success"), answer.get("error")
     return answer["data"]
 
@@ -65,7 +70,14 @@ def test_a_compacted_session_keeps_its_rule_from_memory_and_falls_back_to_pi(loo
     assert finished(pi.run(project, "Name three mountains.", continue_session=True))
     pi.max_tokens = 2048
     pi.write_models()
-    own = _compacted(pi, project, service_url=f"http://127.0.0.1:{free_port()}", brief=True)
-    assert own["summary"].strip() and not own["summary"].startswith("## This session so far, from memory")
-    last = [e for e in entries(pi.last_session(project)) if e.get("type") == "compaction"][-1]
-    assert (last.get("details") or {}).get("source") != "memory_pipeline"
+    answer = _compact(pi, project, service_url=f"http://127.0.0.1:{free_port()}", brief=True)
+    compactions = [e for e in entries(pi.last_session(project)) if e.get("type") == "compaction"]
+    if answer.get("success"):
+        own = answer["data"]
+        assert own["summary"].strip() and not own["summary"].startswith("## This session so far, from memory")
+        assert (compactions[-1].get("details") or {}).get("source") != "memory_pipeline"
+    else:
+        # pi's own summariser ran (the extension stood aside) and refused what the 0.5B model let run to the
+        # token cap, as pi refuses any cut-off summary: pi's own message, and no compaction of memory's added.
+        assert str(answer.get("error")).startswith("Summarization failed: generation hit the token cap"), answer
+        assert compactions == [entry]
