@@ -1,6 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
-fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, stage_speed, followthrough);
+fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, stage_speed, followthrough,
+person_words);
 `faults` only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
@@ -27,6 +28,7 @@ from bench import (
     needs,
     needs_real,
     next_session,
+    person_words,
     recall,
     redaction_speed,
     reflect,
@@ -75,6 +77,7 @@ BENCHMARKS = {
     "redaction_speed": redaction_speed.main,
     "stage_speed": stage_speed.main,
     "followthrough": followthrough.main,
+    "person_words": person_words.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}

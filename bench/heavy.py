@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
+from bench.baseline import load
 from bench.results_file import table, write_section
 from memory_pipeline.sessions.messages import session_messages
 from memory_pipeline.sessions.redact import Redactor
@@ -46,10 +47,6 @@ from testkit.ingest_helpers import cli_env
 WORK = Path(__file__).with_name(".work") / "heavy"
 TARGET_MB_S = 10.0
 BRIEFING_DAYS = 7
-
-
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def stage_rates(heavy: Heavy) -> dict[str, dict[str, float]]:
@@ -188,7 +185,7 @@ def summarising_sample(settings: Settings, heavy: Heavy, size: int) -> dict[str,
         "seconds": seconds,
         "statuses": dict(Counter(o.status for o in outcomes)),
         "model": model,
-        "load": _load(),
+        "load": load(),
         "week_turns": week_turns,
         "week_bytes": sum(p.stat().st_size for p, d in day_of.items() if d in week),
     }
@@ -247,7 +244,7 @@ def first_briefing(settings: Settings, heavy: Heavy) -> dict[str, object]:
         "memories": answer["hits"]["total"]["value"],
         "kinds": {b["key"]: b["doc_count"] for b in answer["aggregations"]["kind"]["buckets"]},
         "priorities": {b["key"]: b["doc_count"] for b in answer["aggregations"]["priority"]["buckets"]},
-        "load": _load(),
+        "load": load(),
     }
 
 
@@ -269,7 +266,7 @@ def _from_nothing(heavy: Heavy) -> Settings:
 def main_first_briefing(heavy: Heavy) -> None:
     """`--first-briefing`: the time until the last week's memories exist, with the chat model, from nothing."""
     settings = _from_nothing(heavy)
-    load_before = _load()
+    load_before = load()
     found = first_briefing(settings, heavy)
     _reset(settings, heavy.days)
     shutil.rmtree(WORK / "state", ignore_errors=True)
@@ -302,14 +299,14 @@ def main(flags: list[str]) -> None:
     size_mb = heavy.size / 2**20
     print(f"history: {heavy.sessions} sessions, {size_mb:.0f} MB, {len(heavy.days)} days ({built:.0f} s)", flush=True)
 
-    load_stages = _load()
+    load_stages = load()
     stages = stage_rates(heavy)
     print(f"stages on one core: {stages['all']}", flush=True)
 
     settings = _from_nothing(heavy)
-    load_run = _load()
+    load_run = load()
     seconds, out, err, code = backfill(settings)
-    load_after = _load()
+    load_after = load()
     assert code == 0, f"backfill failed ({code}): {err[-5:]}"
     raw_docs, vectors = searchable(settings, heavy.days)
     steps, meta = step_times(settings)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from bench.answers import CachedChat
+from bench.baseline import code_at
 from bench.results_file import table, write_section
 from memory_pipeline.language.words import content_words
 from memory_pipeline.sessions.sources.claude_code import said_by_person
@@ -307,13 +308,7 @@ with chat_client(load_settings(), timeout=600) as client:
 def baseline(turns: Sequence[dict], with_model: bool) -> dict[str, list[list[Idea]]]:
     """The baseline's memories per turn, without the model and (`with_model`) with it (cached in
     bench/.work/knowledge)."""
-    code = WORK / f"code-{BASELINE}"
-    if not code.exists():
-        code.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "archive", BASELINE, "memory_pipeline"], cwd=ROOT, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
+    code = code_at(BASELINE, WORK)
     mode = "model" if with_model else "free"
     # The same input as the code under test: each message read as the agent's reader reads it.
     given = json.dumps([{**t, "messages": [{**m, "role": _role_read(t, m)} for m in t["messages"]]} for t in turns])

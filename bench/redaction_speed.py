@@ -19,6 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from bench.baseline import code_at, load
 from bench.results_file import table, write_section
 from bench.secrets_heldout import _long_text
 from testkit.corpora.redaction_texts import texts
@@ -68,26 +69,11 @@ def corpora() -> dict[str, list[str]]:
     return dict(groups)
 
 
-def _baseline_code() -> Path:
-    code = WORK / f"code-{BASELINE}"
-    if not code.exists():
-        code.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "archive", BASELINE, "memory_pipeline"], cwd=ROOT, capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
-    return code
-
-
 def measure(code: Path, wanted: Path, name: str, repeat: int = REPEAT) -> dict[str, dict]:
     out = WORK / f"{name}.json"
     argv = [sys.executable, "-W", "ignore", "-c", _RUN, str(code), str(wanted), str(out), str(repeat)]
     subprocess.run(argv, check=True)
     return json.loads(out.read_text())
-
-
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main(flags: list[str]) -> None:
@@ -96,11 +82,11 @@ def main(flags: list[str]) -> None:
     groups = corpora()
     wanted = WORK / "texts.json"
     wanted.write_text(json.dumps(groups))
-    loads = [_load()]
-    before = measure(_baseline_code(), wanted, f"before-{BASELINE}", repeat)
-    loads.append(_load())
+    loads = [load()]
+    before = measure(code_at(BASELINE, WORK), wanted, f"before-{BASELINE}", repeat)
+    loads.append(load())
     now = measure(ROOT, wanted, "now", repeat)
-    loads.append(_load())
+    loads.append(load())
     rows, total = [], {"bytes": 0, "before": 0.0, "now": 0.0}
     differ = {}
     for name, items in groups.items():

@@ -21,9 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.baseline import code_at, fresh_chat_server, load
 from bench.results_file import table, write_section
-from memory_pipeline.local.runtime import LocalRuntime
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import load_settings
 from testkit.paths import ROOT
 
 WORK = Path(__file__).with_name(".work") / "stage_speed"
@@ -34,8 +34,7 @@ _RUN = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from bench.summarize import labelled_jobs
-from memory_pipeline.local.runtime import LocalRuntime
-from memory_pipeline.settings import Settings, load_settings
+from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.llm import chat_client
 from memory_pipeline.summarize.extract import summarise_turns
 assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1]), sys.modules["memory_pipeline"].__file__
@@ -59,50 +58,18 @@ json.dump({"wall": wall, "context": context, "model": model, "rows": rows}, open
 """
 
 
-def _baseline_code() -> Path:
-    """The baseline's package and bench, with today's fixtures beside them (the labelled session is the same)."""
-    code = WORK / f"code-{BASELINE}"
-    if not code.exists():
-        code.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "archive", BASELINE, "memory_pipeline", "bench", "testkit"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        )
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
-        (code / "memory_pipeline_tests").symlink_to(ROOT / "memory_pipeline_tests")
-    return code
-
-
-def _fresh_server(settings: Settings) -> bool:
-    """Start the local chat server again, so that neither side reads prompts the other left in its memory
-    (llama-server keeps earlier prompts in RAM, `--cache-ram`, 8 GiB by default: the second side would find
-    every prompt of the first read already). False for a server of the user's, which cannot be restarted here."""
-    if not settings.is_local("chat"):
-        return False
-    runtime = LocalRuntime(settings, progress=lambda _: None)
-    runtime.down(["chat"])
-    runtime.up(["chat"])
-    return True
-
-
 def measure(code: Path, name: str) -> dict:
     """One side's run, on a chat server started for it. Both are given today's chat server and its key (the
     baseline's own settings would look for the local key in its archive's folder)."""
     out = WORK / f"{name}.json"
     settings = load_settings()
-    fresh = _fresh_server(settings)
+    fresh = fresh_chat_server(settings)
     env = {**os.environ, "LLAMA_URL": settings.chat_url, "LLAMA_API_KEY": settings.api_key("chat") or ""}
     subprocess.run([sys.executable, "-W", "ignore", "-c", _RUN, str(code), str(out)], check=True, env=env)
     side = json.loads(out.read_text())
     side["fresh server"] = fresh
     out.write_text(json.dumps(side))
     return side
-
-
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def summary(side: dict) -> dict[str, float]:
@@ -140,11 +107,12 @@ def main(flags: list[str]) -> None:
         sides = [json.loads((WORK / f"{name}.json").read_text()) for name in (f"before-{BASELINE}", "now")]
         loads = json.loads(saved.read_text())
     else:
-        loads = [_load()]
-        sides = [measure(_baseline_code(), f"before-{BASELINE}")]
-        loads.append(_load())
+        loads = [load()]
+        baseline = code_at(BASELINE, WORK, ("memory_pipeline", "bench", "testkit"), with_tests=True)
+        sides = [measure(baseline, f"before-{BASELINE}")]
+        loads.append(load())
         sides.append(measure(ROOT, "now"))
-        loads.append(_load())
+        loads.append(load())
         saved.write_text(json.dumps(loads))
     before, now = (summary(side) for side in sides)
     ceiling = now["turns"] / now["floor seconds"]

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from memory_pipeline.language.kinds import KIND_PRIORITY, Kind, kind_of
-from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, NEGATION, RULE
+from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, MODAL_FIRST, NEGATION, RULE
 from memory_pipeline.language.topics import files_of, topics_of
 from memory_pipeline.language.words import STOP_WORDS, THIRD_PERSON, content_words, words
 from memory_pipeline.sentences import sentences
@@ -259,8 +259,9 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     return (idea, "") if idea else (None, "no statement that stands alone")
 
 
-def covered(piece: Piece, ideas: Sequence[Idea]) -> bool:
-    """A piece some memory already holds (its words found in that memory's statement or evidence)."""
+def covered(piece: Piece | Idea, ideas: Sequence[Idea]) -> bool:
+    """A piece (or a memory of the turn's own words) some memory already holds: its evidence's words found in
+    that memory's statement or evidence."""
     return any(support(piece.evidence, f"{i.summary} {i.evidence}") >= GROUNDED_AT for i in ideas)
 
 
@@ -288,9 +289,27 @@ def _copies_more_than(idea: Idea, piece: Piece, turn: TurnText) -> bool:
     return bool(content_words(idea.summary) - content_words(piece.evidence))
 
 
+def says_enough(statement: str) -> bool:
+    """Whether a memory composed from its evidence alone is still knowledge: it names what it is about (not
+    "Needs to be set to 1 for true colors.", whose subject the person left to the conversation) and is no order for
+    the moment ("Fix the tui test sources.")."""
+    return not MODAL_FIRST.match(statement) and not is_request(statement)
+
+
+def cites(idea: Idea, piece: Piece) -> bool:
+    """Whether `idea` rests on the person's sentence that `piece` was composed from: its evidence is theirs and
+    holds that sentence's words."""
+    return idea.evidence_role == "user" and support(piece.evidence, idea.evidence or "") >= GROUNDED_AT
+
+
 def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     """`ideas`, each that holds a piece of the person's own message typed as that piece is: "always use pnpm,
     never npm" is a rule because the person said "always" and "never", whatever kind a small model gave it.
+    A memory that cites the person's sentence a piece was composed from takes the piece's statement when that
+    says enough on its own: the person's words, composed without the model, say what they said, where a 0.5B
+    model's rewording of "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM
+    imports." gave reasons they never gave ("… because it provides a more robust testing framework", "… for the
+    sake of breaking our ESM imports").
     A memory of a piece that does not name its choice takes the piece's own statement, and so does one that only
     repeats more of the person's message than the piece ("The thinking level colors are too intense, adjust. and
     also, the context usage in the footer should be …": a request and a rule copied as one)."""
@@ -298,7 +317,11 @@ def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     typed = []
     for idea in ideas:
         piece = next((p for p in pieces if covered(p, [idea])), None)
-        if piece and (not names_the_choice(piece, idea.summary) or _copies_more_than(idea, piece, turn)):
+        if piece and (
+            (cites(idea, piece) and says_enough(piece.statement))
+            or not names_the_choice(piece, idea.summary)
+            or _copies_more_than(idea, piece, turn)
+        ):
             idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role, idea.subject) or idea
         elif piece and piece.kind is not idea.kind:
             idea = make_idea(piece.kind, idea.summary, idea.evidence, idea.evidence_role, idea.subject) or idea

@@ -2,7 +2,9 @@
 
 - Invalid output (not JSON, cut off by the token limit, not a valid list of
   ideas) gets one retry; after that the turn is `failed` with the reason, and
-  the run goes on.
+  the run goes on. A failed turn (this way or any other) keeps what its own words
+  give without the model (a person's stated rule or decision), until a later run
+  reads it again.
 - A request the server refuses (HTTP 400: over its context, an input it
   rejects) is retried once with half the prompt budget, then that turn is
   `failed` with the reason: one turn never fails a day.
@@ -15,7 +17,8 @@
 - Every prompt is measured with the server's tokenizer (`count_tokens`).
 - Every answer is composed into memories (`compose`): a draft whose evidence is not in the turn is
   dropped, every statement is cleaned (never a quote, never cut), typed and reworded from the turn's own words
-  where it only repeats the person's (`compose.reworded`); then reviewed against the turn
+  where it only repeats the person's (`compose.reworded`); a memory citing a person's sentence that composes to a
+  statement of its own takes that statement, which no model pass restates; then reviewed against the turn
   (`trust.review`): ungrounded memories and claims about the user that the user did not make are dropped,
   priorities are earned. The rules, decisions and gotchas the person stated, and the causes the assistant
   found, that the model missed are added from their own sentences. Last, each memory must say what its evidence
@@ -34,11 +37,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import MODAL_FIRST
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import (
+    covered,
     disclosed,
     distinct,
     facts_of,
@@ -47,6 +50,7 @@ from memory_pipeline.summarize.compose import (
     missed_pieces,
     quotes_its_evidence,
     reworded,
+    says_enough,
     typed_by_the_person,
     without_orders,
 )
@@ -59,7 +63,7 @@ from memory_pipeline.summarize.ideas import (
     InvalidIdeas,
     parse_memories,
 )
-from memory_pipeline.summarize.knowledge import about_itself, is_request, with_subject
+from memory_pipeline.summarize.knowledge import about_itself, with_subject
 from memory_pipeline.summarize.prompt import TurnMessage, build_messages, restate_messages, turn_text
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, claims_user, grounding, review
 
@@ -122,10 +126,9 @@ def summarise_turn(
     begin = time.perf_counter()
     if not read(text):
         # Not worth the model's half minute (a heartbeat, an acknowledgement, a tool loop): its own words only.
-        kept, gated = _split(candidates_without_model(text), lambda idea: keep(idea, text))
-        outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
-        outcome.ideas, outcome.reason = kept, UNREAD
-        outcome.status = "summarised" if kept else "empty"
+        _own_words_only(text, keep, outcome)
+        outcome.reason = UNREAD
+        outcome.status = "summarised" if outcome.ideas else "empty"
         outcome.seconds = time.perf_counter() - begin
         outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
         return outcome
@@ -172,7 +175,16 @@ def summarise_turn(
         added = own_words(text, checked.kept)
         kept = distinct([*typed_by_the_person(text, checked.kept), *added])[:MAX_IDEAS_PER_TURN]
         outcome.added = max(0, len(kept) - len(checked.kept))
-        kept = distinct([_restated(client, reworded(idea, text), text, outcome) for idea in kept])
+        # What the turn's own sentences compose to is not restated by the model: "Use Vitest instead of Jest,
+        # because Jest kept breaking on our ESM imports." came back from it as "… because it provides a more
+        # robust testing framework", a reason the person never gave, taken from the reply.
+        composed = {idea.summary for idea in missed_pieces(text, []) if says_enough(idea.summary)}
+        kept = distinct(
+            [
+                idea if idea.summary in composed else _restated(client, reworded(idea, text), text, outcome)
+                for idea in kept
+            ]
+        )
         kept, orders = without_orders(kept)
         outcome.dropped += [("a request, not knowledge", idea.summary) for idea in orders]
         kept = distinct(check_faithful(kept, text, outcome))
@@ -181,27 +193,38 @@ def summarise_turn(
         outcome.ideas, outcome.reason = kept, None
         outcome.status = "summarised" if kept else "empty"
         break
+    if outcome.status == "failed":
+        # The model gave nothing usable (a 0.5B rambling past the token cap twice, a timeout): the person's own
+        # rules and decisions are not lost with its answer. The turn stays failed, is read again next run, and
+        # its memories then replace these.
+        _own_words_only(text, keep, outcome)
     outcome.seconds = time.perf_counter() - begin
     outcome.summarized_at = datetime.now(UTC).isoformat(timespec="seconds")
     return outcome
 
 
+def _own_words_only(turn: TurnText, keep: Keep, outcome: TurnOutcome) -> None:
+    """The turn's memories from its own words alone (`candidates_without_model`), through the gate."""
+    kept, gated = _split(candidates_without_model(turn), lambda idea: keep(idea, turn))
+    outcome.dropped += [("not knowledge, by the learned gate", idea.summary) for idea in gated]
+    outcome.ideas = kept
+
+
 def gate_with_own_words(ideas: Sequence[Idea], turn: TurnText, keep: Keep) -> tuple[list[Idea], list[Idea]]:
-    """(kept, dropped) by the gate; a memory the model worded badly ("pnpm only.") gives way to what the turn's
-    own words make of the same evidence ("Always use pnpm, never npm."), when that passes the gate."""
+    """(kept, dropped) by the gate, and what the turn's own words give that no kept memory holds any more. A
+    memory the model worded badly ("pnpm only.") gives way to what the turn's own words make of the same
+    evidence ("Always use pnpm, never npm."), when that passes the gate; and a person's decision a draft covered
+    (so it was not added from their words) stays when a check drops that draft ("Vitest is a good alternative
+    for ESM imports …", unfaithful to the person's "We decided to use Vitest instead of Jest, because …")."""
     kept, dropped = _split(ideas, lambda idea: keep(idea, turn))
-    if dropped:
-        have = {idea.summary for idea in kept}
-        for own in candidates_without_model(turn):
-            if own.summary not in have and any(_same_evidence(own, d) for d in dropped) and keep(own, turn):
-                kept.append(own)
-                have.add(own.summary)
+    have = {idea.summary for idea in kept}
+    for own in candidates_without_model(turn):
+        if len(kept) >= MAX_IDEAS_PER_TURN or own.summary in have or covered(own, kept):
+            continue
+        if keep(own, turn):
+            kept.append(own)
+            have.add(own.summary)
     return kept, dropped
-
-
-def _same_evidence(one: Idea, other: Idea) -> bool:
-    a, b = (" ".join((i.evidence or i.summary).split()).lower() for i in (one, other))
-    return bool(a and b) and (a in b or b in a)
 
 
 def own_words(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
@@ -243,19 +266,12 @@ def check_faithful(ideas: Sequence[Idea], turn: TurnText, outcome: TurnOutcome) 
             kept.append(idea)
             continue
         again = make_idea(idea.kind, said, idea.evidence, idea.evidence_role, idea.subject)
-        if again is not None and not unfaithful(again.summary, said, turn.everything) and says_enough(again):
+        if again is not None and not unfaithful(again.summary, said, turn.everything) and says_enough(again.summary):
             outcome.recomposed.append((why, idea.summary))
             kept.append(again.model_copy(update={"priority": idea.priority}))
         else:
             outcome.dropped.append((f"unfaithful: {why}", idea.summary))
     return kept
-
-
-def says_enough(idea: Idea) -> bool:
-    """Whether a memory composed again from its evidence alone is still knowledge: it names what it is about (not
-    "Needs to be set to 1 for true colors.", whose subject the person left to the conversation) and is no order for
-    the moment ("Fix the tui test sources.")."""
-    return not MODAL_FIRST.match(idea.summary) and not is_request(idea.summary)
 
 
 def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutcome) -> Idea:

@@ -199,7 +199,8 @@ def _iso(value: datetime | None) -> str:
 def summary_documents(outcomes: pl.DataFrame) -> pl.DataFrame:
     """One row per idea, shaped as a `SummaryDoc`."""
     rows = []
-    for turn in outcomes.filter(pl.col("status") == "summarised").iter_rows(named=True):
+    # A failed turn's memories are its own words only (`extract._own_words_only`), replaced when it is read again.
+    for turn in outcomes.filter(pl.col("status") != "empty").iter_rows(named=True):
         for idea in turn["ideas"]:
             rows.append(
                 SummaryDoc(

@@ -48,7 +48,8 @@ def test_the_next_session_starts_with_what_the_last_one_learned(loop, tmp_path: 
     assert learned, "the pipeline learned nothing from session 1"
     # Knowledge, not quotes: the rule and the decision are memories of their own, readable alone.
     typed = {m.get("kind"): m for m in learned if m.get("kind") in ("rule", "decision")}
-    assert set(typed) == {"rule", "decision"}, [(m.get("kind"), m["summary"]) for m in learned]
+    # A string, not a list: pytest cuts a long list's repr in the middle, and the middle is what tells.
+    assert set(typed) == {"rule", "decision"}, "\n".join(f"{m.get('kind')}: {m['summary']}" for m in learned)
     assert "pnpm" in typed["rule"]["summary"] and "Vitest" in typed["decision"]["summary"]
     assert not [m for m in learned if m["summary"].lower().startswith(("the user said", "rule for this project"))]
     # A natural question that names the category, not the tool, finds the rule first.

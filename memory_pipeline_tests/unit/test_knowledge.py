@@ -112,7 +112,13 @@ def test_a_decision_the_model_stored_without_its_choice_takes_the_persons_statem
     fixed, kept = typed_by_the_person(turn, [reason_only, whole])
     assert fixed.kind == "decision" and "Vitest" in fixed.summary and "Jest" in fixed.summary
     assert fixed.evidence == evidence
-    assert kept.summary == "Use pnpm, never npm." and kept.kind == "rule"  # named its choice: left as the model had it
+    # It cites the person's sentence: the person's statement, not the model's rewording of it.
+    assert kept.summary == "Always use pnpm, never npm." and kept.kind == "rule"
+    # A memory that names the choice and rests on the reply is left as the model had it.
+    echoed = make_idea(Kind.RULE, "Use pnpm, never npm.", "I will use pnpm, never npm.", "assistant")
+    assert echoed is not None
+    [left] = typed_by_the_person(TurnText(turn.user, "I will use pnpm, never npm.", ""), [echoed])
+    assert left.summary == "Use pnpm, never npm."
 
 
 @pytest.mark.parametrize(

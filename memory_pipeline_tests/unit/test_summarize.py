@@ -187,9 +187,9 @@ def test_a_good_answer_is_summarised_in_one_call() -> None:
     assert (idea.kind, idea.priority, idea.summary) == (
         "rule",
         "high",
-        "Always run pytest -x before saying a fix works.",
+        "Always run pytest -x before saying it is fixed.",  # the person's sentence, composed: not the rewording
     )
-    assert idea.evidence == GOOD[0]["evidence"] and idea.evidence_role == "user" and idea.tags[0] == "rule"
+    assert idea.evidence == JOB.messages[0].content and idea.evidence_role == "user" and idea.tags[0] == "rule"
 
 
 def test_truncated_then_good_answer_uses_the_retry() -> None:
@@ -599,3 +599,67 @@ def test_a_turn_the_gate_finds_empty_is_never_sent_to_the_model() -> None:
     asked = [call["messages"][1]["content"] for call in calls]
     assert asked and all("pnpm" in text and "ok, continue" not in text for text in asked)
     assert read.status == "summarised" and read.ideas[0].kind == "rule"
+
+
+# --- the person's words outlast what the model does with them ---------------------------------
+# Seen in CI (stop 56): pi's 0.5B reply to "We decided to use Vitest instead of Jest, because …" varied from run to
+# run, and with some replies the decision was not stored at all; sampling twenty replies here lost it three times.
+
+DECIDED = "We decided to use Vitest instead of Jest, because Jest kept breaking on our ESM imports."
+THE_DECISION = ("decision", "Use Vitest instead of Jest, because Jest kept breaking on our ESM imports.")
+
+
+def _decided(reply: str) -> TurnJob:
+    return TurnJob("s1", "t9", "/p", [TurnMessage("user", DECIDED), TurnMessage("assistant", reply)])
+
+
+def test_a_turn_whose_answers_are_cut_off_keeps_the_persons_decision_and_is_read_again() -> None:
+    from memory_pipeline.summarize.frames import outcome_rows, summary_documents
+    from memory_pipeline.summarize.ideas import PROMPT_VERSION
+    from memory_pipeline.summarize.journal import JournalEntry
+
+    calls: list[dict] = []
+    cut = completion('[{"kind": "decision", "subject": "Vitest", "statement": "Vitest is', "length")
+    outcome = summarise_turn(chat_client([cut], calls), _decided("Here is a long guide to Vitest …"), 4096, 256)
+    assert outcome.status == "failed" and len(calls) == 2 and "cut off" in (outcome.reason or "")
+    assert [(i.kind, i.summary) for i in outcome.ideas] == [THE_DECISION]
+    # Stored meanwhile, and failed in the ledger, so the next run reads it again (`frames.reread_reason`).
+    turns = pl.DataFrame(
+        {"partition": ["2024-06-01"], "session_id": ["s1"], "turn_id": ["t9"], "project": ["/p"], "agent": ["pi"]}
+        | {"started_at": [None], "session_started_at": [None], "content_hash": ["h"]},
+        schema_overrides={"started_at": pl.Datetime("ms", "UTC"), "session_started_at": pl.Datetime("ms", "UTC")},
+    )
+    entry = JournalEntry.of(outcome, "2024-06-01", "h", PROMPT_VERSION, "m")
+    rows = outcome_rows(turns, {("s1", "t9"): entry}, {}, [], "m")
+    assert rows["status"].to_list() == ["failed"]
+    assert summary_documents(rows)["summary"].to_list() == [THE_DECISION[1]]
+
+
+def test_a_decision_a_dropped_draft_covered_is_kept_in_the_persons_words() -> None:
+    reply = (
+        "Absolutely! You're right, Vitest is a good alternative for ESM imports, while Jest is a powerful testing "
+        "framework that supports ES modules and can be more flexible. Vitest is also less prone to breaking on ESM "
+        "imports."
+    )
+    # The model's draft cites the decision but says the reply (checked as unfaithful, dropped): the decision the
+    # draft covered is not lost with it.
+    draft = {"kind": "decision", "subject": "Vitest", "statement": reply, "evidence": DECIDED}
+    outcome = summarise_turn(chat_client([completion(json.dumps([draft]))], []), _decided(reply), 4096, 256)
+    assert [(i.kind, i.summary) for i in outcome.ideas] == [THE_DECISION]
+    assert outcome.ideas[0].evidence == DECIDED and outcome.ideas[0].evidence_role == "user"
+
+
+@pytest.mark.parametrize(
+    "reworded",
+    [
+        "Using Vitest instead of Jest is a good choice because it provides a more robust testing framework.",
+        "Use Vitest instead of Jest for the sake of breaking our ESM imports.",
+    ],
+)
+def test_a_decision_the_model_gives_other_reasons_is_stored_as_the_person_gave_it(reworded: str) -> None:
+    reply = f"{reworded} It handles ESM imports better."
+    draft = {"kind": "decision", "subject": "Vitest", "statement": reworded, "evidence": DECIDED}
+    calls: list[dict] = []
+    outcome = summarise_turn(chat_client([completion(json.dumps([draft]))], calls), _decided(reply), 4096, 256)
+    assert [(i.kind, i.summary) for i in outcome.ideas] == [THE_DECISION]
+    assert len(calls) == 1  # composed from the person's sentence: no pass asked the model to restate it
