@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.answers import CachedChat
+from bench.answers import CachedChat, kept_file, pack
 from bench.baseline import code_at
 from bench.results_file import table, write_section
 from memory_pipeline.language.words import content_words
@@ -206,8 +206,9 @@ def candidates(turns: Sequence[dict], with_model: bool) -> tuple[list[list[Idea]
 
 def fill_answers(turns: Sequence[dict]) -> None:
     """Ask the model about every turn again through the answers' cache (`ANSWERS`), whatever the ideas' cache
-    holds, so that code after the model can later be run on the same answers in seconds; and say how many turns
-    give the very candidates this code's cached run gave (the server's determinism, seen from here)."""
+    holds, so that code after the model can later be run on the same answers in seconds, in this checkout and,
+    through the file `answers.pack` writes, in the next; and say how many turns give the very candidates this
+    code's cached run gave (the server's determinism, seen from here)."""
     settings = load_settings()
     same = differ = new = 0
     with chat_client(settings, timeout=600) as raw:
@@ -233,7 +234,8 @@ def fill_answers(turns: Sequence[dict]) -> None:
             print(f"{turn['id']}: {len(ideas)} candidates", flush=True)
     print(
         f"{len(turns)} turns: model calls asked {client.asked}, replayed {client.replayed}; against cache {version}: "
-        f"the same candidates {same}, other candidates {differ}, not cached {new}"
+        f"the same candidates {same}, other candidates {differ}, not cached {new}; "
+        f"{pack(ANSWERS / model)} answers kept in {kept_file(ANSWERS / model).relative_to(ROOT)}"
     )
 
 
