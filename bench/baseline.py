@@ -4,12 +4,14 @@ machine is no baseline)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from memory_pipeline.local.runtime import LocalRuntime
-from memory_pipeline.settings import Settings
+from memory_pipeline.settings import Settings, load_settings
 from testkit.paths import ROOT
 
 
@@ -42,3 +44,16 @@ def fresh_chat_server(settings: Settings) -> bool:
     runtime.down(["chat"])
     runtime.up(["chat"])
     return True
+
+
+def run_side(code: Path, script: str, out: Path, *args: str) -> bool:
+    """Run one side: `script` in a process of its own with `code` first on its path (`sys.argv[1]`), then `args`,
+    then `out`, the file it writes; on a chat server started anew for it (`fresh_chat_server`, whose answer this
+    returns). Each side is given today's chat server and its key: the baseline's own settings would look for the
+    local key in its archive's folder."""
+    settings = load_settings()
+    fresh = fresh_chat_server(settings)
+    env = {**os.environ, "LLAMA_URL": settings.chat_url, "LLAMA_API_KEY": settings.api_key("chat") or ""}
+    argv = [sys.executable, "-W", "ignore", "-c", script, str(code), *args, str(out)]
+    subprocess.run(argv, check=True, env=env)
+    return fresh

@@ -18,14 +18,11 @@ turns failed (an invalid answer on both attempts); model calls.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from bench.baseline import code_at, fresh_chat_server, load
+from bench.baseline import code_at, load, run_side
 from bench.results_file import table, write_section
 from memory_pipeline.language.words import content_words
 from memory_pipeline.settings import load_settings
@@ -67,15 +64,15 @@ def replies(count: int) -> list[str]:
         return json.loads(kept.read_text())
     settings = load_settings()
     key = settings.api_key("chat")
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": RULE},
+        {"role": "assistant", "content": "Understood: I will use pnpm, never npm."},
+        {"role": "user", "content": DECIDED},
+    ]
     written = []
     with httpx.Client(timeout=600, headers={"Authorization": f"Bearer {key}"} if key else {}) as http:
         for seed in range(count):
-            messages = [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": RULE},
-                {"role": "assistant", "content": "Understood: I will use pnpm, never npm."},
-                {"role": "user", "content": DECIDED},
-            ]
             body = {"messages": messages, "temperature": 1.0, "seed": seed, "max_tokens": 400}
             answer = http.post(f"{settings.chat_url}/v1/chat/completions", json=body)
             answer.raise_for_status()
@@ -85,11 +82,9 @@ def replies(count: int) -> list[str]:
 
 
 def measure(code: Path, name: str, given: Path) -> list[dict]:
+    """One side's rows, on a chat server started for it (`baseline.run_side`)."""
     out = WORK / f"{name}.json"
-    settings = load_settings()
-    fresh_chat_server(settings)
-    env = {**os.environ, "LLAMA_URL": settings.chat_url, "LLAMA_API_KEY": settings.api_key("chat") or ""}
-    subprocess.run([sys.executable, "-W", "ignore", "-c", _RUN, str(code), str(given), str(out)], check=True, env=env)
+    run_side(code, _RUN, out, str(given))
     return json.loads(out.read_text())
 
 

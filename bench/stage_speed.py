@@ -16,14 +16,10 @@ the same run.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from bench.baseline import code_at, fresh_chat_server, load
+from bench.baseline import code_at, load, run_side
 from bench.results_file import table, write_section
-from memory_pipeline.settings import load_settings
 from testkit.paths import ROOT
 
 WORK = Path(__file__).with_name(".work") / "stage_speed"
@@ -59,13 +55,9 @@ json.dump({"wall": wall, "context": context, "model": model, "rows": rows}, open
 
 
 def measure(code: Path, name: str) -> dict:
-    """One side's run, on a chat server started for it. Both are given today's chat server and its key (the
-    baseline's own settings would look for the local key in its archive's folder)."""
+    """One side's run, on a chat server started for it (`baseline.run_side`)."""
     out = WORK / f"{name}.json"
-    settings = load_settings()
-    fresh = fresh_chat_server(settings)
-    env = {**os.environ, "LLAMA_URL": settings.chat_url, "LLAMA_API_KEY": settings.api_key("chat") or ""}
-    subprocess.run([sys.executable, "-W", "ignore", "-c", _RUN, str(code), str(out)], check=True, env=env)
+    fresh = run_side(code, _RUN, out)
     side = json.loads(out.read_text())
     side["fresh server"] = fresh
     out.write_text(json.dumps(side))
