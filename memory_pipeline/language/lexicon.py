@@ -231,3 +231,18 @@ def replacement(text: str) -> tuple[str, str] | None:
             chosen = _BEFORE_CHOICE.sub("", found["chosen"]) or found["chosen"]
             return _bare(chosen), _bare(found["replaced"])
     return None
+
+
+# What a command's output says about how it went, by its shape: it failed, it passed, or this line reports trouble
+# (the keep filter's confirmed finding, the prompt's error lines of a long output, friction's error line).
+COMMAND_FAILED = re.compile(
+    r"(?i)\b(?:\d+ failed|failed|error:|errors? occurred|traceback \(most recent call last\)|exit code [1-9]\d*"
+    r"|exited with (?:code )?[1-9]|command failed|panicked at|segmentation fault|assertionerror)"
+)
+COMMAND_PASSED = re.compile(
+    r"(?i)\b(?:\d+ passed(?!,? \d+ (?:failed|errors?))|all \d+ tests? passed|tests? passed|exit code 0\b"
+    r"|build succeeded|compiled successfully|ok \(\d+ tests?\))"
+)
+# A line that looks like it reports something going wrong (looser than a failed command: a missing file, a
+# refusal, an exception's name).
+ERROR_LINE = re.compile(r"error|fail|cannot|can't|not found|no such|refused|denied|exception|invalid", re.I)

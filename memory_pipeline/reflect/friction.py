@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from memory_pipeline.language.lexicon import ERROR_LINE
 from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.reflect.proposals import rule_line
 from memory_pipeline.reflect.similarity import clusters, medoid
@@ -38,7 +39,6 @@ _RULE_CUE = re.compile(
 _RULE_TAGS = re.compile(r"rule|preference|correction|convention")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _EXCEPTION = re.compile(r"^[A-Z]\w*(?:Error|Exception)\b")
-_ERROR_LINE = re.compile(r"error|fail|cannot|can't|not found|no such|refused|denied|exception|invalid", re.I)
 _VOLATILE = [
     (re.compile(r"(?:/[\w.@+-]+)+"), "<path>"),
     (re.compile(r"\b[0-9a-f]{7,}\b"), "<hex>"),
@@ -104,7 +104,7 @@ def error_line(text: str) -> str:
     exceptions = [line for line in lines if _EXCEPTION.match(line)]
     if exceptions:
         return exceptions[-1][:160]
-    return next((line for line in lines if _ERROR_LINE.search(line)), lines[0] if lines else "")[:160]
+    return next((line for line in lines if ERROR_LINE.search(line)), lines[0] if lines else "")[:160]
 
 
 def normalise_error(text: str) -> str:

@@ -26,7 +26,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import DOCUMENT_LINE, FINDING, HEDGE, INTENTION, WORK_STATUS
+from memory_pipeline.language.lexicon import (
+    COMMAND_FAILED,
+    COMMAND_PASSED,
+    DOCUMENT_LINE,
+    FINDING,
+    HEDGE,
+    INTENTION,
+    WORK_STATUS,
+)
 from memory_pipeline.language.words import POINTING, content_words, words
 from memory_pipeline.sentences import sentences
 from memory_pipeline.summarize.ideas import Idea
@@ -56,16 +64,6 @@ FEATURES = (
     "more than one sentence",
     "markdown marks (bold, list, heading)",
     "evidence in a message that is a document (headings, many list lines)",
-)
-# What a command prints when it fails, and when it passes (its output's shape, not language): a finding is
-# confirmed by a failure, then a pass.
-COMMAND_FAILED = re.compile(
-    r"(?i)\b(?:\d+ failed|failed|error:|errors? occurred|traceback \(most recent call last\)|exit code [1-9]\d*"
-    r"|exited with (?:code )?[1-9]|command failed|panicked at|segmentation fault|assertionerror)"
-)
-COMMAND_PASSED = re.compile(
-    r"(?i)\b(?:\d+ passed(?!,? \d+ (?:failed|errors?))|all \d+ tests? passed|tests? passed|exit code 0\b"
-    r"|build succeeded|compiled successfully|ok \(\d+ tests?\))"
 )
 _MARKDOWN = re.compile(r"\*\*|^\s*(?:[-*] |#{1,6} )|`[^`]*`:")
 

@@ -8,10 +8,12 @@ extractor never re-learns its own output.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory_pipeline.language.lexicon import ERROR_LINE
 from memory_pipeline.sessions.envelope import automation_of, strip_envelope
 from memory_pipeline.sessions.messages import OWN_CUSTOM_TYPES, is_own_tool
 from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
@@ -21,7 +23,21 @@ from memory_pipeline.summarize.trust import TurnText
 CHARS_PER_TOKEN = 3.0
 # The chat template's own tokens around the two messages (ChatML: about 10), with room to spare.
 TEMPLATE_TOKENS = 64
-TOOL_OUTPUT_CHARS = 1200
+# Prompt economy (issue 47): on a labelled pi day, 43% of the transcripts' characters were tool output and 28%
+# tool calls' arguments, while what is remembered comes from what the person and the assistant wrote. A tool output
+# is shown by its first and last lines and its error lines, a call by what it touched (a path, a command) and by
+# what it asked the person (their terse answer, "1. A 2. sync both ways", means nothing without the question).
+TOOL_OUTPUT_CHARS = 600
+OUTPUT_LINES = 3  # the head and the tail of a long output
+ERROR_LINES = 4  # the error lines kept from its middle
+LINE_CHARS = 200
+# Argument names of the agents' tools (pi, Claude Code, Codex, Gemini CLI): what a call touched, and what it asked.
+TARGET_ARGUMENTS = frozenset({"path", "file_path", "filePath", "absolute_path", "command", "cmd", "pattern", "url",
+                              "query", "description"})  # fmt: skip
+ASKED_ARGUMENTS = frozenset({"questions", "plan"})
+TARGET_CHARS = 200
+ASKED_CHARS = 800
+CALL_REST_CHARS = 100  # everything else a call carries (an edit's text, a file's content, a todo list)
 TokenCounter = Callable[[str], int]
 TRIM_MARKER = "[… {n:,} characters trimmed …]"
 
@@ -87,7 +103,9 @@ def turn_text(messages: Sequence[TurnMessage]) -> TurnText:
     theirs = [_persons(m) for m in kept]
     user = "\n".join(m.content for m, person in zip(kept, theirs, strict=True) if person)
     assistant = "\n".join(m.content for m in kept if m.role == "assistant")
-    other = "\n".join(_body(m, tool_limit=10**9) for m, person in zip(kept, theirs, strict=True) if not person)
+    other = "\n".join(
+        _body(m, tool_limit=10**9, compact=False) for m, person in zip(kept, theirs, strict=True) if not person
+    )
     return TurnText(user=user, assistant=assistant, other=other)
 
 
@@ -103,6 +121,52 @@ def trim_middle(text: str, limit: int) -> str:
     cut = len(text) - limit
     head = limit * 2 // 3
     return text[:head] + "\n" + TRIM_MARKER.format(n=cut) + "\n" + text[len(text) - (limit - head) :]
+
+
+def trim_output(text: str, limit: int) -> str:
+    """A long tool output by what extraction needs of it, within `limit`: its first and last lines and the lines
+    of its middle that say something went wrong, each gap marked (a file read or a listing holds no knowledge in
+    its middle; an error line may hold the cause the assistant then finds)."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines()
+    if len(lines) <= 2 * OUTPUT_LINES:
+        return trim_middle(text, limit)
+    middle = range(OUTPUT_LINES, len(lines) - OUTPUT_LINES)
+    errors = [n for n in middle if ERROR_LINE.search(lines[n])][:ERROR_LINES]
+    kept = [*range(OUTPUT_LINES), *errors, *range(len(lines) - OUTPUT_LINES, len(lines))]
+    shown: list[str] = []
+    for before, n in zip([-1, *kept], kept, strict=False):
+        if n - before > 1:
+            shown.append(f"[… {n - before - 1:,} lines trimmed …]")
+        line = lines[n]
+        shown.append(line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + " […]")
+    return trim_middle("\n".join(shown), limit)
+
+
+def call_line(call: dict[str, Any], compact: bool = True) -> str:
+    """A tool call as one line. Compact (the prompt): what it touched and what it asked the person, the rest in
+    a short excerpt. Whole (the trust checks' text of the turn): its arguments, to 300 characters."""
+    name, arguments = call.get("name"), call.get("arguments") or ""
+    if isinstance(arguments, str) and compact:
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    if not compact or not isinstance(arguments, dict):
+        return f"(used the {name} tool: {trim_middle(str(arguments), 300)})"
+    shown, rest = [], []
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if key in TARGET_ARGUMENTS:
+            shown.append(f"{key}: {trim_middle(text, TARGET_CHARS)}")
+        elif key in ASKED_ARGUMENTS:
+            shown.append(f"{key}: {trim_middle(text, ASKED_CHARS)}")
+        else:
+            rest.append(f"{key}: {text}")
+    if rest:
+        shown.append(trim_middle(", ".join(rest), CALL_REST_CHARS))
+    return f"(used the {name} tool: {'; '.join(shown)})"
 
 
 def _label(message: TurnMessage) -> str:
@@ -123,17 +187,16 @@ def _label(message: TurnMessage) -> str:
 RECALLED = "(what the memory tools recalled from earlier sessions: remembered already, not new information)"
 
 
-def _body(message: TurnMessage, tool_limit: int) -> str:
+def _body(message: TurnMessage, tool_limit: int, compact: bool = True) -> str:
     if message.role == "toolResult" and is_own_tool(message.tool_name):
         return RECALLED
     parts = [message.content.strip()] if message.content.strip() else []
-    for call in message.tool_calls:
-        parts.append(f"(used the {call.get('name')} tool: {trim_middle(str(call.get('arguments') or ''), 300)})")
+    parts.extend(call_line(call, compact) for call in message.tool_calls)
     if message.error_message:
         parts.append(f"error: {message.error_message}")
     text = "\n".join(parts)
     if message.role in ("toolResult", "bashExecution"):
-        text = trim_middle(text, tool_limit)
+        text = trim_output(text, tool_limit) if compact else trim_middle(text, tool_limit)
     return text
 
 

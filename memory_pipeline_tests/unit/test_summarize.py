@@ -26,7 +26,16 @@ from memory_pipeline.summarize.extract import (
 )
 from memory_pipeline.summarize.frames import turn_jobs
 from memory_pipeline.summarize.ideas import MEMORIES_SCHEMA, Idea, InvalidIdeas, parse_memories
-from memory_pipeline.summarize.prompt import SYSTEM_PROMPT, TurnMessage, build_messages, render_turn, turn_text
+from memory_pipeline.summarize.prompt import (
+    CALL_REST_CHARS,
+    SYSTEM_PROMPT,
+    TOOL_OUTPUT_CHARS,
+    TurnMessage,
+    build_messages,
+    call_line,
+    render_turn,
+    turn_text,
+)
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion, plain_server
 from testkit.paths import SESSION_FIXTURES
 
@@ -137,9 +146,45 @@ def test_long_tool_output_is_trimmed_with_a_marker_and_fits_the_budget() -> None
         TurnMessage("assistant", "The linker runs out of memory."),
     ]
     text = render_turn(long, budget_chars=3000)
-    assert len(text) <= 3000 and "characters trimmed" in text
+    assert len(text) <= 3000 and "19,994 lines trimmed" in text
     assert text.startswith("WHAT THE USER SAID:\nwhy does the build fail?")
     assert "The linker runs out of memory." in text
+
+
+def test_a_long_output_is_shown_by_its_head_its_tail_and_its_error_lines() -> None:
+    lines = [f"collected item {n}" for n in range(500)]
+    lines[250] = "E   sqlite3.OperationalError: database is locked"
+    lines[-1] = "1 failed, 499 passed in 3.2s"
+    turn = [
+        TurnMessage("user", "why do the tests fail?"),
+        TurnMessage("toolResult", "\n".join(lines), tool_name="bash"),
+    ]
+    text = render_turn(turn, budget_chars=10_000)
+    assert "collected item 0" in text and "database is locked" in text and "1 failed, 499 passed" in text
+    assert "collected item 100" not in text and "[… 246 lines trimmed …]" in text
+    output = text[text.index("[bash output]") :]
+    assert len(output) <= len("[bash output]\n") + TOOL_OUTPUT_CHARS
+    assert "collected item 100" in turn_text(turn).other  # the trust checks still read the whole output
+
+
+def test_a_call_is_shown_by_what_it_touched_and_what_it_asked() -> None:
+    edit = {
+        "name": "Edit",
+        "arguments": json.dumps(
+            {"file_path": "src/db/settings.py", "old_string": "x = 1\n" * 200, "new_string": "y = 2\n" * 200}
+        ),
+    }
+    asked = {
+        "name": "AskUserQuestion",
+        "arguments": json.dumps({"questions": [{"question": "Where should the repository live?", "options": ["A"]}]}),
+    }
+    line = call_line(edit)
+    assert "file_path: src/db/settings.py" in line and "old_string: x = 1" in line
+    assert len(line) < len("(used the Edit tool: file_path: src/db/settings.py; )") + CALL_REST_CHARS + 40
+    assert "Where should the repository live?" in call_line(asked)
+    assert call_line({"name": "bash", "arguments": "not json {"}) == "(used the bash tool: not json {)"
+    turn = [TurnMessage("user", "move the settings"), TurnMessage("assistant", "", tool_calls=[edit])]
+    assert turn_text(turn).other.count("x = 1") > render_turn(turn, 10_000).count("x = 1")
 
 
 def test_every_fixture_turn_fits_a_small_context() -> None:
