@@ -19,7 +19,11 @@ from memory_pipeline.stores.openai_compat import OpenAICompatibleClient, ServerE
 
 
 class InvalidAnswer(ServerError):
-    """The server answered, but not with what was asked (not JSON, cut off): worth one retry."""
+    """The server answered, but not with what was asked (not JSON, cut off): worth one retry. `spent` is what
+    the server says the answer cost it (an answer cut off at the token cap costs the most), so a caller's
+    account of the server's time holds every attempt."""
+
+    spent: ChatCompletion | None = None
 
 
 class TruncatedAnswer(InvalidAnswer):
@@ -145,14 +149,18 @@ class ChatClient(OpenAICompatibleClient):
         completion = ChatCompletion.model_validate(answer)
         self.pace.learn(time.perf_counter() - begin, completion.usage, completion.timings)
         choice = completion.choices[0]
-        if choice.finish_reason == "length":
-            raise TruncatedAnswer(f"{self.base_url}: answer cut off at max_tokens={max_tokens}")
         try:
-            data = json.loads(choice.message.content or "")
-        except json.JSONDecodeError as exc:
-            raise InvalidAnswer(
-                f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}"
-            ) from None
+            if choice.finish_reason == "length":
+                raise TruncatedAnswer(f"{self.base_url}: answer cut off at max_tokens={max_tokens}")
+            try:
+                data = json.loads(choice.message.content or "")
+            except json.JSONDecodeError as exc:
+                raise InvalidAnswer(
+                    f"{self.base_url}: answer is not JSON ({exc}): {(choice.message.content or '')[:200]!r}"
+                ) from None
+        except InvalidAnswer as invalid:
+            invalid.spent = completion
+            raise
         return JsonAnswer(
             data=data, model=completion.model or body["model"], usage=completion.usage, timings=completion.timings
         )

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
+from memory_pipeline.stores.llm import ChatClient, InvalidAnswer, Timings, Usage
 from memory_pipeline.stores.openai_compat import RejectedRequest, TimedOut
 from memory_pipeline.summarize import gate, turn_gate
 from memory_pipeline.summarize.compose import (
@@ -106,6 +106,14 @@ class TurnOutcome:
     restated: int = 0  # memories that only repeated their evidence, restated to stand alone
     recomposed: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): said what the evidence does not
 
+    def spent(self, usage: Usage, timings: Timings | None) -> None:
+        """Count what the server says one call cost (an answer, a retry's unusable one, a restating pass)."""
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if timings:
+            self.generation_seconds += (timings.predicted_ms or 0) / 1000
+            self.server_seconds += ((timings.prompt_ms or 0) + (timings.predicted_ms or 0)) / 1000
+
 
 Keep = Callable[[Idea, TurnText], bool]
 Read = Callable[[TurnText], bool]  # whether the chat model reads a turn
@@ -146,13 +154,11 @@ def summarise_turn(
                 max_tokens=max_output_tokens,
                 temperature=0.0 if attempt == 1 else 0.3,
             )
-            outcome.prompt_tokens += answer.usage.prompt_tokens
-            outcome.completion_tokens += answer.usage.completion_tokens
-            if answer.timings:
-                outcome.generation_seconds += (answer.timings.predicted_ms or 0) / 1000
-                outcome.server_seconds += ((answer.timings.prompt_ms or 0) + (answer.timings.predicted_ms or 0)) / 1000
+            outcome.spent(answer.usage, answer.timings)
             drafts = parse_memories(answer.data)
         except (InvalidAnswer, InvalidIdeas) as exc:
+            if isinstance(exc, InvalidAnswer) and exc.spent:
+                outcome.spent(exc.spent.usage, exc.spent.timings)
             outcome.reason = f"attempt {attempt}: {exc}"
             continue
         except RejectedRequest as exc:
@@ -291,8 +297,7 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
     except (InvalidAnswer, RejectedRequest, TimedOut):
         return idea
     outcome.attempts += 1
-    outcome.prompt_tokens += answer.usage.prompt_tokens
-    outcome.completion_tokens += answer.usage.completion_tokens
+    outcome.spent(answer.usage, answer.timings)
     statement = answer.data.get("statement", "") if isinstance(answer.data, dict) else ""
     better = make_idea(idea.kind, statement, idea.evidence, idea.evidence_role, idea.subject)
     if (

@@ -246,6 +246,8 @@ def test_truncated_then_good_answer_uses_the_retry() -> None:
         256,
     )
     assert (outcome.status, outcome.attempts) == ("summarised", 2)
+    # The cut-off answer cost the server as much as the good one: both are in the turn's account.
+    assert (outcome.prompt_tokens, outcome.completion_tokens, outcome.server_seconds) == (200, 40, 1.0)
 
 
 @pytest.mark.parametrize("bad", ["I think the user wants tests.", json.dumps([GOOD[0] | {"kind": "x"}])])
