@@ -246,3 +246,12 @@ COMMAND_PASSED = re.compile(
 # A line that looks like it reports something going wrong (looser than a failed command: a missing file, a
 # refusal, an exception's name).
 ERROR_LINE = re.compile(r"error|fail|cannot|can't|not found|no such|refused|denied|exception|invalid", re.I)
+
+# A question, as people type one: a question mark (ASCII or full-width), or a Chinese sentence-final question
+# particle, which often ends a question typed without a mark ("你还有什么可以优化模版的吗").
+QUESTION_END = re.compile(r"(?:[?？]|[吗呢][。.!！]?)[\s\"'”’)）]*$")
+
+
+def is_question(text: str) -> bool:
+    """Whether `text` ends as a question does."""
+    return QUESTION_END.search(text) is not None

@@ -42,6 +42,7 @@ from memory_pipeline.language.lexicon import (
     REFUTED,
     SKIPPING,
     TAKEN_AWAY,
+    is_question,
     replacement,
 )
 from memory_pipeline.language.topics import topics_of
@@ -332,7 +333,7 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
     """Whether a message says the memory no longer holds (or never did): words that go against its stance with a
     cue, or a sentence that says something no longer holds (not asked, not agreeing) about its subject."""
     # A question asks, it says nothing of what holds ("why did we drop styled-components?").
-    text = " ".join(x for x in _sentences(_spoken(content)) if not x.rstrip().endswith(("?", "？")))
+    text = " ".join(x for x in _sentences(_spoken(content)) if not is_question(x))
     if not text.strip() or EXEMPTION.search(text):
         return False
     said = stance(text)
@@ -385,7 +386,7 @@ def correction(message: TurnMessage) -> Correction | None:
     """The first sentence of a person's message that corrects the agent ("no, use pnpm, not npm"): a correction
     cue and names both wanted and rejected, or rejected alone (not a question, not a one-off exemption)."""
     for sentence in _sentences(_spoken(message.content or "")):
-        if sentence.rstrip().endswith(("?", "？")) or EXEMPTION.search(sentence) or not CORRECTION.search(sentence):
+        if is_question(sentence) or EXEMPTION.search(sentence) or not CORRECTION.search(sentence):
             continue
         said = stance(sentence)
         names_only = {p for p in said.rejects if len(p) == 1}

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from memory_pipeline.language.lexicon import ERROR_LINE
+from memory_pipeline.language.lexicon import ERROR_LINE, is_question
 from memory_pipeline.recall.observations import observation_id
 from memory_pipeline.reflect.proposals import rule_line
 from memory_pipeline.reflect.similarity import clusters, medoid
@@ -133,7 +133,7 @@ def rule_statements(messages: Sequence[dict[str, Any]], memories: Sequence[dict[
             continue
         for sentence in _SENTENCE.split(message.get("content") or ""):
             sentence = sentence.strip()
-            if sentence.endswith("?") or not 3 <= len(sentence.split()) <= 40 or not _RULE_CUE.search(sentence):
+            if is_question(sentence) or not 3 <= len(sentence.split()) <= 40 or not _RULE_CUE.search(sentence):
                 continue
             events.append(
                 Event(message["session_id"], observation_id(message["session_id"], message["turn_id"]), sentence)

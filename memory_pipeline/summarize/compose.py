@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from memory_pipeline.language.kinds import KIND_PRIORITY, Kind, kind_of
-from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, MODAL_FIRST, NEGATION, RULE
+from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, MODAL_FIRST, NEGATION, RULE, is_question
 from memory_pipeline.language.topics import files_of, topics_of
 from memory_pipeline.language.words import STOP_WORDS, THIRD_PERSON, content_words, words
 from memory_pipeline.sentences import sentences
@@ -243,7 +243,7 @@ def from_draft(draft: Drafted, turn: TurnText) -> tuple[Idea | None, str]:
     if kind is Kind.DECISION and role == "other":
         kind = Kind.FACT  # a value read in tool output or a file ("queue mode: all") is a fact, nobody's choice
     said = sentence_of(evidence, turn.user if role == "user" else turn.assistant) or evidence
-    if kind in (Kind.RULE, Kind.DECISION) and said.rstrip().endswith("?"):
+    if kind in (Kind.RULE, Kind.DECISION) and is_question(said):
         return None, "a question, not knowledge"  # "Are we all committed? if yes, do it": asked, not decided
     if role == "assistant" and speaks_of_itself(said):
         return None, "the assistant describing itself"  # "I'm an AI coding assistant operating within pi…"
@@ -361,7 +361,7 @@ def facts_of(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
             for sentence in sentences(_BULLET.sub("", line).replace("**", "")):
                 if mine >= FACTS_PER_SIDE or not _FACT_SHAPE.search(sentence) or len(sentence) > 300:
                     continue
-                if sentence.endswith("?") or announces_plan(sentence) or is_request(clean_statement(sentence)):
+                if is_question(sentence) or announces_plan(sentence) or is_request(clean_statement(sentence)):
                     continue
                 piece = Piece(Kind.FACT, sentence, sentence, role)
                 if role == "user" and kind_of(sentence):
@@ -383,7 +383,7 @@ def disclosed(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
     for sentence in said_sentences(strip_envelope(turn.user)):
         if not (IDENTITY.search(sentence) or DISCLOSURE.search(sentence)) or len(sentence) > 300:
             continue
-        if sentence.endswith("?") or is_request(clean_statement(sentence)) or kind_of(sentence):
+        if is_question(sentence) or is_request(clean_statement(sentence)) or kind_of(sentence):
             continue
         piece = Piece(Kind.FACT, sentence, sentence, "user")
         if not covered(piece, [*ideas, *found]) and (
@@ -442,7 +442,7 @@ def echo_of(remark: str, reply: str) -> str:
     for line in reply.splitlines():
         line = _BULLET.sub("", line).replace("**", "").replace("__", "")
         for sentence in sentences(line):
-            if sentence.endswith("?") or announces_plan(sentence) or len(sentence) > 300:
+            if is_question(sentence) or announces_plan(sentence) or len(sentence) > 300:
                 continue
             statement = clean_statement(sentence)
             if not statement or bool(NEGATION.search(statement)) != forbids:

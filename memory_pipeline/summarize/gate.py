@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.lexicon import DOCUMENT_LINE, NEGATION, kind_marked, replacement
+from memory_pipeline.language.lexicon import DOCUMENT_LINE, NEGATION, is_question, kind_marked, replacement
 from memory_pipeline.summarize import keep as keep_filter
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.logistic import LearnedWeights
@@ -68,7 +68,7 @@ def features(idea: Idea, turn: TurnText) -> list[float]:
         float(bool(NEGATION.search(text))),
         float(replacement(evidence) is not None),
         float(kind_marked(evidence) is not None),
-        float(evidence.rstrip().endswith("?")),
+        float(is_question(evidence)),
         len(text.split()) / 20,
         math.log1p(len(turn.user)) / 10,
         float(role == "assistant" and bool(_SELF.match(evidence.strip()))),

@@ -34,6 +34,7 @@ from memory_pipeline.language.lexicon import (
     HEDGE,
     INTENTION,
     WORK_STATUS,
+    is_question,
 )
 from memory_pipeline.language.words import POINTING, content_words, words
 from memory_pipeline.sentences import sentences
@@ -112,7 +113,7 @@ def features(idea: Idea, turn: TurnText) -> list[float]:
         float(bool(INTENTION.match(text.strip()))),
         float(bool(WORK_STATUS.search(text.strip()))),
         float(bool(HEDGE.search(text.strip()))),
-        float(text.rstrip().endswith("?")),
+        float(is_question(text)),
         float(ends_on_order(text)),
         float(bool(evidence) and evidence[:60] in turn.user),
         len(mine) / 10,

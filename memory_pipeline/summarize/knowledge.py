@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST, PLAN
+from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST, PLAN, is_question
 from memory_pipeline.language.words import CAUSE_FRAME, VALUES_FRAME
 from memory_pipeline.sentences import sentences
 from memory_pipeline.sessions.envelope import strip_envelope
@@ -197,7 +197,7 @@ def announces_plan(sentence: str) -> bool:
 def _knowledge_sentences(text: str) -> str:
     """`text` without its questions and announced plans, unless nothing else is left to say."""
     parts = sentences(text)
-    kept = [p for p in parts if not p.endswith("?") and not PLAN.match(p)]
+    kept = [p for p in parts if not is_question(p) and not PLAN.match(p)]
     return " ".join(kept) if kept else ""
 
 
@@ -305,7 +305,7 @@ def _with_what_it_points_to(sentence: str, before: str, earlier: list[Piece]) ->
     """The piece of a decision pointing back (`_POINTS_BACK`) at `before`: that sentence's choice with this one's
     reason, both sentences its evidence, the kind of `before`'s own piece if it had one (a rule stays a rule)."""
     pointer = _POINTS_BACK.match(sentence)
-    choice = clean_statement(before).rstrip(".!") if pointer and before and not before.endswith("?") else ""
+    choice = clean_statement(before).rstrip(".!") if pointer and before and not is_question(before) else ""
     if not choice or not _meaningful(choice):
         return None
     reason = sentence[pointer.end() :].strip() if pointer else ""
@@ -332,7 +332,7 @@ def pieces_of(user_text: str) -> list[Piece]:
             pieces = [p for p in pieces if p.evidence not in pointing.evidence]
             pieces.append(pointing)
             continue
-        question = sentence.endswith("?") and bool(_QUESTION_START.match(_FILLER.sub("", sentence)))
+        question = is_question(sentence) and bool(_QUESTION_START.match(_FILLER.sub("", sentence)))
         for clause in _clauses(sentence):
             kind = kind_of(clause)
             if kind is None or (question and kind is not Kind.GOTCHA):
@@ -353,7 +353,7 @@ def findings_of(assistant_text: str) -> list[Piece]:
     found = []
     for sentence in _SENTENCE.split(strip_envelope(assistant_text)):
         sentence = " ".join(sentence.split()).lstrip("-*# ").strip()
-        if not FINDING.search(sentence) or sentence.endswith("?") or len(sentence) > 400:
+        if not FINDING.search(sentence) or is_question(sentence) or len(sentence) > 400:
             continue
         statement = clean_statement(sentence)
         if statement and _meaningful(statement):

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.language.lexicon import lasting
+from memory_pipeline.language.lexicon import is_question, lasting
 from memory_pipeline.language.words import content_words, words
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Idea, Priority
@@ -165,7 +165,7 @@ def review(ideas: Sequence[Idea], turn: TurnText) -> Review:
             result.dropped.append(("a cause the turn does not state", idea.summary))
             continue
         priority = idea.priority
-        if priority is Priority.HIGH and idea.evidence.rstrip().endswith(("?", "？")):
+        if priority is Priority.HIGH and is_question(idea.evidence):
             priority = Priority.MEDIUM  # a question is never a durable rule, whatever the model typed it as
         if priority is Priority.HIGH:
             # A decision or gotcha the model typed is durable when it rests on words that state one: the

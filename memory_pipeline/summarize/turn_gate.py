@@ -20,7 +20,16 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from memory_pipeline.language.lexicon import CAUSE, DOCUMENT_LINE, FINDING, NEGATION, kind_marked, lasting, replacement
+from memory_pipeline.language.lexicon import (
+    CAUSE,
+    DOCUMENT_LINE,
+    FINDING,
+    NEGATION,
+    is_question,
+    kind_marked,
+    lasting,
+    replacement,
+)
 from memory_pipeline.language.words import content_words
 from memory_pipeline.summarize.logistic import LearnedWeights, fit, probability
 from memory_pipeline.summarize.trust import TurnText, is_acknowledgement
@@ -57,7 +66,7 @@ def features(turn: TurnText) -> list[float]:
         math.log1p(len(said)) / 10,
         len(content_words(said)) / 20,
         float(bool(said) and is_acknowledgement(said)),
-        float(said.rstrip().endswith("?")),
+        float(is_question(said)),
         float(any(kind_marked(s) for s in sentences)),
         float(any(lasting(s) for s in sentences)),
         float(bool(NEGATION.search(said))),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.language.lexicon import INTENTION, PLAN, kind_marked, lasting, replacement
+from memory_pipeline.language.lexicon import INTENTION, PLAN, is_question, kind_marked, lasting, replacement
 from memory_pipeline.language.words import STOP_WORDS, content_words, tokens, words
 
 PACKAGE = Path(__file__).resolve().parents[2] / "memory_pipeline"
@@ -81,4 +81,25 @@ def test_no_other_module_keeps_a_stop_word_list_or_a_kind_enum() -> None:
                 for target in node.targets:
                     if isinstance(target, ast.Name) and re.search(r"(?:^|_)STOP(?:_|$)", target.id.lstrip("_")):
                         offenders.append(f"{path.name}: {target.id}")
+        # What a question is: `lexicon.is_question`, not a question mark tested here and there (it missed "？").
+        offenders += [
+            f"{path.name}: endswith a question mark" for _ in re.finditer(r"endswith\(\(?\"\?\"", path.read_text())
+        ]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("Are we all committed?", True),
+        ("你确定？", True),  # a full-width mark
+        ("你还有什么可以优化模版的吗", True),  # a Chinese question without a mark, by its final particle
+        ("你还有什么可以优化模版的吗.", True),  # as a memory's cleaned text ends it
+        ("Which port does it use?)", True),
+        ("Always use pnpm, never npm.", False),
+        ("heartbeat 用haiku 聊天用sonnet", False),
+        ("我不是配置了api key吗 then we moved on.", False),  # the particle inside, not at the end
+    ],
+)
+def test_a_question_is_known_by_its_end_in_every_script(text: str, asked: bool) -> None:
+    assert is_question(text) is asked
