@@ -247,9 +247,10 @@ COMMAND_PASSED = re.compile(
 # refusal, an exception's name).
 ERROR_LINE = re.compile(r"error|fail|cannot|can't|not found|no such|refused|denied|exception|invalid", re.I)
 
-# A question, as people type one: a question mark (ASCII or full-width), or a Chinese sentence-final question
-# particle, which often ends a question typed without a mark ("你还有什么可以优化模版的吗").
-QUESTION_END = re.compile(r"(?:[?？]|[吗呢][。.!！]?)[\s\"'”’)）]*$")
+# A question, as people type one: a question mark (ASCII or full-width), or the Chinese sentence-final question
+# particle 吗, which often ends a question typed without a mark ("你还有什么可以优化模版的吗"); a full stop may follow
+# either, as a memory's cleaned text adds one. Not 呢: it also ends statements ("还没好呢", "not done yet").
+QUESTION_END = re.compile(r"[?？吗][。.]?[\s\"'”’)）]*$")
 
 
 def is_question(text: str) -> bool:

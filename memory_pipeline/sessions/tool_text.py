@@ -25,12 +25,20 @@ _CLOSE = re.compile(r"\s*\}\s*(?:```|</tool_call>)?")
 _FIRST_PAIR = re.compile(r"\{\s*\"(?P<key>[\w-]{1,40})\"\s*:\s*\"(?P<value>(?:[^\"\\]|\\.){0,400})")
 
 
-def _main(arguments: Any) -> str:
+def parsed(arguments: Any) -> Any:
+    """A call's arguments as the model wrote them: a JSON string decoded (a dict, mostly), any other value as is."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            return json.loads(arguments)
         except json.JSONDecodeError:
             return arguments
+    return arguments
+
+
+def _main(arguments: Any) -> str:
+    arguments = parsed(arguments)
+    if isinstance(arguments, str):
+        return arguments
     if not isinstance(arguments, dict):
         return "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
     strings = {k: v for k, v in arguments.items() if isinstance(v, str) and v.strip()}

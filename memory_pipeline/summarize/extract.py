@@ -106,7 +106,7 @@ class TurnOutcome:
     restated: int = 0  # memories that only repeated their evidence, restated to stand alone
     recomposed: list[tuple[str, str]] = field(default_factory=list)  # (why, summary): said what the evidence does not
 
-    def spent(self, usage: Usage, timings: Timings | None) -> None:
+    def count_cost(self, usage: Usage, timings: Timings | None) -> None:
         """Count what the server says one call cost (an answer, a retry's unusable one, a restating pass)."""
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
@@ -154,11 +154,11 @@ def summarise_turn(
                 max_tokens=max_output_tokens,
                 temperature=0.0 if attempt == 1 else 0.3,
             )
-            outcome.spent(answer.usage, answer.timings)
+            outcome.count_cost(answer.usage, answer.timings)
             drafts = parse_memories(answer.data)
         except (InvalidAnswer, InvalidIdeas) as exc:
-            if isinstance(exc, InvalidAnswer) and exc.spent:
-                outcome.spent(exc.spent.usage, exc.spent.timings)
+            if isinstance(exc, InvalidAnswer) and exc.spent is not None:
+                outcome.count_cost(exc.spent.usage, exc.spent.timings)
             outcome.reason = f"attempt {attempt}: {exc}"
             continue
         except RejectedRequest as exc:
@@ -294,10 +294,13 @@ def _restated(client: ChatClient, idea: Idea, turn: TurnText, outcome: TurnOutco
             name="statement",
             max_tokens=160,
         )
-    except (InvalidAnswer, RejectedRequest, TimedOut):
+    except (InvalidAnswer, RejectedRequest, TimedOut) as exc:
+        outcome.attempts += 1
+        if isinstance(exc, InvalidAnswer) and exc.spent is not None:
+            outcome.count_cost(exc.spent.usage, exc.spent.timings)  # an unusable answer cost the server all the same
         return idea
     outcome.attempts += 1
-    outcome.spent(answer.usage, answer.timings)
+    outcome.count_cost(answer.usage, answer.timings)
     statement = answer.data.get("statement", "") if isinstance(answer.data, dict) else ""
     better = make_idea(idea.kind, statement, idea.evidence, idea.evidence_role, idea.subject)
     if (

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice, pairwise
 from typing import Any
 
 from memory_pipeline.language.lexicon import ERROR_LINE
 from memory_pipeline.sessions.envelope import automation_of, strip_envelope
 from memory_pipeline.sessions.messages import OWN_CUSTOM_TYPES, is_own_tool
+from memory_pipeline.sessions.tool_text import MAIN_ARGUMENTS, parsed
 from memory_pipeline.summarize.ideas import MAX_IDEAS_PER_TURN
 from memory_pipeline.summarize.trust import TurnText
 
@@ -31,15 +33,16 @@ TOOL_OUTPUT_CHARS = 600
 OUTPUT_LINES = 3  # the head and the tail of a long output
 ERROR_LINES = 4  # the error lines kept from its middle
 LINE_CHARS = 200
-# Argument names of the agents' tools (pi, Claude Code, Codex, Gemini CLI): what a call touched, and what it asked.
-TARGET_ARGUMENTS = frozenset({"path", "file_path", "filePath", "absolute_path", "command", "cmd", "pattern", "url",
-                              "query", "description"})  # fmt: skip
+# What a call touched: the arguments a person names a call by (`tool_text.MAIN_ARGUMENTS`), and Claude Code's
+# one-line description of a command. What it asked the person: AskUserQuestion's questions, ExitPlanMode's plan.
+TARGET_ARGUMENTS = frozenset({*MAIN_ARGUMENTS, "description"})
 ASKED_ARGUMENTS = frozenset({"questions", "plan"})
 TARGET_CHARS = 200
 ASKED_CHARS = 800
 CALL_REST_CHARS = 100  # everything else a call carries (an edit's text, a file's content, a todo list)
 TokenCounter = Callable[[str], int]
 TRIM_MARKER = "[… {n:,} characters trimmed …]"
+LINES_MARKER = "[… {n:,} lines trimmed …]"
 
 SYSTEM_PROMPT = f"""You read one turn of a coding-agent session and write down the knowledge a future \
 session on the same project needs. That session will read each memory alone, with nothing else at hand.
@@ -133,28 +136,23 @@ def trim_output(text: str, limit: int) -> str:
     if len(lines) <= 2 * OUTPUT_LINES:
         return trim_middle(text, limit)
     middle = range(OUTPUT_LINES, len(lines) - OUTPUT_LINES)
-    errors = [n for n in middle if ERROR_LINE.search(lines[n])][:ERROR_LINES]
+    errors = list(islice((n for n in middle if ERROR_LINE.search(lines[n])), ERROR_LINES))
     kept = [*range(OUTPUT_LINES), *errors, *range(len(lines) - OUTPUT_LINES, len(lines))]
     shown: list[str] = []
-    for before, n in zip([-1, *kept], kept, strict=False):
+    for before, n in pairwise([-1, *kept]):
         if n - before > 1:
-            shown.append(f"[… {n - before - 1:,} lines trimmed …]")
-        line = lines[n]
-        shown.append(line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + " […]")
+            shown.append(LINES_MARKER.format(n=n - before - 1))
+        shown.append(lines[n] if len(lines[n]) <= LINE_CHARS else lines[n][:LINE_CHARS] + " […]")
     return trim_middle("\n".join(shown), limit)
 
 
-def call_line(call: dict[str, Any], compact: bool = True) -> str:
-    """A tool call as one line. Compact (the prompt): what it touched and what it asked the person, the rest in
-    a short excerpt. Whole (the trust checks' text of the turn): its arguments, to 300 characters."""
-    name, arguments = call.get("name"), call.get("arguments") or ""
-    if isinstance(arguments, str) and compact:
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            pass
-    if not compact or not isinstance(arguments, dict):
-        return f"(used the {name} tool: {trim_middle(str(arguments), 300)})"
+def compact_call(call: dict[str, Any]) -> str:
+    """A tool call as the prompt shows it: what it touched and what it asked the person, the rest in a short
+    excerpt (the trust checks' text of the turn keeps `whole_call`). A value keeps its own lines (a heredoc, an
+    edit's text): the model copies evidence from what it reads."""
+    arguments = parsed(call.get("arguments") or "")
+    if not isinstance(arguments, dict):
+        return whole_call(call)
     shown, rest = [], []
     for key, value in arguments.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -166,7 +164,12 @@ def call_line(call: dict[str, Any], compact: bool = True) -> str:
             rest.append(f"{key}: {text}")
     if rest:
         shown.append(trim_middle(", ".join(rest), CALL_REST_CHARS))
-    return f"(used the {name} tool: {'; '.join(shown)})"
+    return f"(used the {call.get('name')} tool: {'; '.join(shown)})"
+
+
+def whole_call(call: dict[str, Any]) -> str:
+    """A tool call with its arguments as they were logged, to 300 characters."""
+    return f"(used the {call.get('name')} tool: {trim_middle(str(call.get('arguments') or ''), 300)})"
 
 
 def _label(message: TurnMessage) -> str:
@@ -191,7 +194,7 @@ def _body(message: TurnMessage, tool_limit: int, compact: bool = True) -> str:
     if message.role == "toolResult" and is_own_tool(message.tool_name):
         return RECALLED
     parts = [message.content.strip()] if message.content.strip() else []
-    parts.extend(call_line(call, compact) for call in message.tool_calls)
+    parts.extend((compact_call if compact else whole_call)(call) for call in message.tool_calls)
     if message.error_message:
         parts.append(f"error: {message.error_message}")
     text = "\n".join(parts)

@@ -96,6 +96,8 @@ def test_no_other_module_keeps_a_stop_word_list_or_a_kind_enum() -> None:
         ("你还有什么可以优化模版的吗", True),  # a Chinese question without a mark, by its final particle
         ("你还有什么可以优化模版的吗.", True),  # as a memory's cleaned text ends it
         ("Which port does it use?)", True),
+        ("你确定？.", True),  # a full-width mark, then the full stop a cleaned memory adds
+        ("还没好呢", False),  # 呢 also ends statements ("not done yet")
         ("Always use pnpm, never npm.", False),
         ("heartbeat 用haiku 聊天用sonnet", False),
         ("我不是配置了api key吗 then we moved on.", False),  # the particle inside, not at the end

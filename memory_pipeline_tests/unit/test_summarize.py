@@ -32,7 +32,7 @@ from memory_pipeline.summarize.prompt import (
     TOOL_OUTPUT_CHARS,
     TurnMessage,
     build_messages,
-    call_line,
+    compact_call,
     render_turn,
     turn_text,
 )
@@ -174,15 +174,17 @@ def test_a_call_is_shown_by_what_it_touched_and_what_it_asked() -> None:
             {"file_path": "src/db/settings.py", "old_string": "x = 1\n" * 200, "new_string": "y = 2\n" * 200}
         ),
     }
+    question = "Where should the repository live: in ~/Documents/M-Claude, synced both ways, or only on the server?"
     asked = {
         "name": "AskUserQuestion",
-        "arguments": json.dumps({"questions": [{"question": "Where should the repository live?", "options": ["A"]}]}),
+        "arguments": json.dumps({"todo": "z" * 300, "questions": [{"question": question, "options": ["A", "B"]}]}),
     }
-    line = call_line(edit)
-    assert "file_path: src/db/settings.py" in line and "old_string: x = 1" in line
+    line = compact_call(edit)
+    assert "file_path: src/db/settings.py" in line and "old_string: x = 1\nx = 1" in line
     assert len(line) < len("(used the Edit tool: file_path: src/db/settings.py; )") + CALL_REST_CHARS + 40
-    assert "Where should the repository live?" in call_line(asked)
-    assert call_line({"name": "bash", "arguments": "not json {"}) == "(used the bash tool: not json {)"
+    assert question in compact_call(asked)  # past the 100 characters the rest of a call gets
+    assert compact_call({"name": "bash", "arguments": "not json {"}) == "(used the bash tool: not json {)"
+    assert compact_call({"name": "t", "arguments": '["a", "b"]'}) == '(used the t tool: ["a", "b"])'
     turn = [TurnMessage("user", "move the settings"), TurnMessage("assistant", "", tool_calls=[edit])]
     assert turn_text(turn).other.count("x = 1") > render_turn(turn, 10_000).count("x = 1")
 
@@ -557,6 +559,16 @@ def test_a_restatement_the_turn_does_not_back_keeps_the_original(answer: dict) -
     )
     [idea] = outcome.ideas
     assert idea.summary == "Needs to be set to 1 for true colors." and outcome.restated == 0
+
+
+def test_a_restating_pass_cut_off_keeps_the_original_and_is_counted() -> None:
+    turn = [TurnMessage("user", "needs to be set to 1 for true colors"), TurnMessage("assistant", "Done.")]
+    cut = completion('{"statement": "Set COLORTERM to', "length")
+    outcome = summarise_turn(chat_client([completion("[]"), cut], []), TurnJob("s", "t", "/p", turn), 4096, 256)
+    [idea] = outcome.ideas
+    assert idea.summary == "Needs to be set to 1 for true colors." and outcome.restated == 0
+    # Two calls, both paid for by the server: the turn's account holds the cut-off one too.
+    assert (outcome.attempts, outcome.completion_tokens, outcome.server_seconds) == (2, 40, 1.0)
 
 
 def test_the_persons_own_words_decide_the_kind_of_what_they_state() -> None:
