@@ -75,10 +75,11 @@ from memory_pipeline.search.open import open_search
 from memory_pipeline.search.render import file_text
 from memory_pipeline.sessions.discovery import scan_sessions
 from memory_pipeline.settings import Settings, isolated_settings, load_settings
-from memory_pipeline.stores.elasticsearch import delete_days, make_client
-from memory_pipeline.stores.indices import PIPELINE_INDICES
+from memory_pipeline.stores.elasticsearch import delete_days, delete_matching, make_client
+from memory_pipeline.stores.indices import PIPELINE_INDICES, SUMMARY_INDEX
+from memory_pipeline.stores.summary_store import OWN_WORDS
 from testkit.corpora.make_needs_corpus import LABELS_FILE, OUT
-from testkit.ingest_helpers import RECALL_ASSETS, recall_history
+from testkit.ingest_helpers import LLM_FREE_RUN_ASSETS, RECALL_ASSETS, recall_history
 from testkit.needs import (
     AsOf,
     Delivered,
@@ -275,10 +276,13 @@ def run_history(base: Settings, truth: dict, sessions: list[dict], makers: dict[
     with tempfile.TemporaryDirectory(prefix="needs-") as tmp, corpus_copy(Path(tmp), projects) as folder:
         settings = isolated_settings(base, Path(tmp), sessions_dir=folder)
         begin = time.perf_counter()
-        days = recall_history(settings)
+        # As a run without the chat model does it: with the memories the turns' own words compose to.
+        days = recall_history(settings, LLM_FREE_RUN_ASSETS)
         print(f"  llm-free: {len(days)} days ingested in {time.perf_counter() - begin:.0f} s", flush=True)
         with open_search(settings) as search, make_client(settings) as es:
             replay_all(free, search, settings)
+            # The ceiling's memories are the perfect ones alone.
+            delete_matching(es, [SUMMARY_INDEX], {"term": {"model": OWN_WORDS}})
             perfect_memories(es, truth, projects, days)
             result = materialize(
                 RECALL_ASSETS,

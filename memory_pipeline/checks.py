@@ -30,7 +30,7 @@ from memory_pipeline.stores.raw_store import (
 )
 from memory_pipeline.stores.reflect_store import Memory as ReflectedMemory
 from memory_pipeline.stores.reflect_store import Reflection, dangling_marks, read_reflections
-from memory_pipeline.stores.summary_store import read_summaries
+from memory_pipeline.stores.summary_store import OWN_WORDS, read_ledger, read_summaries
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.trust import GROUNDED_AT, TurnText, grounding
 
@@ -225,10 +225,18 @@ def source_refs_exist(client: Elasticsearch, partitions: list[str]) -> Verdict:
 
 @acceptance("memory_summary_index", "No doc_id twice, in the run or in the index.")
 def no_duplicate_summaries(
-    client: Elasticsearch, documents: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+    client: Elasticsearch,
+    documents: pl.DataFrame,
+    partitions: list[str],
+    kept: Sequence[str] = (),
+    seen: Set[str] | None = None,
 ) -> Verdict:
+    """No doc_id twice, and the index holds the run's documents: besides them, only the own-words memories of
+    turns the run did not see (`seen`: its turn ids; None: every turn), which a fast run indexed meanwhile."""
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
-    stored = read_summaries(client, partitions, kept)  # the sessions of a folder no longer configured aside
+    stored = [  # the sessions of a folder no longer configured aside
+        d for d in read_summaries(client, partitions, kept) if seen is None or d.model != OWN_WORDS or d.turn_id in seen
+    ]
     in_index = len(stored) - len({d.doc_id for d in stored})
     return Verdict(
         passed=in_run == 0 and in_index == 0 and len(stored) == documents.height,
@@ -253,6 +261,33 @@ def summaries_well_formed(client: Elasticsearch, partitions: list[str]) -> Verdi
         if any(tag != tag.lower() or " " in tag for tag in doc.tags):
             bad.append(f"{doc.doc_id}: tags not normalised {doc.tags}")
     return Verdict(passed=not bad, metadata={"malformed": MetadataValue.json(bad[:20])})
+
+
+@acceptance(
+    "own_word_memories",
+    "The own-words memories are the run's, once each, of turns no model has read, each citing a turn in memory-raw.",
+)
+def own_words_in_step(
+    client: Elasticsearch, documents: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+) -> Verdict:
+    """What the index holds as own words is exactly this run's (none twice, none left over), none of them of a
+    turn a model has read (its memories replace them), and each cites a turn with messages in memory-raw."""
+    stored = [d for d in read_summaries(client, partitions, kept) if d.model == OWN_WORDS]
+    ledger = read_ledger(client, partitions)
+    read_by_model = sorted({(d.session_id, d.turn_id) for d in stored} & set(ledger))
+    refs = {(d.session_id, d.turn_id) for d in stored}
+    missing = sorted(refs - raw_turns(client, sorted({s for s, _ in refs}))) if refs else []
+    ids = set(documents["doc_id"].to_list()) if documents.height else set()
+    same = len(stored) == len({d.doc_id for d in stored}) == len(ids) and {d.doc_id for d in stored} == ids
+    return Verdict(
+        passed=same and not read_by_model and not missing,
+        metadata={
+            "in_index": len(stored),
+            "in_run": len(ids),
+            "of_turns_a_model_read": MetadataValue.json([list(k) for k in read_by_model[:20]]),
+            "refs_missing": MetadataValue.json([list(m) for m in missing[:20]]),
+        },
+    )
 
 
 @acceptance("memory_summary_index", "Turns attempted = summarised + skipped empty + failed.")

@@ -38,6 +38,7 @@ LLM_FREE_ASSET_NAMES = (
     "raw_messages",
     "turns",
     "memory_raw_index",
+    "own_word_memories",
     "turn_observations",
     "memory_observations_index",
     "embeddings",

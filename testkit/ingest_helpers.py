@@ -21,7 +21,8 @@ from memory_pipeline.stores.indices import PIPELINE_INDICES, RAW_INDEX
 from testkit.paths import SESSION_FIXTURES
 
 INGEST_ASSETS = [ingest.session_files, ingest.raw_messages, ingest.turns, ingest.memory_raw_index]
-# Ingest plus everything search needs (observations, embeddings, vectors): no chat LLM involved.
+# Ingest plus what search needs of the turns themselves (observations, embeddings, vectors), no chat LLM involved:
+# for tests that plant the memories they recall.
 RECALL_ASSETS = [
     *INGEST_ASSETS,
     recall.turn_observations,
@@ -29,6 +30,9 @@ RECALL_ASSETS = [
     recall.embeddings,
     recall.es_dense_vector,
 ]
+# What a run without the chat model does (`partitions.LLM_FREE_ASSET_NAMES`: the fast path, `backfill --no-llm`)
+# for search: the same, with the memories the turns' own words compose to.
+LLM_FREE_RUN_ASSETS = [*INGEST_ASSETS, summarize.own_word_memories, *RECALL_ASSETS[len(INGEST_ASSETS) :]]
 # Everything a day's memories need: ingest, the chat model's memories, observations and their vectors.
 MEMORY_ASSETS = [
     *INGEST_ASSETS,
@@ -101,14 +105,15 @@ def reset_days(settings: Settings, days: list[str]) -> None:
         delete_days(client, PIPELINE_INDICES, days)
 
 
-def recall_history(settings: Settings) -> list[str]:
-    """Every day of the agents' session folders of `settings` through the LLM-free assets (ingest,
-    observations, vectors) in one backfill run, after a clean slate for those days; the days, in order."""
+def recall_history(settings: Settings, assets: list | None = None) -> list[str]:
+    """Every day of the agents' session folders of `settings` through `assets` (the LLM-free ones: ingest,
+    observations, vectors, by default no memories) in one backfill run, after a clean slate for those days; the
+    days, in order."""
     resources = build_resources(settings)
     days = sorted({found.partition for found in scan_sessions(resources["sessions"].roots)[0]})
     reset_days(settings, days)
     result = materialize(
-        RECALL_ASSETS,
+        assets or RECALL_ASSETS,
         resources=resources,
         instance=instance_with_days(days),
         tags={RANGE_START: days[0], RANGE_END: days[-1]},

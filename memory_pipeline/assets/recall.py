@@ -111,7 +111,7 @@ def memory_observations_index(
     )
 
 
-@asset(**_common, kinds={"polars"}, deps=["memory_summary_index"])
+@asset(**_common, kinds={"polars"}, deps=["memory_summary_index", "own_word_memories"])
 @runs(DAILY)
 def embeddings(
     context: AssetExecutionContext,

@@ -20,12 +20,13 @@ from dagster_elasticsearch import ElasticsearchResource
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
-from memory_pipeline.assets.when import DAILY_WITH_LLM, runs
+from memory_pipeline.assets.when import DAILY, DAILY_WITH_LLM, runs
 from memory_pipeline.checks import (
     attempts_add_up,
     ideas_grounded,
     llm_answers_usable,
     no_duplicate_summaries,
+    own_words_in_step,
     source_refs_exist,
     specs,
     summaries_well_formed,
@@ -35,11 +36,9 @@ from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.stores.raw_store import elsewhere_sessions
-from memory_pipeline.stores.summary_store import sync_summaries
+from memory_pipeline.stores.summary_store import read_ledger, sync_own_words, sync_summaries
 from memory_pipeline.summarize.extract import UNREAD, timed_out
-from memory_pipeline.summarize.frames import (
-    ledger_rows,
-)
+from memory_pipeline.summarize.frames import ledger_rows, own_word_outcomes
 from memory_pipeline.summarize.journal import TurnJournal
 from memory_pipeline.summarize.reading import read_day
 
@@ -159,7 +158,7 @@ def memory_summary_index(
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys, kept)
         checks = [
             source_refs_exist(client, keys),
-            no_duplicate_summaries(client, documents, keys, kept),
+            no_duplicate_summaries(client, documents, keys, kept, set(llm_ideas["turn_id"].to_list())),
             summaries_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),
@@ -179,4 +178,47 @@ def memory_summary_index(
             "preview": preview(documents, ["priority", "summary", "tags"]) if documents.height else "none",
         },
         check_results=checks,
+    )
+
+
+@asset(
+    **_common,
+    kinds={"elasticsearch"},
+    check_specs=specs("own_word_memories"),
+    # After the model's memories of a full run: the turns it read are then in the ledger, and left to it.
+    deps=["memory_raw_index", "memory_summary_index"],
+)
+@runs(DAILY)
+def own_word_memories(
+    context: AssetExecutionContext,
+    turns: pl.DataFrame,
+    raw_messages: pl.DataFrame,
+    es: ElasticsearchResource,
+    workspace: MemoryWorkspaceResource,
+    sessions: SessionsResource,
+    day_locks: DayLocksResource,  # held for the whole run: the model's run writes the day's memories in between
+) -> MaterializeResult:
+    """`memory-summary` documents (model "own words") for the turns no chat model has read yet: what their own
+    words compose to (the person's rules and decisions, the findings and facts the turn states), through the
+    same faithfulness checks and learned gate as the model's memories. A run without the chat model (the fast
+    path at a turn's end, `backfill --no-llm`) makes a stated rule recallable within seconds instead of after
+    the model's hours on a long history; the model's reading of a turn replaces them."""
+    keys = context.partition_keys
+    with es.get_client() as client:
+        outcomes = own_word_outcomes(turns, raw_messages, read_ledger(client, keys))
+        corrections = read_corrections(workspace.root)
+        documents = corrected_summaries(outcomes, corrections)
+        kept = elsewhere_sessions(client, keys, {str(root.path) for root in sessions.roots})
+        counts = sync_own_words(client, documents, turns["turn_id"].to_list(), keys, kept)
+        check = own_words_in_step(client, documents, keys, kept)
+    return MaterializeResult(
+        metadata={
+            "turns_not_read_by_a_model": outcomes.height,
+            "memories": documents.height,
+            "written": counts.written,
+            "deleted": counts.deleted,
+            "unchanged": counts.unchanged,
+            "by_kind": MetadataValue.json(dict(Counter(documents["kind"].to_list())) if documents.height else {}),
+        },
+        check_results=[check],
     )

@@ -4,6 +4,12 @@ The ledger is what makes summarising incremental: a turn whose content hash,
 prompt version and model are recorded as summarised (or as empty) is not sent
 to the LLM again. Like `memory-raw`, each partition's documents are kept equal
 to what the run produced: new or changed ideas written, vanished ones deleted.
+
+Two writers share the index. A run with the chat model owns a day's documents (`sync_summaries`). A run without
+it (the fast path, `backfill --no-llm`) writes, for the turns no model has read yet, what their own words
+compose to, marked `model: "own words"` (`sync_own_words`): a rule the person stated is recalled within seconds,
+not after the model's hours. The model's reading of a turn replaces them; its run leaves those of turns it did
+not see (they arrived after it started) as they are.
 """
 
 from __future__ import annotations
@@ -17,8 +23,18 @@ from elasticsearch import Elasticsearch
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from memory_pipeline.stores.elasticsearch import days_except, ensure_index, stored_sources, sync_documents
+from memory_pipeline.stores.elasticsearch import (
+    SyncCounts,
+    days_except,
+    ensure_index,
+    stored_sources,
+    sync_documents,
+)
 from memory_pipeline.stores.indices import LEDGER_INDEX, LEDGER_MAPPINGS, SUMMARY_INDEX, SUMMARY_MAPPINGS
+
+# The `model` of a memory composed from its turn's own words by a run without the chat model (see above).
+OWN_WORDS = "own words"
+_OWN = {"term": {"model": OWN_WORDS}}
 
 
 class SourceRef(TypedDict):
@@ -133,13 +149,16 @@ def sync_summaries(
 ) -> SummarySyncReport:
     """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
     (one row per turn outcome); only what differs is written. The sessions `kept` (of a folder no longer
-    configured) are left as they are."""
+    configured) are left as they are, and so are the own-words memories of turns not in `turns` (a fast run
+    indexed them after this run read its turns)."""
     ensure_summary_indices(client)
     days = days_except(partitions, kept)
+    seen = turns["turn_id"].to_list() if turns.height else []
+    others_own_words = {"bool": {"filter": [_OWN], "must_not": [{"terms": {"turn_id": seen}}]}}
     summaries = sync_documents(
         client,
         SUMMARY_INDEX,
-        days,
+        {"bool": {"filter": [days], "must_not": [others_own_words]}},
         ((row["doc_id"], SummaryDoc.model_validate(row).model_dump()) for row in ideas.iter_rows(named=True)),
         # Partial: the recall stage's vector fields on these documents must survive a metadata change.
         partial=True,
@@ -161,3 +180,23 @@ def sync_summaries(
         unchanged=summaries.unchanged,
         ledger_writes=ledger.written + ledger.deleted,
     )
+
+
+def sync_own_words(
+    client: Elasticsearch, ideas: pl.DataFrame, turn_ids: Sequence[str], partitions: list[str], kept: Sequence[str] = ()
+) -> SyncCounts:
+    """Make the own-words memories of the turns `turn_ids` (a run's turns; a turn id is unique across sessions)
+    equal to `ideas` (one row per idea, `model` OWN_WORDS), touching no memory the chat model wrote and no turn
+    the run did not see."""
+    ensure_summary_indices(client)
+    owned = {"bool": {"filter": [days_except(partitions, kept), _OWN, {"terms": {"turn_id": list(turn_ids)}}]}}
+    counts = sync_documents(
+        client,
+        SUMMARY_INDEX,
+        owned,
+        ((row["doc_id"], SummaryDoc.model_validate(row).model_dump()) for row in ideas.iter_rows(named=True)),
+        partial=True,
+    )
+    if counts.written or counts.deleted:
+        client.indices.refresh(index=SUMMARY_INDEX)
+    return counts

@@ -8,8 +8,8 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_pipeline.stores.summary_store import LedgerDoc, SummaryDoc, TurnRecord, summary_doc_id
-from memory_pipeline.summarize.extract import SMALLER_AFTER_TIMEOUT, TurnJob, timed_out
+from memory_pipeline.stores.summary_store import OWN_WORDS, LedgerDoc, SummaryDoc, TurnRecord, summary_doc_id
+from memory_pipeline.summarize.extract import SMALLER_AFTER_TIMEOUT, TurnJob, read_without_model, timed_out
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry
 from memory_pipeline.summarize.prompt import TurnMessage
@@ -190,6 +190,28 @@ def outcome_rows(
                 }
             )
     return pl.DataFrame(rows, schema=OUTCOME_SCHEMA) if rows else pl.DataFrame(schema=OUTCOME_SCHEMA)
+
+
+def own_word_outcomes(
+    turns: pl.DataFrame, messages: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc]
+) -> pl.DataFrame:
+    """One row per turn that no chat model has read (none in `ledger`) and that has words to read: what its own
+    words compose to (`extract.read_without_model`), shaped as `outcome_rows` shapes a turn, its model
+    `OWN_WORDS`."""
+    keys = list(zip(turns["session_id"].to_list(), turns["turn_id"].to_list(), strict=True))
+    unread = turns.filter(pl.Series([key not in ledger for key in keys], dtype=pl.Boolean))
+    jobs = turn_jobs(unread, messages)
+    where = {
+        (s, t): (p, h) for s, t, p, h in unread.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
+    }
+    done = {
+        key: JournalEntry.of(read_without_model(job), *where[key], PROMPT_VERSION, OWN_WORDS)
+        for key, job in jobs.items()
+    }
+    kept = [(s, t) in done for s, t in zip(unread["session_id"].to_list(), unread["turn_id"].to_list(), strict=True)]
+    rows = outcome_rows(unread.filter(pl.Series(kept, dtype=pl.Boolean)), done, {}, [], OWN_WORDS)
+    # Dated by their turn, not by the run: a run that composes the same memories again writes nothing.
+    return rows.with_columns(pl.col("established_at").alias("summarized_at"))
 
 
 def _iso(value: datetime | None) -> str:

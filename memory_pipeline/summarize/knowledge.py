@@ -68,7 +68,7 @@ _WE = re.compile(
 )
 _WE_KEEP = re.compile(r"^(?:we|you|u)\s+(always|never)\s+", re.I)
 _DECIDED = re.compile(
-    r"^(?:for|in|on) [\w .-]{1,40},?\s+(?:let's|lets|we'll|we will|we)\s+(?:go with|use)\s+"
+    r"^(?P<scope>(?:for|in|on) [\w .-]{1,40}?),?\s+(?:let's|lets|we'll|we will|we)\s+(?:go with|use)\s+"
     r"|^(?:we|i)\s+(?:have\s+)?(?:decided|agreed|chose|picked|went)\s+(?:to\s+(?:go\s+with|use)|on|with|for)\s+"
     r"|^(?:we(?:'re| are)?|i(?:'m| am)?)\s+(?:going|go|will go|gonna go)\s+with\s+"
     r"|^(?:we|i)\s+(?:use|will use|'ll use)\s+",
@@ -223,7 +223,9 @@ def clean_statement(text: str) -> str:
     text = f"{keep[1]} {text[keep.end() :]}" if keep else _WE.sub("", text)
     decided = _DECIDED.match(text)
     if decided:
-        text = "Use " + text[decided.end() :]
+        # The scope is part of the decision: "for logging in volumes let's use logrus" is not "Use logrus".
+        scope = decided["scope"]
+        text = (f"{scope}, use " if scope else "Use ") + text[decided.end() :]
     # A statement that ended where a markdown block began ("… color scheme: **"): the remnant reads as noise.
     text = re.sub(r"(?:^|[\s:])(?:\*+|_+|~~)[\s.]*$", "", text)
     text = re.sub(r"\s+([,.;:!?])", r"\1", " ".join(text.split())).strip(" ,;:-")

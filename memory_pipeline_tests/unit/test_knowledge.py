@@ -168,3 +168,20 @@ def test_a_model_draft_that_only_gives_the_reason_takes_the_named_choice() -> No
     assert draft is not None
     [fixed] = typed_by_the_person(turn, [draft])
     assert fixed.summary.startswith("Move the tests from Jest to Vitest, because") and fixed.kind == "decision"
+
+
+@pytest.mark.parametrize(
+    ("said", "stored"),
+    [
+        (
+            "for state management in berths let's use valtio, not redux, less boilerplate",
+            "For state management in berths, use valtio, not redux, less boilerplate.",
+        ),
+        ("For the CLI, we go with typer over click.", "For the CLI, use typer over click."),
+        ("We decided to use Vitest instead of Jest.", "Use Vitest instead of Jest."),
+    ],
+)
+def test_a_decision_keeps_the_scope_it_was_made_for(said: str, stored: str) -> None:
+    # Without it, "Use logrus, not log/slog" and "Use zap, not logrus" (two modules' choices) read as one
+    # project contradicting itself.
+    assert [p.statement for p in pieces_of(said)] == [stored]

@@ -1,0 +1,67 @@
+"""The memories a run without the chat model stores for the turns no model has read yet (`own_word_outcomes`):
+what the turn's own words compose to, through the same checks and gate as the model's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from memory_pipeline.sessions.messages import session_messages, to_frame
+from memory_pipeline.sessions.parse import parse_session
+from memory_pipeline.sessions.redact import Redactor
+from memory_pipeline.sessions.turns import group_turns
+from memory_pipeline.stores.summary_store import OWN_WORDS, LedgerDoc
+from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, own_word_outcomes, summary_documents
+from testkit.browser import write_session
+
+TURNS = [
+    ("Always use pnpm in this repo, never npm: the lockfile is pnpm-lock.yaml.", "Understood: pnpm only."),
+    ("thanks, looks good", "Glad it helps."),
+    ("Ship it to staging now.", "Deployed to staging."),
+    ("From now on we use Vitest instead of Jest, because Jest kept breaking on our ESM imports.", "Switched."),
+]
+
+
+def _frames(tmp_path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    path = write_session(tmp_path / "s.jsonl", "own-words-1", "2024-06-10", "/home/dev/shop", TURNS)
+    frame = to_frame(session_messages(parse_session(path), Redactor(), "/home/dev/shop")[0])
+    return frame, group_turns(frame)
+
+
+def test_a_turn_no_model_read_keeps_the_persons_rule_marked_as_own_words(tmp_path: Path) -> None:
+    messages, turns = _frames(tmp_path)
+    outcomes = own_word_outcomes(turns, messages, {})
+    assert outcomes.schema == pl.Schema(OUTCOME_SCHEMA)
+    assert outcomes.height == turns.height == 4
+    assert set(outcomes["model"]) == {OWN_WORDS}
+    assert set(outcomes["llm_calls"]) == {0}
+    # Dated by the turn, not by the run: the same words compose to the same documents on every run.
+    assert outcomes["summarized_at"].to_list() == outcomes["established_at"].to_list()
+    docs = summary_documents(outcomes)
+    rules = docs.filter(pl.col("kind") == "rule")
+    assert any("pnpm" in s and "npm" in s for s in rules["summary"]), docs["summary"].to_list()
+    assert set(docs["evidence_role"]) == {"user"}
+    # Thanks and a one-off order are no knowledge: nothing stored from them. A decision waits for the model's
+    # run, whose reflection marks what a later decision replaces.
+    first_turn = turns.sort("turn_index")["turn_id"][0]
+    assert set(docs["turn_id"]) == {first_turn}, docs.select("turn_id", "summary").to_dicts()
+
+
+def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
+    messages, turns = _frames(tmp_path)
+    first = turns.sort("turn_index").row(0, named=True)
+    read = LedgerDoc(
+        session_id=first["session_id"],
+        turn_id=first["turn_id"],
+        partition=first["partition"],
+        content_hash=first["content_hash"],
+        prompt_version="v",
+        model="qwen",
+        status="empty",
+        summarized_at="2024-06-10T10:00:00+00:00",
+    )
+    outcomes = own_word_outcomes(turns, messages, {(read.session_id, read.turn_id): read})
+    assert first["turn_id"] not in set(outcomes["turn_id"])
+    assert outcomes.height == 3
+    assert summary_documents(outcomes).height == 0
