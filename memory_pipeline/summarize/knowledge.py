@@ -233,12 +233,12 @@ def clean_statement(text: str) -> str:
     if not re.search(r"[A-Za-z0-9\u00c0-\uffff]", text):
         return ""
     text = _capitalise(text)
-    return text if text[-1] in ".!?)" or text.endswith("`") else text + "."
+    return text if text[-1] in ".!?)。！？）" or text.endswith("`") else text + "."
 
 
 # --- a person's message, split into the pieces of knowledge it states ---
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])\s*(?=[^\s\"'”’)）。！？])|\n+")
 # Two statements in one sentence: "always use pnpm, never npm; and we go with Vitest over Jest".
 _CLAUSE = re.compile(r"\s*;\s*|,?\s+and also\s+|,\s+and\s+(?=(?:we|you|i|let's|always|never|use)\b)", re.I)
 _QUESTION_START = re.compile(

@@ -35,10 +35,13 @@ ERROR_LINES = 4  # the error lines kept from its middle
 LINE_CHARS = 200
 # What a call touched: the arguments a person names a call by (`tool_text.MAIN_ARGUMENTS`), and Claude Code's
 # one-line description of a command. What it asked the person: AskUserQuestion's questions, ExitPlanMode's plan.
-TARGET_ARGUMENTS = frozenset({*MAIN_ARGUMENTS, "description"})
-ASKED_ARGUMENTS = frozenset({"questions", "plan"})
 TARGET_CHARS = 200
 ASKED_CHARS = 800
+# How much of each such argument the prompt shows.
+SHOWN_ARGUMENTS = {key: TARGET_CHARS for key in (*MAIN_ARGUMENTS, "description")} | {
+    "questions": ASKED_CHARS,
+    "plan": ASKED_CHARS,
+}
 CALL_REST_CHARS = 100  # everything else a call carries (an edit's text, a file's content, a todo list)
 TokenCounter = Callable[[str], int]
 TRIM_MARKER = "[… {n:,} characters trimmed …]"
@@ -156,10 +159,8 @@ def compact_call(call: dict[str, Any]) -> str:
     shown, rest = [], []
     for key, value in arguments.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        if key in TARGET_ARGUMENTS:
-            shown.append(f"{key}: {trim_middle(text, TARGET_CHARS)}")
-        elif key in ASKED_ARGUMENTS:
-            shown.append(f"{key}: {trim_middle(text, ASKED_CHARS)}")
+        if key in SHOWN_ARGUMENTS:
+            shown.append(f"{key}: {trim_middle(text, SHOWN_ARGUMENTS[key])}")
         else:
             rest.append(f"{key}: {text}")
     if rest:

@@ -185,3 +185,9 @@ def test_a_decision_keeps_the_scope_it_was_made_for(said: str, stored: str) -> N
     # Without it, "Use logrus, not log/slog" and "Use zap, not logrus" (two modules' choices) read as one
     # project contradicting itself.
     assert [p.statement for p in pieces_of(said)] == [stored]
+
+
+def test_a_full_width_stop_ends_a_sentence_so_a_question_after_it_leaves_the_rule_a_rule() -> None:
+    # "…。这样可以吗" ("is that ok?") is a question of its own, typed with no space after the full stop.
+    stated = [p.statement for p in pieces_of("Always use pnpm, never npm。这样可以吗")]
+    assert stated == ["Always use pnpm, never npm。"]
