@@ -229,10 +229,11 @@ def no_duplicate_summaries(
     documents: pl.DataFrame,
     partitions: list[str],
     kept: Sequence[str] = (),
-    seen: Set[str] | None = None,
+    seen: Set[tuple[str, str]] | None = None,
 ) -> Verdict:
     """No doc_id twice, and the index holds the run's documents: besides them, only the own-words memories of
-    turns the run did not see (`seen`: its turn ids; None: every turn), which a fast run indexed meanwhile."""
+    turns the run did not see (`seen`: its (session, turn) keys; None: every turn), which a fast run indexed
+    while its model read."""
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
     stored = [  # the sessions of a folder no longer configured aside
         d for d in read_summaries(client, partitions, kept) if seen is None or d.model != OWN_WORDS or d.turn_id in seen
@@ -265,16 +266,32 @@ def summaries_well_formed(client: Elasticsearch, partitions: list[str]) -> Verdi
 
 @acceptance(
     "own_word_memories",
-    "The own-words memories are the run's, once each, of turns no model has read, each citing a turn in memory-raw.",
+    "The own-words memories are the run's, once each, of turns no model has read as they are, each citing a turn in "
+    "memory-raw.",
 )
 def own_words_in_step(
-    client: Elasticsearch, documents: pl.DataFrame, partitions: list[str], kept: Sequence[str] = ()
+    client: Elasticsearch,
+    documents: pl.DataFrame,
+    partitions: list[str],
+    kept: Sequence[str] = (),
+    turns: Set[tuple[str, str]] | None = None,
 ) -> Verdict:
-    """What the index holds as own words is exactly this run's (none twice, none left over), none of them of a
-    turn a model has read (its memories replace them), and each cites a turn with messages in memory-raw."""
-    stored = [d for d in read_summaries(client, partitions, kept) if d.model == OWN_WORDS]
+    """What the index holds as own words (of `turns`, the run's, when it owned only those) is exactly this run's
+    (none twice, none left over), none of them of a turn a model has read as it is now (its memories replace
+    them), and each cites a turn with messages in memory-raw."""
+    stored = [
+        d
+        for d in read_summaries(client, partitions, kept)
+        if d.model == OWN_WORDS and (turns is None or (d.session_id, d.turn_id) in turns)
+    ]
     ledger = read_ledger(client, partitions)
-    read_by_model = sorted({(d.session_id, d.turn_id) for d in stored} & set(ledger))
+    read_by_model = sorted(
+        {
+            (d.session_id, d.turn_id)
+            for d in stored
+            if (entry := ledger.get((d.session_id, d.turn_id))) and entry.content_hash == d.turn_content_hash
+        }
+    )
     refs = {(d.session_id, d.turn_id) for d in stored}
     missing = sorted(refs - raw_turns(client, sorted({s for s, _ in refs}))) if refs else []
     ids = set(documents["doc_id"].to_list()) if documents.height else set()

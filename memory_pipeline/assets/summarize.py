@@ -158,7 +158,9 @@ def memory_summary_index(
         report = sync_summaries(client, documents, ledger_rows(llm_ideas), keys, kept)
         checks = [
             source_refs_exist(client, keys),
-            no_duplicate_summaries(client, documents, keys, kept, set(llm_ideas["turn_id"].to_list())),
+            no_duplicate_summaries(
+                client, documents, keys, kept, set(zip(llm_ideas["session_id"], llm_ideas["turn_id"], strict=True))
+            ),
             summaries_well_formed(client, keys),
             attempts_add_up(llm_ideas),
             llm_answers_usable(llm_ideas),
@@ -209,8 +211,15 @@ def own_word_memories(
         corrections = read_corrections(workspace.root)
         documents = corrected_summaries(outcomes, corrections)
         kept = elsewhere_sessions(client, keys, {str(root.path) for root in sessions.roots})
-        counts = sync_own_words(client, documents, turns["turn_id"].to_list(), keys, kept)
-        check = own_words_in_step(client, documents, keys, kept)
+        # Without the model the run held the day's lock throughout and read the whole day: every own-words memory
+        # of it is its own. With the model, only its turns' (a fast run may have indexed newer ones meanwhile).
+        mine = (
+            set(zip(turns["session_id"], turns["turn_id"], strict=True))
+            if llm_ideas.key in context.job_def.asset_layer.selected_asset_keys
+            else None
+        )
+        counts = sync_own_words(client, documents, keys, kept, mine)
+        check = own_words_in_step(client, documents, keys, kept, mine)
     return MaterializeResult(
         metadata={
             "turns_not_read_by_a_model": outcomes.height,

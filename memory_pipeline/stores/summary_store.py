@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 from elasticsearch import Elasticsearch
@@ -150,15 +151,15 @@ def sync_summaries(
     """Make the partitions' summary documents and ledger equal to `ideas` (one row per idea) and `turns`
     (one row per turn outcome); only what differs is written. The sessions `kept` (of a folder no longer
     configured) are left as they are, and so are the own-words memories of turns not in `turns` (a fast run
-    indexed them after this run read its turns)."""
+    indexed them while this run's model read)."""
     ensure_summary_indices(client)
     days = days_except(partitions, kept)
-    seen = turns["turn_id"].to_list() if turns.height else []
-    others_own_words = {"bool": {"filter": [_OWN], "must_not": [{"terms": {"turn_id": seen}}]}}
+    seen = set(zip(turns["session_id"].to_list(), turns["turn_id"].to_list(), strict=True)) if turns.height else set()
+    spared = [doc_id for doc_id, key in own_words_of(client, days).items() if key not in seen]
     summaries = sync_documents(
         client,
         SUMMARY_INDEX,
-        {"bool": {"filter": [days], "must_not": [others_own_words]}},
+        {"bool": {"filter": [days], "must_not": [{"ids": {"values": spared}}]}} if spared else days,
         ((row["doc_id"], SummaryDoc.model_validate(row).model_dump()) for row in ideas.iter_rows(named=True)),
         # Partial: the recall stage's vector fields on these documents must survive a metadata change.
         partial=True,
@@ -182,14 +183,37 @@ def sync_summaries(
     )
 
 
+TurnKey = tuple[str, str]  # (session_id, turn_id): a turn id alone repeats across sessions (Codex: `L000004`)
+
+
+def own_words_of(client: Elasticsearch, owned: dict[str, Any]) -> dict[str, TurnKey]:
+    """The own-words memories matching `owned`: doc id -> the turn it cites."""
+    if not client.indices.exists(index=SUMMARY_INDEX):
+        return {}
+    query = {"bool": {"filter": [owned, _OWN]}}
+    found = stored_sources(client, SUMMARY_INDEX, query, fields=["session_id", "turn_id"])
+    return {doc_id: (source.get("session_id", ""), source.get("turn_id", "")) for doc_id, source in found.items()}
+
+
 def sync_own_words(
-    client: Elasticsearch, ideas: pl.DataFrame, turn_ids: Sequence[str], partitions: list[str], kept: Sequence[str] = ()
+    client: Elasticsearch,
+    ideas: pl.DataFrame,
+    partitions: list[str],
+    kept: Sequence[str] = (),
+    turns: set[TurnKey] | None = None,
 ) -> SyncCounts:
-    """Make the own-words memories of the turns `turn_ids` (a run's turns; a turn id is unique across sessions)
-    equal to `ideas` (one row per idea, `model` OWN_WORDS), touching no memory the chat model wrote and no turn
-    the run did not see."""
+    """Make the own-words memories of the partitions equal to `ideas` (one row per idea, `model` OWN_WORDS),
+    touching no memory the chat model wrote. A run without the model holds the day's ingest lock from its first
+    step to its last and reads the whole day, so it owns every own-words memory of its days (`turns` None: those
+    of a turn gone from the sessions go too); a run with the model let the lock go while the model read, so it
+    owns only those of its own `turns` (a fast run may have indexed newer ones meanwhile)."""
     ensure_summary_indices(client)
-    owned = {"bool": {"filter": [days_except(partitions, kept), _OWN, {"terms": {"turn_id": list(turn_ids)}}]}}
+    days = days_except(partitions, kept)
+    if turns is None:
+        owned = {"bool": {"filter": [days, _OWN]}}
+    else:
+        mine = [doc_id for doc_id, key in own_words_of(client, days).items() if key in turns]
+        owned = {"bool": {"filter": [days, _OWN, {"ids": {"values": mine}}]}}
     counts = sync_documents(
         client,
         SUMMARY_INDEX,

@@ -195,11 +195,13 @@ def outcome_rows(
 def own_word_outcomes(
     turns: pl.DataFrame, messages: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc]
 ) -> pl.DataFrame:
-    """One row per turn that no chat model has read (none in `ledger`) and that has words to read: what its own
-    words compose to (`extract.read_without_model`), shaped as `outcome_rows` shapes a turn, its model
-    `OWN_WORDS`."""
-    keys = list(zip(turns["session_id"].to_list(), turns["turn_id"].to_list(), strict=True))
-    unread = turns.filter(pl.Series([key not in ledger for key in keys], dtype=pl.Boolean))
+    """One row per turn that no chat model has read as it is now (none in `ledger`, or its content changed
+    since) and that has words to read: what its own words compose to (`extract.read_without_model`), shaped as
+    `outcome_rows` shapes a turn, its model `OWN_WORDS`. A turn whose reading failed is not among them: the
+    model's run stored its own words already."""
+    rows = turns.select("session_id", "turn_id", "content_hash").iter_rows()
+    unread_rows = [(s, t) not in ledger or ledger[(s, t)].content_hash != h for s, t, h in rows]
+    unread = turns.filter(pl.Series(unread_rows, dtype=pl.Boolean))
     jobs = turn_jobs(unread, messages)
     where = {
         (s, t): (p, h) for s, t, p, h in unread.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
@@ -209,9 +211,9 @@ def own_word_outcomes(
         for key, job in jobs.items()
     }
     kept = [(s, t) in done for s, t in zip(unread["session_id"].to_list(), unread["turn_id"].to_list(), strict=True)]
-    rows = outcome_rows(unread.filter(pl.Series(kept, dtype=pl.Boolean)), done, {}, [], OWN_WORDS)
+    outcomes = outcome_rows(unread.filter(pl.Series(kept, dtype=pl.Boolean)), done, {}, [], OWN_WORDS)
     # Dated by their turn, not by the run: a run that composes the same memories again writes nothing.
-    return rows.with_columns(pl.col("established_at").alias("summarized_at"))
+    return outcomes.with_columns(pl.col("established_at").alias("summarized_at"))
 
 
 def _iso(value: datetime | None) -> str:

@@ -238,7 +238,7 @@ def clean_statement(text: str) -> str:
 
 # --- a person's message, split into the pieces of knowledge it states ---
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])\s*(?=[^\s\"'”’)）。！？])|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])\s*(?=[^\s\"'”’)）」』】》。！？])|\n+")
 # Two statements in one sentence: "always use pnpm, never npm; and we go with Vitest over Jest".
 _CLAUSE = re.compile(r"\s*;\s*|,?\s+and also\s+|,\s+and\s+(?=(?:we|you|i|let's|always|never|use)\b)", re.I)
 _QUESTION_START = re.compile(

@@ -14,7 +14,7 @@ import polars as pl
 from elasticsearch import Elasticsearch
 
 from memory_pipeline.stores.llm import ChatClient
-from memory_pipeline.stores.summary_store import read_ledger, read_summaries
+from memory_pipeline.stores.summary_store import OWN_WORDS, read_ledger, read_summaries
 from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turns
 from memory_pipeline.summarize.frames import after_timeout, outcome_rows, reread_reasons, reusable, turn_jobs
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
@@ -96,7 +96,8 @@ def read_day(
         on_done=record,
     )
     seconds = time.perf_counter() - begin
-    stored = read_summaries(es, partitions) if len(outcomes) < turns.height else []
+    # What the model said before, for the turns not read again (never the own words a fast run stored).
+    stored = [d for d in read_summaries(es, partitions) if d.model != OWN_WORDS] if len(outcomes) < turns.height else []
     frame = outcome_rows(turns, done, ledger, stored, model)
     for partition in partitions:
         journal.compact(partition, [e for e in done.values() if e.partition == partition])

@@ -14,7 +14,7 @@ from memory_pipeline.partitions import LLM_FREE_ASSET_NAMES, instance_with_days
 from memory_pipeline.resources import build_resources
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
-from memory_pipeline.stores.summary_store import OWN_WORDS, read_summaries, sync_summaries
+from memory_pipeline.stores.summary_store import OWN_WORDS, SummaryDoc, read_summaries, sync_summaries
 from memory_pipeline.summarize.frames import OUTCOME_SCHEMA, ledger_rows, summary_documents
 from testkit.browser import write_session
 from testkit.ingest_helpers import LLM_FREE_RUN_ASSETS, reset_days, run_metadata
@@ -38,73 +38,30 @@ def _run(settings: Settings) -> tuple[dict, dict]:
     return metadata, checks
 
 
-def _own_words(settings: Settings) -> list:
+def _own_words(settings: Settings) -> list[SummaryDoc]:
     with make_client(settings) as client:
-        return sorted((d for d in read_summaries(client, [DAY]) if d.model == OWN_WORDS), key=lambda d: d.turn_id)
+        found = [d for d in read_summaries(client, [DAY]) if d.model == OWN_WORDS]
+    return sorted(found, key=lambda d: (d.session_id, d.turn_id))
 
 
-def test_own_words_are_searchable_without_the_model_and_give_way_to_its_reading(
-    local_runtime: Settings, tmp_path: Path
-) -> None:
-    # The selection here is the one the fast path and `backfill --no-llm` run.
-    assert {a.key.path[-1] for a in LLM_FREE_RUN_ASSETS} == set(LLM_FREE_ASSET_NAMES) - {"memory_followthrough"}
-    reset_days(local_runtime, [DAY])
-    sessions = tmp_path / "sessions"
-    write_session(sessions / "a.jsonl", f"own-{uuid.uuid4().hex[:8]}", DAY, PROJECT, TURNS)
-    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
-
-    metadata, checks = _run(settings)
-    assert checks["own_words_in_step"] and checks["every_memory_has_a_vector"], checks
-    stored = _own_words(settings)
-    turns = sorted({d.turn_id for d in stored})
-    assert len(turns) == 2, [d.summary for d in stored]
-    assert any("pnpm" in d.summary and d.kind == "rule" for d in stored)
-    assert any("pull request" in d.summary and d.kind == "rule" for d in stored)
-    assert not any("Vitest" in d.summary for d in stored)
-    assert metadata["own_word_memories"]["written"] == len(stored)
-    with make_client(settings) as client:
-        client.indices.refresh(index="memory-summary")
-        vectors = client.search(
-            index="memory-summary",
-            query={"bool": {"filter": [{"term": {"model": OWN_WORDS}}, {"terms": {"turn_id": turns}}]}},
-            source=False,
-            fields=["doc_id"],
-            docvalue_fields=[],
-            size=20,
-        )["hits"]["hits"]
-        assert len(vectors) == len(stored)
-
-    # Again: nothing changes.
-    metadata, checks = _run(settings)
-    assert metadata["own_word_memories"]["written"] == 0 and checks["own_words_in_step"]
-    assert metadata["own_word_memories"]["unchanged"] == len(stored)
-
-    # The model's run read the first turn only (the second arrived after it started): the first turn's own words
-    # give way to what the model kept, the second's stay.
-    first, second = turns
-    row = stored[0]
-    model_read = pl.DataFrame(
+def _model_read(doc: SummaryDoc) -> pl.DataFrame:
+    """A model run's outcome for `doc`'s turn alone: one rule of its own."""
+    idea = {"summary": "Use pnpm in this repository, never npm.", "tags": ["pnpm", "npm"], "priority": "high"}
+    return pl.DataFrame(
         [
             {
                 "partition": DAY,
-                "session_id": row.session_id,
-                "turn_id": first,
+                "session_id": doc.session_id,
+                "turn_id": doc.turn_id,
                 "project": PROJECT,
                 "agent": "pi",
-                "established_at": row.established_at,
-                "content_hash": row.turn_content_hash,
-                "prompt_version": row.prompt_version,
+                "established_at": doc.established_at,
+                "content_hash": doc.turn_content_hash,
+                "prompt_version": doc.prompt_version,
                 "model": "a-chat-model",
                 "status": "summarised",
                 "reason": None,
-                "ideas": [
-                    {
-                        "summary": "Use pnpm in this repository, never npm.",
-                        "tags": ["pnpm", "npm", "package-manager"],
-                        "priority": "high",
-                        "kind": "rule",
-                    }
-                ],
+                "ideas": [idea | {"kind": "rule"}],
                 "summarized_at": "2024-06-12T11:00:00+00:00",
                 "llm_calls": 1,
                 "seconds": 1.0,
@@ -115,20 +72,72 @@ def test_own_words_are_searchable_without_the_model_and_give_way_to_its_reading(
         ],
         schema=OUTCOME_SCHEMA,
     )
+
+
+def test_own_words_are_searchable_without_the_model_and_give_way_to_its_reading(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    # The selection here is the one the fast path and `backfill --no-llm` run.
+    assert {a.key.path[-1] for a in LLM_FREE_RUN_ASSETS} == set(LLM_FREE_ASSET_NAMES) - {"memory_followthrough"}
+    reset_days(local_runtime, [DAY])
+    sessions = tmp_path / "sessions"
+    # Two sessions whose turns have the same ids (as Codex's line-number ids do): a turn is its session's.
+    first_id, second_id = f"own-a-{uuid.uuid4().hex[:8]}", f"own-b-{uuid.uuid4().hex[:8]}"
+    write_session(sessions / "a.jsonl", first_id, DAY, PROJECT, TURNS)
+    write_session(sessions / "b.jsonl", second_id, DAY, PROJECT, TURNS)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
+
+    metadata, checks = _run(settings)
+    assert checks["own_words_in_step"] and checks["every_memory_has_a_vector"], checks
+    stored = _own_words(settings)
+    assert len({(d.session_id, d.turn_id) for d in stored}) == 4, [d.summary for d in stored]
+    assert {d.turn_id for d in stored if d.session_id == first_id} == {
+        d.turn_id for d in stored if d.session_id == second_id
+    }
+    assert any("pnpm" in d.summary and d.kind == "rule" for d in stored)
+    assert any("pull request" in d.summary and d.kind == "rule" for d in stored)
+    assert not any("Vitest" in d.summary for d in stored)
+    assert metadata["own_word_memories"]["written"] == len(stored)
+    with make_client(settings) as client:
+        hits = client.search(
+            index="memory-summary",
+            query={
+                "bool": {"filter": [{"term": {"model": OWN_WORDS}}, {"terms": {"session_id": [first_id, second_id]}}]}
+            },
+            size=20,
+        )["hits"]["hits"]
+        # Each has its vector: search finds it by meaning, not only by its words.
+        assert len(hits) == len(stored) and all(any(k.startswith("vector_") for k in h["_source"]) for h in hits)
+
+    # Again: nothing changes.
+    metadata, checks = _run(settings)
+    assert metadata["own_word_memories"]["written"] == 0 and checks["own_words_in_step"]
+    assert metadata["own_word_memories"]["unchanged"] == len(stored)
+
+    # The model's run read the first session's first turn only (the rest arrived after it started): that turn's
+    # own words give way to what the model kept; the others stay, the second session's turn of the same id too.
+    read = next(d for d in stored if d.session_id == first_id)
+    model_read = _model_read(read)
     with make_client(settings) as client:
         sync_summaries(client, summary_documents(model_read), ledger_rows(model_read), [DAY])
-        assert no_duplicate_summaries(client, summary_documents(model_read), [DAY], seen={first}).passed
-        # Seen as if it had read both turns, the index holds more than the run: the check says so.
+        seen = {(read.session_id, read.turn_id)}
+        assert no_duplicate_summaries(client, summary_documents(model_read), [DAY], seen=seen).passed
+        # Seen as if it had read every turn, the index holds more than the run: the check says so.
         assert not no_duplicate_summaries(client, summary_documents(model_read), [DAY]).passed
     left = _own_words(settings)
-    assert {d.turn_id for d in left} == {second}
-    assert left == [d for d in stored if d.turn_id == second]
+    assert left == [d for d in stored if (d.session_id, d.turn_id) != (read.session_id, read.turn_id)]
 
-    # The next run without the model leaves the turn the model read to it, and keeps the other's own words.
+    # The next run without the model leaves the turn the model read to it, and keeps the others' own words.
     metadata, checks = _run(settings)
     assert checks["own_words_in_step"], checks
     assert _own_words(settings) == left
-    assert metadata["own_word_memories"]["turns_not_read_by_a_model"] == 2
     with make_client(settings) as client:
-        models = {d.model for d in read_summaries(client, [DAY]) if d.turn_id == first}
+        models = {d.model for d in read_summaries(client, [DAY]) if (d.session_id, d.turn_id) in seen}
     assert models == {"a-chat-model"}
+
+    # A turn gone from its session (the person rewound it away) takes its own words with it.
+    write_session(sessions / "b.jsonl", second_id, DAY, PROJECT, TURNS[:1])
+    metadata, checks = _run(settings)
+    assert checks["own_words_in_step"], checks
+    kept_turn = min(d.turn_id for d in left if d.session_id == second_id)
+    assert {d.turn_id for d in _own_words(settings) if d.session_id == second_id} == {kept_turn}

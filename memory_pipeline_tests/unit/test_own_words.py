@@ -65,3 +65,21 @@ def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
     assert first["turn_id"] not in set(outcomes["turn_id"])
     assert outcomes.height == 3
     assert summary_documents(outcomes).height == 0
+
+
+def test_a_turn_that_changed_since_the_model_read_it_is_read_from_its_own_words_again(tmp_path: Path) -> None:
+    messages, turns = _frames(tmp_path)
+    first = turns.sort("turn_index").row(0, named=True)
+    older = LedgerDoc(
+        session_id=first["session_id"],
+        turn_id=first["turn_id"],
+        partition=first["partition"],
+        content_hash="what the turn held when the model read it",
+        prompt_version="v",
+        model="qwen",
+        status="summarised",
+        summarized_at="2024-06-10T10:00:00+00:00",
+    )
+    outcomes = own_word_outcomes(turns, messages, {(older.session_id, older.turn_id): older})
+    assert first["turn_id"] in set(outcomes["turn_id"])
+    assert any("pnpm" in s for s in summary_documents(outcomes)["summary"])
