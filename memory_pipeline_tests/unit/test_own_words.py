@@ -29,6 +29,20 @@ def _frames(tmp_path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return frame, group_turns(frame)
 
 
+def _read_by_a_model(turn: dict, content_hash: str) -> LedgerDoc:
+    """The ledger's record of a model's reading of `turn` when it held `content_hash`."""
+    return LedgerDoc(
+        session_id=turn["session_id"],
+        turn_id=turn["turn_id"],
+        partition=turn["partition"],
+        content_hash=content_hash,
+        prompt_version="v",
+        model="qwen",
+        status="summarised",
+        summarized_at="2024-06-10T10:00:00+00:00",
+    )
+
+
 def test_a_turn_no_model_read_keeps_the_persons_rule_marked_as_own_words(tmp_path: Path) -> None:
     messages, turns = _frames(tmp_path)
     outcomes = own_word_outcomes(turns, messages, {})
@@ -51,16 +65,7 @@ def test_a_turn_no_model_read_keeps_the_persons_rule_marked_as_own_words(tmp_pat
 def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
     messages, turns = _frames(tmp_path)
     first = turns.sort("turn_index").row(0, named=True)
-    read = LedgerDoc(
-        session_id=first["session_id"],
-        turn_id=first["turn_id"],
-        partition=first["partition"],
-        content_hash=first["content_hash"],
-        prompt_version="v",
-        model="qwen",
-        status="empty",
-        summarized_at="2024-06-10T10:00:00+00:00",
-    )
+    read = _read_by_a_model(first, first["content_hash"])
     outcomes = own_word_outcomes(turns, messages, {(read.session_id, read.turn_id): read})
     assert first["turn_id"] not in set(outcomes["turn_id"])
     assert outcomes.height == 3
@@ -70,16 +75,7 @@ def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
 def test_a_turn_that_changed_since_the_model_read_it_is_read_from_its_own_words_again(tmp_path: Path) -> None:
     messages, turns = _frames(tmp_path)
     first = turns.sort("turn_index").row(0, named=True)
-    older = LedgerDoc(
-        session_id=first["session_id"],
-        turn_id=first["turn_id"],
-        partition=first["partition"],
-        content_hash="what the turn held when the model read it",
-        prompt_version="v",
-        model="qwen",
-        status="summarised",
-        summarized_at="2024-06-10T10:00:00+00:00",
-    )
+    older = _read_by_a_model(first, "what the turn held when the model read it")
     outcomes = own_word_outcomes(turns, messages, {(older.session_id, older.turn_id): older})
     assert first["turn_id"] in set(outcomes["turn_id"])
     assert any("pnpm" in s for s in summary_documents(outcomes)["summary"])
