@@ -236,7 +236,9 @@ def no_duplicate_summaries(
     while its model read."""
     in_run = documents.height - documents["doc_id"].n_unique() if documents.height else 0
     stored = [  # the sessions of a folder no longer configured aside
-        d for d in read_summaries(client, partitions, kept) if seen is None or d.model != OWN_WORDS or d.turn_id in seen
+        d
+        for d in read_summaries(client, partitions, kept)
+        if seen is None or d.model != OWN_WORDS or (d.session_id, d.turn_id) in seen
     ]
     in_index = len(stored) - len({d.doc_id for d in stored})
     return Verdict(

@@ -33,7 +33,7 @@ from memory_pipeline.checks import (
 )
 from memory_pipeline.curation.corrections import corrected_summaries, edited_ids
 from memory_pipeline.curation.trail import read_corrections
-from memory_pipeline.partitions import daily_assets
+from memory_pipeline.partitions import daily_assets, uses_llm
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource, SessionsResource
 from memory_pipeline.stores.raw_store import elsewhere_sessions
 from memory_pipeline.stores.summary_store import read_ledger, sync_own_words, sync_summaries
@@ -201,10 +201,10 @@ def own_word_memories(
     day_locks: DayLocksResource,  # held for the whole run: the model's run writes the day's memories in between
 ) -> MaterializeResult:
     """`memory-summary` documents (model "own words") for the turns no chat model has read yet: what their own
-    words compose to (the person's rules and decisions, the findings and facts the turn states), through the
-    same faithfulness checks and learned gate as the model's memories. A run without the chat model (the fast
-    path at a turn's end, `backfill --no-llm`) makes a stated rule recallable within seconds instead of after
-    the model's hours on a long history; the model's reading of a turn replaces them."""
+    words compose to (the person's rules, the findings and facts the turn states; decisions wait for the model),
+    through the same faithfulness checks and learned gate as the model's memories. A run without the chat model
+    (the fast path at a turn's end, `backfill --no-llm`) makes a stated rule recallable within seconds instead of
+    after the model's hours on a long history; the model's reading of a turn replaces them."""
     keys = context.partition_keys
     with es.get_client() as client:
         outcomes = own_word_outcomes(turns, raw_messages, read_ledger(client, keys))
@@ -215,7 +215,7 @@ def own_word_memories(
         # of it is its own. With the model, only its turns' (a fast run may have indexed newer ones meanwhile).
         mine = (
             set(zip(turns["session_id"], turns["turn_id"], strict=True))
-            if llm_ideas.key in context.job_def.asset_layer.selected_asset_keys
+            if uses_llm(context.job_def.asset_layer.selected_asset_keys)
             else None
         )
         counts = sync_own_words(client, documents, keys, kept, mine)

@@ -192,6 +192,13 @@ def outcome_rows(
     return pl.DataFrame(rows, schema=OUTCOME_SCHEMA) if rows else pl.DataFrame(schema=OUTCOME_SCHEMA)
 
 
+def turn_places(turns: pl.DataFrame) -> dict[tuple[str, str], tuple[str, str]]:
+    """(partition, content hash) of each turn of `turns`, by (session, turn): what a journal entry records."""
+    return {
+        (s, t): (p, h) for s, t, p, h in turns.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
+    }
+
+
 def own_word_outcomes(
     turns: pl.DataFrame, messages: pl.DataFrame, ledger: dict[tuple[str, str], LedgerDoc]
 ) -> pl.DataFrame:
@@ -199,19 +206,14 @@ def own_word_outcomes(
     since) and that has words to read: what its own words compose to (`extract.read_without_model`), shaped as
     `outcome_rows` shapes a turn, its model `OWN_WORDS`. A turn whose reading failed is not among them: the
     model's run stored its own words already."""
-    rows = turns.select("session_id", "turn_id", "content_hash").iter_rows()
-    unread_rows = [(s, t) not in ledger or ledger[(s, t)].content_hash != h for s, t, h in rows]
-    unread = turns.filter(pl.Series(unread_rows, dtype=pl.Boolean))
-    jobs = turn_jobs(unread, messages)
-    where = {
-        (s, t): (p, h) for s, t, p, h in unread.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
-    }
+    places = turn_places(turns)
     done = {
-        key: JournalEntry.of(read_without_model(job), *where[key], PROMPT_VERSION, OWN_WORDS)
-        for key, job in jobs.items()
+        key: JournalEntry.of(read_without_model(job), *places[key], PROMPT_VERSION, OWN_WORDS)
+        for key, job in turn_jobs(turns, messages).items()
+        if key not in ledger or ledger[key].content_hash != places[key][1]
     }
-    kept = [(s, t) in done for s, t in zip(unread["session_id"].to_list(), unread["turn_id"].to_list(), strict=True)]
-    outcomes = outcome_rows(unread.filter(pl.Series(kept, dtype=pl.Boolean)), done, {}, [], OWN_WORDS)
+    read = [key in done for key in zip(turns["session_id"].to_list(), turns["turn_id"].to_list(), strict=True)]
+    outcomes = outcome_rows(turns.filter(pl.Series(read, dtype=pl.Boolean)), done, {}, [], OWN_WORDS)
     # Dated by their turn, not by the run: a run that composes the same memories again writes nothing.
     return outcomes.with_columns(pl.col("established_at").alias("summarized_at"))
 

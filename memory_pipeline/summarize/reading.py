@@ -16,7 +16,14 @@ from elasticsearch import Elasticsearch
 from memory_pipeline.stores.llm import ChatClient
 from memory_pipeline.stores.summary_store import OWN_WORDS, read_ledger, read_summaries
 from memory_pipeline.summarize.extract import TurnJob, TurnOutcome, summarise_turns
-from memory_pipeline.summarize.frames import after_timeout, outcome_rows, reread_reasons, reusable, turn_jobs
+from memory_pipeline.summarize.frames import (
+    after_timeout,
+    outcome_rows,
+    reread_reasons,
+    reusable,
+    turn_jobs,
+    turn_places,
+)
 from memory_pipeline.summarize.ideas import PROMPT_VERSION
 from memory_pipeline.summarize.journal import JournalEntry, TurnJournal
 from memory_pipeline.summarize.progress import TurnProgress
@@ -63,9 +70,7 @@ def read_day(
     from_journal = len(done)
     jobs = turn_jobs(turns, raw_messages)
     todo = [after_timeout(jobs[key], journaled.get(key) or ledger.get(key)) for key in wanted if key in jobs]
-    where = {
-        (s, t): (p, h) for s, t, p, h in turns.select("session_id", "turn_id", "partition", "content_hash").iter_rows()
-    }
+    where = turn_places(turns)
     log.info(
         f"{len(todo)} of {turns.height} turns to read with {model} at {client.base_url} (context {context_tokens} "
         f"tokens, concurrency {concurrency}); {from_journal} taken from the journal of an earlier run"
