@@ -23,9 +23,10 @@ from pydantic import BaseModel
 
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.engine import MemorySearch
-from memory_pipeline.search.models import Filters
+from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.service.deps import TOKEN_HEADER
 from memory_pipeline.settings import Settings
+from memory_pipeline.stores.indices import REFLECTION_INDEX, SUMMARY_INDEX
 
 _PORT = re.compile(r"\bport (\d{4})\b|:(\d{4})\b")
 
@@ -112,9 +113,29 @@ class AsOf:
         def bounded(*args: object, **kwargs: object) -> object:
             args = tuple(replace(a, until=self._until) if isinstance(a, Filters) else a for a in args)
             kwargs = {k: replace(v, until=self._until) if isinstance(v, Filters) else v for k, v in kwargs.items()}
-            return found(*args, **kwargs)
+            result = found(*args, **kwargs)
+            if isinstance(result, list) and result and all(isinstance(r, Row) for r in result):
+                return self._unreplaced(result)
+            return result
 
         return bounded
+
+    def _unreplaced(self, rows: list[Row]) -> list[Row]:
+        """`rows`, each marked replaced by a memory or reflection established after `until` unmarked: as the
+        store stood then, nothing had replaced it yet (the history was ingested whole, marks and all)."""
+        marks = sorted({r.superseded_by for r in rows if r.superseded_by})
+        if not marks:
+            return rows
+        hits = self._search._es.search(
+            index=[REFLECTION_INDEX, SUMMARY_INDEX],
+            ignore_unavailable=True,
+            size=len(marks),
+            source=["established_at"],
+            query={"ids": {"values": marks}},
+        )["hits"]["hits"]
+        later = {h["_id"] for h in hits if str(h["_source"].get("established_at", "")) >= self._until}
+        unmarked = {"superseded_by": None, "current": None, "held_until": None}
+        return [r.model_copy(update=unmarked) if r.superseded_by in later else r for r in rows]
 
 
 def before(session: dict) -> str:

@@ -17,6 +17,7 @@ from dagster import (
     asset,
 )
 from dagster_elasticsearch import ElasticsearchResource
+from elasticsearch import Elasticsearch
 from pydantic import Field
 
 from memory_pipeline.assets.metadata import preview
@@ -34,9 +35,19 @@ from memory_pipeline.checks import (
 from memory_pipeline.curation.corrections import corrected_summaries, edited_ids
 from memory_pipeline.curation.trail import read_corrections
 from memory_pipeline.partitions import daily_assets, uses_llm
+from memory_pipeline.reflect.replacing import OBSERVATION, Stated, mark_changes, replaced_names
 from memory_pipeline.resources import DayLocksResource, LlamaResource, MemoryWorkspaceResource, SessionsResource
+from memory_pipeline.stores.indices import OBSERVATION_INDEX
 from memory_pipeline.stores.raw_store import elsewhere_sessions
-from memory_pipeline.stores.summary_store import read_ledger, sync_own_words, sync_summaries
+from memory_pipeline.stores.recall_store import observations_marked_or_naming
+from memory_pipeline.stores.reflect_store import clear_dangling_marks
+from memory_pipeline.stores.summary_store import (
+    choices_of,
+    read_ledger,
+    set_superseded,
+    sync_own_words,
+    sync_summaries,
+)
 from memory_pipeline.summarize.extract import UNREAD, timed_out
 from memory_pipeline.summarize.frames import ledger_rows, own_word_outcomes
 from memory_pipeline.summarize.journal import TurnJournal
@@ -183,12 +194,30 @@ def memory_summary_index(
     )
 
 
+def replaced_by_words(client: Elasticsearch, projects: list[str]) -> dict[str, str | None]:
+    """Mark the projects' decisions, rules and observations a later decision replaces by its words
+    (`reflect.replacing`), and clear such marks no longer made (their replacing memory gone, or reworded):
+    document id -> the mark written. Reflection's marks are left to reflection."""
+    clear_dangling_marks(client, projects)
+    memories = [Stated(id=doc_id, **source) for doc_id, source in choices_of(client, projects).items()]
+    observations = [
+        Stated(id=doc_id, **source, kind=OBSERVATION)
+        for doc_id, source in observations_marked_or_naming(client, projects, replaced_names(memories)).items()
+    ]
+    changes = mark_changes([*memories, *observations])
+    on_observations = {doc_id for doc_id in changes if doc_id in {o.id for o in observations}}
+    set_superseded(client, {k: v for k, v in changes.items() if k not in on_observations})
+    set_superseded(client, {k: changes[k] for k in on_observations}, index=OBSERVATION_INDEX)
+    return changes
+
+
 @asset(
     **_common,
     kinds={"elasticsearch"},
     check_specs=specs("own_word_memories"),
-    # After the model's memories of a full run: the turns it read are then in the ledger, and left to it.
-    deps=["memory_raw_index", "memory_summary_index"],
+    # After the model's memories of a full run: the turns it read are then in the ledger, and left to it; after
+    # the day's observations, which a later decision may mark replaced.
+    deps=["memory_raw_index", "memory_summary_index", "memory_observations_index"],
 )
 @runs(DAILY)
 def own_word_memories(
@@ -201,10 +230,12 @@ def own_word_memories(
     day_locks: DayLocksResource,  # held for the whole run: the model's run writes the day's memories in between
 ) -> MaterializeResult:
     """`memory-summary` documents (model "own words") for the turns no chat model has read yet: what their own
-    words compose to (the person's rules, the findings and facts the turn states; decisions wait for the model),
-    through the same faithfulness checks and learned gate as the model's memories. A run without the chat model
-    (the fast path at a turn's end, `backfill --no-llm`) makes a stated rule recallable within seconds instead of
-    after the model's hours on a long history; the model's reading of a turn replaces them."""
+    words compose to (the person's rules and decisions, the findings and facts the turn states), through the same
+    faithfulness checks and learned gate as the model's memories. A run without the chat model (the fast path at
+    a turn's end, `backfill --no-llm`) makes a stated rule recallable within seconds instead of after the model's
+    hours on a long history; the model's reading of a turn replaces them. A decision that names what it replaced
+    marks the earlier choice of that subject replaced at once (`replaced_by_words`), so it is not briefed as
+    current."""
     keys = context.partition_keys
     with es.get_client() as client:
         outcomes = own_word_outcomes(turns, raw_messages, read_ledger(client, keys))
@@ -220,6 +251,7 @@ def own_word_memories(
         )
         counts = sync_own_words(client, documents, keys, kept, mine)
         check = own_words_in_step(client, documents, keys, kept, mine)
+        marks = replaced_by_words(client, sorted(set(turns["project"].to_list())))
     return MaterializeResult(
         metadata={
             "turns_not_read_by_a_model": outcomes.height,
@@ -228,6 +260,8 @@ def own_word_memories(
             "deleted": counts.deleted,
             "unchanged": counts.unchanged,
             "by_kind": MetadataValue.json(dict(Counter(documents["kind"].to_list())) if documents.height else {}),
+            "replaced_marked": sum(1 for target in marks.values() if target),
+            "replaced_unmarked": sum(1 for target in marks.values() if not target),
         },
         check_results=[check],
     )

@@ -24,7 +24,11 @@ MODAL_FIRST = re.compile(r"^(?:should|must|needs? to|has to|have to)\b", re.I)
 # A choice made, or one thing put in another's place.
 DECISION = re.compile(
     r"(?i)\b(?:decided|decision|we'?ll use|let'?s use|let'?s go with|go(?:ing)? with|switch(?:ed|ing)? to"
-    r"|instead of|rather than|\w+ over \w+ because|chose|picked|settled on|replac(?:e|ed|ing) \w+ with)\b"
+    r"|instead of|rather than|\w+ over \w+ because|chose|picked|settled on|replac(?:e|ed|ing) \w+ with"
+    # "we're moving the HTTP client in invoices from urllib3 to aiohttp", "let's move the tests from Jest to Vitest":
+    # said by "we", a move is a choice; "move the helper from utils.py to helpers.py" is an order for the moment.
+    r"|(?:we|we're|we've|we are|we have|let's|let us)\s+(?:\w+\s+){0,2}?(?:mov|migrat|switch)(?:e|ed|es|ing)?"
+    r"(?: (?!from\b)[\w`@./+#-]+){0,5}? from [\w`@./+#-]+ to)\b"
 )
 # A cause, or what breaks and how to avoid it.
 CAUSE = re.compile(
@@ -138,11 +142,18 @@ REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
         r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
         r"\breplac(?:e|ed|es|ing) (?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) (?:with|by) "
         r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
-        r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going) from "
+        # "moving the HTTP client in invoices from urllib3 to aiohttp": what moves may stand between (a few words).
+        r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going)"
+        r"(?: (?!from\b)[\w`@./+#-]+){0,5}? from "
         r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) to (?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)"
         r"(?=$|[\s,.;:!?)(])",
         r"\b(?P<chosen>[\w`@./+#-]+) over (?P<replaced>[\w`@./+#-]+)\b",
     )
+)
+# The words of choosing and replacing, as `words.stem` leaves them ("moving" -> "mov"): not what a choice is about.
+CHOICE_WORDS = frozenset(
+    """mov move migrat migrate switch instead rather place replac replace went go going goe use run pick chose
+    choose prefer take decid decide stick stay start""".split()  # noqa: SIM905
 )
 # What a person says of a lasting trait of their own (or of someone close): a preference, a constraint, a
 # condition, a rule (see `recall.disclosures`). The grammar of lasting statements, not any topic.

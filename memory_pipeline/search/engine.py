@@ -273,10 +273,13 @@ class MemorySearch:
     def with_replacements(self, rows: list[Row]) -> list[Row]:
         """`rows`, a replaced decision's with the text and day of the decision that replaced it (one look-up)."""
         wanted = sorted({r.superseded_by for r in rows if r.superseded_by})
-        if not wanted or not self._es.indices.exists(index=REFLECTION_INDEX):
+        if not wanted:
             return rows
+        # Reflection's marks name a reflection; replacement by words (`reflect.replacing`) names the memory.
         response = self._es.search(
-            index=REFLECTION_INDEX,
+            index=[REFLECTION_INDEX, SUMMARY_INDEX],
+            ignore_unavailable=True,
+            allow_no_indices=True,
             size=len(wanted),
             source=["summary", "established_at"],
             query={"ids": {"values": wanted}},

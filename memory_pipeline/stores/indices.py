@@ -163,6 +163,8 @@ OBSERVATION_MAPPINGS: dict[str, Any] = {
         "turn_id": _KEYWORD,
         "established_at": {"type": "date"},
         "context": {"type": "text"},  # the turn before's request: searched, with less weight
+        # Set when a later decision replaced what this turn chose ("Set up echarts for charts in invoices").
+        "superseded_by": _KEYWORD,
     },
 }
 REFLECTION_INDEX = "memory-reflections"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import polars as pl
 from elasticsearch import Elasticsearch
@@ -203,3 +204,16 @@ def self_retrieval(
         found += hit["_id"] in first
     tried = len(sampled)
     return found, tried
+
+
+def observations_marked_or_naming(
+    client: Elasticsearch, projects: Sequence[str], names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The projects' observations that name one of `names` (what later decisions replaced) or carry a mark of
+    replacement: doc id -> project, summary, established_at and superseded_by."""
+    if not projects or not client.indices.exists(index=OBSERVATION_INDEX):
+        return {}
+    should = [{"exists": {"field": "superseded_by"}}, *({"match_phrase": {"summary": name}} for name in names)]
+    query = {"bool": {"filter": [{"terms": {"project": list(projects)}}], "should": should, "minimum_should_match": 1}}
+    fields = ["project", "summary", "established_at", "superseded_by"]
+    return stored_sources(client, OBSERVATION_INDEX, query, fields=fields)

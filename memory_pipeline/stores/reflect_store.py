@@ -167,8 +167,9 @@ def sync_reflections(
 
 
 def dangling_marks(client: Elasticsearch, projects: Sequence[str]) -> dict[str, list[str]]:
-    """Index -> ids of the projects' reflections and memories whose `superseded_by` names a reflection that no
-    longer exists (a recomputed window deleted it)."""
+    """Index -> ids of the projects' reflections and memories whose `superseded_by` names a reflection or a
+    memory that no longer exists (a recomputed window deleted it; the model's reading replaced the own words
+    that replaced it, `reflect.replacing`)."""
     if not projects:
         return {}
     query = {"bool": {"filter": [{"terms": {"project": list(projects)}}, {"exists": {"field": "superseded_by"}}]}}
@@ -178,9 +179,11 @@ def dangling_marks(client: Elasticsearch, projects: Sequence[str]) -> dict[str, 
         if client.indices.exists(index=index)
     }
     targets = sorted({source["superseded_by"] for hits in marks.values() for source in hits.values()})
-    existing = (
-        set(stored_sources(client, REFLECTION_INDEX, {"ids": {"values": targets}}, fields=[])) if targets else set()
-    )
+    existing = {
+        doc_id
+        for index in marks
+        for doc_id in (stored_sources(client, index, {"ids": {"values": targets}}, fields=[]) if targets else {})
+    }
     found = {
         index: sorted(doc_id for doc_id, source in hits.items() if source["superseded_by"] not in existing)
         for index, hits in marks.items()

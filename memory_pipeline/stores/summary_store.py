@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 
 from memory_pipeline.stores.elasticsearch import (
     SyncCounts,
+    bulk_apply,
     days_except,
     ensure_index,
     stored_sources,
@@ -224,3 +225,24 @@ def sync_own_words(
     if counts.written or counts.deleted:
         client.indices.refresh(index=SUMMARY_INDEX)
     return counts
+
+
+# What replacement by words reads of a memory (`reflect.replacing`).
+_CHOICE_FIELDS = ["project", "kind", "summary", "established_at", "superseded_by"]
+
+
+def choices_of(client: Elasticsearch, projects: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The decisions and rules of the projects, any reader's: doc id -> project, kind, summary, established_at
+    and superseded_by."""
+    if not projects or not client.indices.exists(index=SUMMARY_INDEX):
+        return {}
+    query = {"bool": {"filter": [{"terms": {"project": list(projects)}}, {"terms": {"kind": ["decision", "rule"]}}]}}
+    return stored_sources(client, SUMMARY_INDEX, query, fields=_CHOICE_FIELDS)
+
+
+def set_superseded(client: Elasticsearch, marks: dict[str, str | None], index: str = SUMMARY_INDEX) -> int:
+    """Write each document's `superseded_by` (None clears it), as partial updates; the count written."""
+    if marks:
+        bulk_apply(client, index, [(i, {"superseded_by": to}) for i, to in marks.items()], partial=True)
+        client.indices.refresh(index=index)
+    return len(marks)

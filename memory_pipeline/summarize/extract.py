@@ -212,13 +212,11 @@ def summarise_turn(
 def read_without_model(job: TurnJob, keep: Keep = gate.keeps) -> TurnOutcome:
     """A turn no chat model has read yet, from its own words alone (what a run without the model stores until
     one reads it): the person's rules, the findings and facts its sentences state, through the same checks and
-    gate as the model's memories; never a decision (below). `own_word_outcomes` dates it by its turn."""
+    gate as the model's memories. A decision among them that names what it replaced marks the earlier choice
+    replaced at once (`reflect.replacing`), without waiting for the model's reflection. `own_word_outcomes`
+    dates it by its turn."""
     outcome = TurnOutcome(job.session_id, job.turn_id, status="empty")
     _own_words_only(turn_text(job.messages), keep, outcome)
-    # A decision waits for the model's run: a later one replaces it ("moving invoices from urllib3 to aiohttp"),
-    # and only that run's reflection marks what was replaced. Shown before, it is a replaced choice briefed as
-    # current (bench needs, held out: 22 such lines with decisions, 1 without).
-    outcome.ideas = [idea for idea in outcome.ideas if idea.kind is not Kind.DECISION]
     outcome.status = "summarised" if outcome.ideas else "empty"
     return outcome
 

@@ -68,8 +68,12 @@ def _negated(text: str) -> set[str]:
 
 
 def _same(a: str, b: str) -> bool:
-    """Two names of one thing: they share a content word ("Postgres" and "postgres db")."""
-    return bool(content_words(a) & content_words(b)) or a.lower().strip() == b.lower().strip()
+    """Two names of one thing: they share a content word ("Postgres" and "postgres db"), or one holds the other
+    whole (the `requests` library is no content word: "requests" is a word of speech)."""
+    if content_words(a) & content_words(b):
+        return True
+    short, long = sorted((a.strip(), b.strip()), key=len)
+    return bool(short) and re.search(rf"(?<![\w-]){re.escape(short)}(?![\w-])", long, re.I) is not None
 
 
 def _particulars(text: str) -> list[str]:

@@ -142,7 +142,9 @@ def _capitalise(text: str) -> str:
     first = text.split(" ", 1)[0]
     # An identifier (`dimGray`, `setTheme`, `npm`) keeps its case; a plain word is capitalised.
     # "make sure …" is the verb, not the `make` tool.
-    if first.isalpha() and first.islower() and (first not in _LOWER_NAMES or text.startswith("make sure ")):
+    # A contraction ("we're") is a plain word too.
+    plain = first.replace("'", "").replace("’", "").isalpha() and first.islower()
+    if plain and (first not in _LOWER_NAMES or text.startswith("make sure ")):
         return text[:1].upper() + text[1:]
     return text
 

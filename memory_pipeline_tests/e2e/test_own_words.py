@@ -10,8 +10,9 @@ import polars as pl
 from dagster import materialize
 
 from memory_pipeline.checks import no_duplicate_summaries
-from memory_pipeline.partitions import LLM_FREE_ASSET_NAMES, instance_with_days
+from memory_pipeline.partitions import LLM_FREE_ASSET_NAMES, RANGE_END, RANGE_START, instance_with_days
 from memory_pipeline.resources import build_resources
+from memory_pipeline.search.open import open_search
 from memory_pipeline.settings import Settings, isolated_settings
 from memory_pipeline.stores.elasticsearch import make_client
 from memory_pipeline.stores.summary_store import OWN_WORDS, SummaryDoc, read_summaries, sync_summaries
@@ -24,7 +25,6 @@ PROJECT = "/home/dev/own-words"
 TURNS = [
     ("Always use pnpm in this repo, never npm: the lockfile is pnpm-lock.yaml.", "Understood: pnpm only."),
     ("Never commit straight to main: every change goes through a pull request.", "Understood."),
-    # A decision waits for the model's run (its reflection marks what a later one replaces).
     ("From now on we use Vitest instead of Jest, because Jest kept breaking on our ESM imports.", "Switched."),
 ]
 
@@ -90,13 +90,13 @@ def test_own_words_are_searchable_without_the_model_and_give_way_to_its_reading(
     metadata, checks = _run(settings)
     assert checks["own_words_in_step"] and checks["every_memory_has_a_vector"], checks
     stored = _own_words(settings)
-    assert len({(d.session_id, d.turn_id) for d in stored}) == 4, [d.summary for d in stored]
+    assert len({(d.session_id, d.turn_id) for d in stored}) == 6, [d.summary for d in stored]
     assert {d.turn_id for d in stored if d.session_id == first_id} == {
         d.turn_id for d in stored if d.session_id == second_id
     }
     assert any("pnpm" in d.summary and d.kind == "rule" for d in stored)
     assert any("pull request" in d.summary and d.kind == "rule" for d in stored)
-    assert not any("Vitest" in d.summary for d in stored)
+    assert any("Vitest instead of Jest" in d.summary and d.kind == "decision" for d in stored)
     assert metadata["own_word_memories"]["written"] == len(stored)
     with make_client(settings) as client:
         hits = client.search(
@@ -144,3 +144,72 @@ def test_own_words_are_searchable_without_the_model_and_give_way_to_its_reading(
     assert checks["own_words_in_step"], checks
     kept_turn = min(d.turn_id for d in left if d.session_id == second_id)
     assert {d.turn_id for d in _own_words(settings) if d.session_id == second_id} == {kept_turn}
+
+
+LATER = "2024-06-13"
+_BEFORE = [
+    ("For local development we use SQLite, never Postgres: it needs no server.", "Noted."),
+    (
+        "The root cause of the `database is locked` failures was pytest-xdist workers sharing one SQLite file.",
+        "Each worker gets its own file now.",
+    ),
+]
+_AFTER = [
+    (
+        "SQLite keeps giving us locking pain. From now on local development uses Postgres instead of SQLite. "
+        "The dev database runs in docker: `docker compose up -d db`, listening on port 55432.",
+        "Switched the dev settings.",
+    )
+]
+
+
+def test_a_later_decision_marks_the_choice_it_replaced_at_once_and_no_cause(
+    local_runtime: Settings, tmp_path: Path
+) -> None:
+    """Issue 43's example, without the model: the decision and the fact are two memories; the earlier SQLite
+    choice is marked replaced by the decision (search shows what holds now), the root cause about the test suite
+    is not; and when the replacing memory goes, the mark goes with it."""
+    reset_days(local_runtime, [DAY, LATER])
+    sessions = tmp_path / "sessions"
+    write_session(sessions / "before.jsonl", f"rep-a-{uuid.uuid4().hex[:8]}", DAY, PROJECT, _BEFORE)
+    write_session(sessions / "after.jsonl", f"rep-b-{uuid.uuid4().hex[:8]}", LATER, PROJECT, _AFTER)
+    settings = isolated_settings(local_runtime, tmp_path, sessions_dir=sessions)
+    days = [DAY, LATER]
+    result = materialize(
+        LLM_FREE_RUN_ASSETS,
+        resources=build_resources(settings),
+        instance=instance_with_days(days),
+        tags={RANGE_START: DAY, RANGE_END: LATER},
+    )
+    assert result.success
+    with make_client(settings) as client:
+        docs = {d.doc_id: d for d in read_summaries(client, days) if d.model == OWN_WORDS}
+        marks = {
+            h["_id"]: h["_source"].get("superseded_by")
+            for h in client.search(index="memory-summary", query={"ids": {"values": list(docs)}}, size=20)["hits"][
+                "hits"
+            ]
+        }
+    by_text = {d.summary: d.doc_id for d in docs.values()}
+    decision = by_text["Local development uses Postgres instead of SQLite."]
+    assert "The dev database runs in docker: `docker compose up -d db`, listening on port 55432." in by_text
+    old = next(i for t, i in by_text.items() if t.startswith("For local development, use SQLite"))
+    cause = next(i for t, i in by_text.items() if "pytest-xdist" in t)
+    assert marks[old] == decision
+    assert marks[cause] is None and marks[decision] is None
+    with open_search(settings) as search:
+        row = next(r for r in search.find("local development SQLite", k=10) if r.id == old)
+    assert row.superseded_by == decision and row.current == "Local development uses Postgres instead of SQLite."
+
+    # The later session rewound away: its decision goes, and so does the mark naming it.
+    write_session(sessions / "after.jsonl", f"rep-c-{uuid.uuid4().hex[:8]}", LATER, PROJECT, [("Thanks.", "Sure.")])
+    result = materialize(
+        LLM_FREE_RUN_ASSETS,
+        resources=build_resources(settings),
+        partition_key=LATER,
+        instance=instance_with_days(days),
+    )
+    assert result.success
+    with make_client(settings) as client:
+        source = client.get(index="memory-summary", id=old)["_source"]
+    assert source.get("superseded_by") is None

@@ -33,6 +33,8 @@ def test_content_words_drop_function_words_and_speech_around_a_claim() -> None:
         ("From now on local development uses Postgres instead of SQLite.", "Postgres", "SQLite"),
         ("We replaced moment with date-fns.", "date-fns", "moment"),
         ("Let's switch from Jest to Vitest for the unit tests", "Vitest", "Jest"),
+        # what moves may stand between the verb and "from"
+        ("we're moving the HTTP client in invoices from urllib3 to aiohttp, it leaked", "aiohttp", "urllib3"),
     ],
 )
 def test_a_replacement_names_what_is_chosen_and_what_it_replaces(text: str, chosen: str, replaced: str) -> None:
@@ -45,6 +47,9 @@ def test_the_lexicon_marks_kinds_and_leaves_requests_alone() -> None:
     assert kind_marked("We decided to go with Vitest.") == "decision"
     assert kind_marked("The root cause was a stale lockfile.") == "gotcha"
     assert kind_marked("Read the README please.") is None
+    # said by "we", a move is a choice; an order to move a file is for the moment
+    assert kind_marked("We're moving the HTTP client in invoices from urllib3 to aiohttp.") == "decision"
+    assert kind_marked("move the helper from utils.py to helpers.py") is None
     assert lasting("the build is broken") and not lasting("show me the file")
 
 

@@ -56,10 +56,12 @@ def test_a_turn_no_model_read_keeps_the_persons_rule_marked_as_own_words(tmp_pat
     rules = docs.filter(pl.col("kind") == "rule")
     assert any("pnpm" in s and "npm" in s for s in rules["summary"]), docs["summary"].to_list()
     assert set(docs["evidence_role"]) == {"user"}
-    # Thanks and a one-off order are no knowledge: nothing stored from them. A decision waits for the model's
-    # run, whose reflection marks what a later decision replaces.
-    first_turn = turns.sort("turn_index")["turn_id"][0]
-    assert set(docs["turn_id"]) == {first_turn}, docs.select("turn_id", "summary").to_dicts()
+    # Thanks and a one-off order are no knowledge: nothing stored from them. The person's decision is kept, with
+    # its reason (what a later one replaces is marked at once: `reflect.replacing`).
+    ordered = turns.sort("turn_index")["turn_id"].to_list()
+    assert set(docs["turn_id"]) == {ordered[0], ordered[3]}, docs.select("turn_id", "summary").to_dicts()
+    decisions = docs.filter(pl.col("kind") == "decision")["summary"].to_list()
+    assert decisions == ["Use Vitest instead of Jest, because Jest kept breaking on our ESM imports."]
 
 
 def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
@@ -69,7 +71,8 @@ def test_a_turn_a_model_has_read_is_left_to_the_model(tmp_path: Path) -> None:
     outcomes = own_word_outcomes(turns, messages, {(read.session_id, read.turn_id): read})
     assert first["turn_id"] not in set(outcomes["turn_id"])
     assert outcomes.height == 3
-    assert summary_documents(outcomes).height == 0
+    # Only the later decision's turn holds knowledge of the three left.
+    assert summary_documents(outcomes)["kind"].to_list() == ["decision"]
 
 
 def test_a_turn_that_changed_since_the_model_read_it_is_read_from_its_own_words_again(tmp_path: Path) -> None:

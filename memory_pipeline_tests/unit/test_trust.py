@@ -220,6 +220,7 @@ _CHOICE = "From now on local development uses Postgres instead of SQLite."
         ("Start it with `docker compose up db`.", _DEV_DB, "docker compose up db"),
         ("Never use npm.", "we use pnpm for everything", "negation"),
         ("Postgres on 55432 for local dev.", _CHOICE, "not what it replaced"),
+        ("The HTTP client in journals is aiohttp.", "moving journals from requests to aiohttp", "not what it replaced"),
     ],
 )
 def test_a_statement_that_says_what_its_evidence_does_not_is_caught(statement: str, evidence: str, reason: str) -> None:
@@ -236,6 +237,11 @@ def test_a_statement_that_says_what_its_evidence_does_not_is_caught(statement: s
         ("Use pnpm.", "Use pnpm, not npm."),
         ("Always use pnpm, never npm.", "always use pnpm, never npm"),
         ("The dev database listens on port 55432 (`docker compose up -d db`).", _DEV_DB),
+        # what was replaced is a library whose name is a word of speech ("requests"): named all the same
+        (
+            "We're moving the HTTP client in journals from requests to aiohttp.",
+            "we're moving the HTTP client in journals from requests to aiohttp, requests got in the way",
+        ),
     ],
 )
 def test_a_faithful_statement_passes(statement: str, evidence: str) -> None:

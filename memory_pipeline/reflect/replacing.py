@@ -1,0 +1,125 @@
+"""Which stored memories a later one replaces, read from the words alone (no chat model).
+
+A memory that names a replacement ("we're moving the HTTP client in invoices from urllib3 to aiohttp", "local
+development uses Postgres instead of SQLite") replaces an earlier decision or rule of its project that wants
+what it replaced (urllib3, SQLite) about the same subject: every word the newer one gives its subject (HTTP,
+client, invoices; local, development) is a word of the older one. So "for the HTTP client in reminders, use
+urllib3" stays, and so does every root cause and fact: a cause found stays what happened then, however many
+names it shares ("pytest-xdist workers sharing one SQLite file").
+
+This is what a run without the chat model can decide at once, so a replaced choice is never briefed as current
+while the model's reflection has not read the turn yet (bench needs: a replaced decision shown as current is a
+harmful line). Reflection's own judgement (`condense.find_supersessions`) still marks what words alone cannot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel
+
+from memory_pipeline.language.lexicon import CHOICE_WORDS, REPLACEMENTS, replacement
+from memory_pipeline.language.words import content_words
+from memory_pipeline.reflect.followthrough import stance
+
+# The kinds a later choice replaces: what was chosen and how work is to be done, and the record of a turn that
+# chose it ("Set up echarts for charts in invoices"). Never a cause or a fact.
+REPLACEABLE = frozenset({"decision", "rule", "observation"})
+OBSERVATION = "observation"  # an observation's marks are all replacement's (reflection marks none)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+
+
+class Stated(BaseModel):
+    """A memory as replacement reads it."""
+
+    id: str
+    project: str = ""
+    kind: str = ""
+    summary: str = ""
+    established_at: str = ""
+    superseded_by: str | None = None
+
+
+def named_replacement(text: str) -> tuple[str, str, frozenset[str]] | None:
+    """(chosen, replaced, subject) when `text` puts one thing in another's place: the subject is the words of
+    its sentence up to the replacement, without the two names and the words of choosing ("moving", "uses",
+    "instead"). None when it names no replacement."""
+    for sentence in _SENTENCE_END.split(text):
+        named = replacement(sentence)
+        if not named:
+            continue
+        end = max((m.end() for pattern in REPLACEMENTS if (m := pattern.search(sentence))), default=len(sentence))
+        chosen, replaced = named
+        subject = content_words(sentence[:end]) - content_words(chosen) - content_words(replaced) - CHOICE_WORDS
+        return chosen, replaced, frozenset(subject)
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    """One word is the other or begins it ("dev", "development"): the subject named shorter or longer."""
+    return a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
+
+
+def _wants(text: str, name: str) -> bool:
+    """Whether `text` asks for `name` (not only rejects it: "use httpx, not urllib3" does not want urllib3)."""
+    name = name.lower()
+    wanted = stance(text)
+    if any(name in phrase for phrase in wanted.rejects):
+        return False
+    if any(name in phrase for phrase in wanted.wants):
+        return True
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I) is not None
+
+
+def replaces(newer: str, older: str) -> bool:
+    """Whether `newer` (a memory naming a replacement) replaces `older` (a decision or rule of its project)."""
+    named = named_replacement(newer)
+    if not named:
+        return False
+    chosen, replaced, subject = named
+    if not _wants(older, replaced) or _wants(older, chosen):
+        return False
+    words = content_words(older)
+    return all(any(_same(word, theirs) for theirs in words) for word in subject)
+
+
+def replaced_memories(memories: Iterable[Stated]) -> dict[str, str]:
+    """Older memory id -> the id of the first later memory that replaces it, within each project. Only a
+    decision replaces (a person's choice, stated as such), and only a decision or a rule is replaced."""
+    ordered: Sequence[Stated] = sorted(memories, key=lambda m: (m.established_at, m.id))
+    marks: dict[str, str] = {}
+    for newer in ordered:
+        if newer.kind != "decision" or not named_replacement(newer.summary):
+            continue
+        for older in ordered:
+            if older.established_at >= newer.established_at:
+                break
+            if (
+                older.id not in marks
+                and older.project == newer.project
+                and older.kind in REPLACEABLE
+                and replaces(newer.summary, older.summary)
+            ):
+                marks[older.id] = newer.id
+    return marks
+
+
+def mark_changes(stored: Sequence[Stated]) -> dict[str, str | None]:
+    """Memory id -> the `superseded_by` it should carry (None: cleared), for the stored decisions and rules of
+    some projects (and their observations) whose replacement by words (`replaced_memories`) is not what they
+    carry. A memory's mark naming a reflection is reflection's, and left as it is."""
+    ids = {m.id for m in stored}
+    wanted = replaced_memories(stored)
+    return {
+        m.id: wanted.get(m.id)
+        for m in stored
+        if (m.superseded_by is None or m.superseded_by in ids or m.kind == OBSERVATION)
+        and m.superseded_by != wanted.get(m.id)
+    }
+
+
+def replaced_names(memories: Iterable[Stated]) -> list[str]:
+    """What the decisions among `memories` name as replaced: the observations worth reading against them."""
+    found = (named_replacement(m.summary) for m in memories if m.kind == "decision")
+    return sorted({named[1] for named in found if named})
