@@ -452,7 +452,7 @@ def every_memory_reflected_once(stored: list[Reflection], memories: list[Reflect
 @acceptance(
     "reflections",
     "Every superseded reflection names a reflection that lists it in `supersedes`, and no memory of these "
-    "projects is marked replaced by a reflection that no longer exists.",
+    "projects is marked replaced by a reflection or memory that no longer exists.",
 )
 def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection], dims: int) -> Verdict:
     superseded = [r for r in stored if r.superseded_by]
@@ -469,7 +469,7 @@ def supersession_marks_consistent(client: Elasticsearch, stored: list[Reflection
         metadata={
             "superseded": len(superseded),
             "broken": MetadataValue.json(broken[:20]),
-            "memories_marked_by_a_missing_reflection": MetadataValue.json(memories[:20]),
+            "memories_marked_by_something_gone": MetadataValue.json(memories[:20]),
         },
     )
 

@@ -142,9 +142,10 @@ REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
         r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
         r"\breplac(?:e|ed|es|ing) (?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) (?:with|by) "
         r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
-        # "moving the HTTP client in invoices from urllib3 to aiohttp": what moves may stand between (a few words).
-        r"\b(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|went|go|going)"
-        r"(?: (?!from\b)[\w`@./+#-]+){0,5}? from "
+        # "moving the HTTP client in invoices from urllib3 to aiohttp": what moves may stand between (a few words);
+        # not after "go" ("going through the logs from Monday to Friday" replaces nothing).
+        r"\b(?:(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating)"
+        r"(?: (?!from\b)[\w`@./+#-]+){0,5}?|went|go|going) from "
         r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) to (?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)"
         r"(?=$|[\s,.;:!?)(])",
         r"\b(?P<chosen>[\w`@./+#-]+) over (?P<replaced>[\w`@./+#-]+)\b",

@@ -125,8 +125,8 @@ def stage(
     superseded: Mapping[str, str] | None = None,
 ) -> StageReport:
     """Add new candidates to REVIEW.md, grow the evidence of pending ones, and flag pending proposals whose
-    evidence a later decision replaced (`superseded`: memory id -> reflection id); REVIEW.md is rewritten only
-    when something changed."""
+    evidence a later decision replaced (`superseded`: memory id -> the reflection or memory that replaced it);
+    REVIEW.md is rewritten only when something changed."""
     superseded = superseded or {}
     registry = load_registry(project_dir)
     review_path = project_dir / "REVIEW.md"
@@ -136,6 +136,10 @@ def stage(
     # A proposal whose evidence was replaced is not the same proposal as what replaced it.
     current = {i: e for i, e in registry.items() if not set(e.evidence_ids) & set(superseded)}
     for candidate in candidates:
+        if set(candidate.evidence_ids) & set(superseded):
+            # Evidence a later decision replaced by its words while the reflection it came from stays active: not a
+            # new proposal (matched against `current`, which leaves such entries out, it would be one every run).
+            continue
         entry = _match(candidate, current, same_threshold)
         if entry is None:
             entry = Registered(

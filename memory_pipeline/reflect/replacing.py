@@ -1,11 +1,12 @@
 """Which stored memories a later one replaces, read from the words alone (no chat model).
 
-A memory that names a replacement ("we're moving the HTTP client in invoices from urllib3 to aiohttp", "local
-development uses Postgres instead of SQLite") replaces an earlier decision or rule of its project that wants
-what it replaced (urllib3, SQLite) about the same subject: every word the newer one gives its subject (HTTP,
-client, invoices; local, development) is a word of the older one. So "for the HTTP client in reminders, use
-urllib3" stays, and so does every root cause and fact: a cause found stays what happened then, however many
-names it shares ("pytest-xdist workers sharing one SQLite file").
+A decision that names a replacement ("we're moving the HTTP client in invoices from urllib3 to aiohttp", "local
+development uses Postgres instead of SQLite") replaces an earlier decision, rule or observation of its project
+that wants what it replaced (urllib3, SQLite; not one that rejects it) about the same subject: the newer one names
+a subject (HTTP, client, invoices; local, development), and every word of it is a word of the older one. So "for
+the HTTP client in reminders, use urllib3" stays, a decision that names no subject ("use pnpm instead of npm")
+replaces nothing, and every root cause and fact stays: a cause found stays what happened then, however many names
+it shares ("pytest-xdist workers sharing one SQLite file").
 
 This is what a run without the chat model can decide at once, so a replaced choice is never briefed as current
 while the model's reflection has not read the turn yet (bench needs: a replaced decision shown as current is a
@@ -21,7 +22,7 @@ from pydantic import BaseModel
 
 from memory_pipeline.language.lexicon import CHOICE_WORDS, REPLACEMENTS, replacement
 from memory_pipeline.language.words import content_words
-from memory_pipeline.reflect.followthrough import stance
+from memory_pipeline.reflect.followthrough import Phrase, stance
 
 # The kinds a later choice replaces: what was chosen and how work is to be done, and the record of a turn that
 # chose it ("Set up echarts for charts in invoices"). Never a cause or a fact.
@@ -43,16 +44,17 @@ class Stated(BaseModel):
 
 def named_replacement(text: str) -> tuple[str, str, frozenset[str]] | None:
     """(chosen, replaced, subject) when `text` puts one thing in another's place: the subject is the words of
-    its sentence up to the replacement, without the two names and the words of choosing ("moving", "uses",
-    "instead"). None when it names no replacement."""
+    its sentence up to the replacement (the form `replacement` read: the first of the lexicon's that matches),
+    without the two names and the words of choosing ("moving", "uses", "instead"). None when it names no
+    replacement."""
     for sentence in _SENTENCE_END.split(text):
         named = replacement(sentence)
         if not named:
             continue
-        end = max((m.end() for pattern in REPLACEMENTS if (m := pattern.search(sentence))), default=len(sentence))
+        found = next(m for pattern in REPLACEMENTS if (m := pattern.search(sentence)))
         chosen, replaced = named
-        subject = content_words(sentence[:end]) - content_words(chosen) - content_words(replaced) - CHOICE_WORDS
-        return chosen, replaced, frozenset(subject)
+        words = content_words(sentence[: found.end()])
+        return chosen, replaced, frozenset(words - content_words(chosen) - content_words(replaced) - CHOICE_WORDS)
     return None
 
 
@@ -61,32 +63,46 @@ def _same(a: str, b: str) -> bool:
     return a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a)))
 
 
-def _wants(text: str, name: str) -> bool:
-    """Whether `text` asks for `name` (not only rejects it: "use httpx, not urllib3" does not want urllib3)."""
-    name = name.lower()
-    wanted = stance(text)
-    if any(name in phrase for phrase in wanted.rejects):
-        return False
-    if any(name in phrase for phrase in wanted.wants):
-        return True
+def _mentions(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.I) is not None
 
 
-def replaces(newer: str, older: str) -> bool:
-    """Whether `newer` (a memory naming a replacement) replaces `older` (a decision or rule of its project)."""
-    named = named_replacement(newer)
-    if not named:
+def _holds(phrase: Phrase, name: str) -> bool:
+    """Whether a stance's phrase is `name` as stance reads it ("config" of "config.py.", "github actions")."""
+    name = name.lower()
+    parts = name.split()
+    return (
+        " ".join(phrase) == name
+        or all(part in phrase for part in parts)
+        or any(name.startswith(f"{element}.") or element.startswith(f"{name}.") for element in phrase)
+    )
+
+
+def _wants(text: str, name: str) -> bool:
+    """Whether `text` asks for `name` (not only rejects it: "use httpx, not urllib3" does not want urllib3)."""
+    if not _mentions(text, name):
         return False
+    return not any(_holds(phrase, name) for phrase in stance(text).rejects)
+
+
+def replaces(newer: str, older: str) -> bool:
+    """Whether `newer` (a memory naming a replacement and a subject) replaces `older` (a decision, rule or
+    observation of its project). Cheapest test first: a fast run reads every stored choice of the project."""
+    named = named_replacement(newer)
+    if not named or not named[2]:
+        return False  # no subject: "use pnpm instead of npm" is not about anything an older memory can be checked on
     chosen, replaced, subject = named
-    if not _wants(older, replaced) or _wants(older, chosen):
+    if not _mentions(older, replaced):
         return False
     words = content_words(older)
-    return all(any(_same(word, theirs) for theirs in words) for word in subject)
+    if not all(any(_same(word, theirs) for theirs in words) for word in subject):
+        return False
+    return _wants(older, replaced) and not _wants(older, chosen)
 
 
 def replaced_memories(memories: Iterable[Stated]) -> dict[str, str]:
     """Older memory id -> the id of the first later memory that replaces it, within each project. Only a
-    decision replaces (a person's choice, stated as such), and only a decision or a rule is replaced."""
+    decision replaces (a person's choice, stated as such); a decision, a rule or an observation is replaced."""
     ordered: Sequence[Stated] = sorted(memories, key=lambda m: (m.established_at, m.id))
     marks: dict[str, str] = {}
     for newer in ordered:

@@ -4,9 +4,9 @@ Pure code over rows, shared by every surface (the briefing, the CLI, the API, MC
 - `folded`: rows that restate one another (most of their content words shared) become the first of them, which
   counts the sessions that said it (`said_in`) and names the others (`restatements`): "Use pnpm, never npm" said
   in three sessions is one row "said in 3 sessions", not three rows.
-- `replaced`: a decision a later one replaced (reflection's `superseded_by`) carries the text of the one that
-  holds now and the day it stopped holding, so nobody reads the old one as current; it is kept, with its
-  interval, for its history.
+- `replaced`: a decision a later one replaced (`superseded_by`: reflection's mark, or the later memory's own,
+  `reflect.replacing`) carries the text of the one that holds now and the day it stopped holding, so nobody
+  reads the old one as current; it is kept, with its interval, for its history.
 """
 
 from __future__ import annotations
@@ -88,8 +88,9 @@ def folded(
 
 
 def replaced(rows: Iterable[Row], replacements: Mapping[str, Mapping[str, Any]]) -> list[Row]:
-    """`rows`, each replaced one with what holds now: `replacements` maps a replacing reflection's id to its
-    stored record (`summary`, `established_at`); a row whose replacement is not found keeps only its mark."""
+    """`rows`, each replaced one with what holds now: `replacements` maps the id of the reflection or memory that
+    replaced it to its stored record (`summary`, `established_at`); a row whose replacement is not found keeps
+    only its mark."""
     out = []
     for row in rows:
         found = replacements.get(row.superseded_by or "")

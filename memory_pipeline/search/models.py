@@ -61,7 +61,9 @@ class Memory(BaseModel):
     turn_id: str
     score: float = 0.0
     tags: list[str] = Field(default_factory=list)
-    superseded_by: str | None = Field(None, description="A later decision replaced this one (reflection's mark).")
+    superseded_by: str | None = Field(
+        None, description="A later decision replaced this one: the reflection or memory that did."
+    )
     author: str | None = Field(None, description="Who stored a note on purpose (notes only).")
     agent: str = Field(
         "", description="The coding agent whose session it came from (pi, claude-code, codex, gemini-cli)."

@@ -124,7 +124,8 @@ SUMMARY_MAPPINGS: dict[str, Any] = {
         "model": _KEYWORD,
         "prompt_version": _KEYWORD,
         "turn_content_hash": _KEYWORD,
-        # Set by reflection when a later decision replaced this one (the memory itself is kept).
+        # Set when a later decision replaced this one (the memory itself is kept): by reflection (a reflection's
+        # id), or at once by the later decision's words (its memory id, `reflect.replacing`).
         "superseded_by": _KEYWORD,
     },
 }

@@ -199,8 +199,14 @@ def clear_marks(client: Elasticsearch, reflection_ids: Sequence[str]) -> int:
     bulk_apply(client, REFLECTION_INDEX, [(rid, {"superseded_by": None}) for rid in sources], partial=True)
     wanted = sorted({memory_id for ids in sources.values() for memory_id in ids})
     # Only memories still stored: a partial update of a forgotten one would bring a husk of it back.
-    existing = stored_sources(client, SUMMARY_INDEX, {"ids": {"values": wanted}}, fields=[]) if wanted else {}
-    bulk_apply(client, SUMMARY_INDEX, [(memory_id, {"superseded_by": None}) for memory_id in existing], partial=True)
+    existing = (
+        stored_sources(client, SUMMARY_INDEX, {"ids": {"values": wanted}}, fields=["superseded_by"]) if wanted else {}
+    )
+    # A mark naming a memory is replacement by words' (`reflect.replacing`), not this reflection's: it stays.
+    targets = sorted({str(s["superseded_by"]) for s in existing.values() if s.get("superseded_by")})
+    by_words = set(stored_sources(client, SUMMARY_INDEX, {"ids": {"values": targets}}, fields=[])) if targets else set()
+    cleared = [memory_id for memory_id, s in existing.items() if s.get("superseded_by") not in by_words]
+    bulk_apply(client, SUMMARY_INDEX, [(memory_id, {"superseded_by": None}) for memory_id in cleared], partial=True)
     client.indices.refresh(index=[REFLECTION_INDEX, SUMMARY_INDEX])
     return len(sources)
 
@@ -320,6 +326,13 @@ def rule_evidence(
         return RuleEvidence([*hits, *own], None, set())
     fields = ["source_ids", "summary", "established_at"]
     found = stored_sources(client, REFLECTION_INDEX, {"ids": {"values": [contradicted]}}, fields=fields)
+    if contradicted not in found:  # replaced by a memory's words (`reflect.replacing`): it is its own source
+        found = {
+            doc_id: {**source, "source_ids": [doc_id]}
+            for doc_id, source in stored_sources(
+                client, SUMMARY_INDEX, {"ids": {"values": [contradicted]}}, fields=["summary", "established_at"]
+            ).items()
+        }
     replacement = found.get(contradicted, {})
     return RuleEvidence(
         [*hits, *own],
@@ -331,7 +344,8 @@ def rule_evidence(
 
 
 def superseded_memories(client: Elasticsearch, project: str) -> dict[str, str]:
-    """Memory id -> the reflection that replaced it, for every replaced memory of a project."""
+    """Memory id -> the reflection (or, replaced by its words, the memory) that replaced it, for every replaced
+    memory of a project."""
     if not client.indices.exists(index=SUMMARY_INDEX):
         return {}
     query = {"bool": {"filter": [{"term": {"project": project}}, {"exists": {"field": "superseded_by"}}]}}

@@ -241,8 +241,12 @@ def choices_of(client: Elasticsearch, projects: Sequence[str]) -> dict[str, dict
 
 
 def set_superseded(client: Elasticsearch, marks: dict[str, str | None], index: str = SUMMARY_INDEX) -> int:
-    """Write each document's `superseded_by` (None clears it), as partial updates; the count written."""
-    if marks:
-        bulk_apply(client, index, [(i, {"superseded_by": to}) for i, to in marks.items()], partial=True)
-        client.indices.refresh(index=index)
-    return len(marks)
+    """Write each document's `superseded_by` (None clears it), as partial updates; the count written. Only
+    documents still stored: a partial update of one another run deleted meanwhile (a model run's day, a forget)
+    would bring a husk of it back."""
+    if not marks:
+        return 0
+    existing = stored_sources(client, index, {"ids": {"values": sorted(marks)}}, fields=[])
+    bulk_apply(client, index, [(i, {"superseded_by": marks[i]}) for i in existing], partial=True)
+    client.indices.refresh(index=index)
+    return len(existing)

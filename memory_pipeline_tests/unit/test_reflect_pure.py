@@ -330,6 +330,18 @@ def test_a_pending_proposal_whose_evidence_was_replaced_is_flagged_not_merged(tm
     assert proposals["p-20240701-001"].rule == "Logs are plain text."  # the flag is not part of the rule
 
 
+def test_a_candidate_resting_on_replaced_evidence_is_no_new_proposal_on_any_run(tmp_path: Path) -> None:
+    # Replaced by a later decision's words (`reflect.replacing`), a memory is marked while the reflection it fed
+    # stays active: that reflection's candidate is staged on no run, never once a run.
+    folder = tmp_path / "p"
+    stage(folder, "/p", [_candidate("Logs are plain text.", ["s1"], _unit(1, 0.3), "Decisions")], "2024-07-01")
+    stale = _candidate("Logs are plain text.", ["s1"], _unit(1, 0.3), "Decisions")
+    for day in ("2024-07-09", "2024-07-10"):
+        report = stage(folder, "/p", [stale], day, superseded={"id-s1": "memory-json"})
+        assert report.new == []
+    assert list(load_registry(folder)) == ["p-20240701-001"]
+
+
 def test_auto_promotion_is_off_by_default_and_promotes_at_its_threshold(tmp_path: Path) -> None:
     folder = tmp_path / "p"
     stage(folder, "/p", [_candidate("Use pnpm.", ["s1", "s2", "s3"], _unit(1, 0))], "2024-07-01")

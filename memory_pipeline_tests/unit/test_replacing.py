@@ -41,6 +41,16 @@ def test_a_move_names_what_it_replaced_and_its_subject() -> None:
         (_DEV_DB, "Local dev uses SQLite.", True),
         (_DEV_DB, "pytest-xdist workers share one SQLite file, so the suite fails with database is locked.", False),
         ("For local development, use Postgres.", "Local dev uses SQLite.", False),  # names no replacement
+        # names no subject: nothing an older memory can be checked on
+        ("Use pnpm instead of npm.", "Use npm for installs.", False),
+        ("Decided to run the tests over SSH because the VPN is flaky.", "Asked: fix SSH key permissions.", False),
+        # the older one rejects the replaced file, however stance spells it
+        (
+            "We are moving the settings from config.py to settings.toml.",
+            "Secrets in settings come from env vars, never from config.py.",
+            False,
+        ),
+        ("We are moving the settings from config.py to settings.toml.", "The settings live in config.py.", True),
     ],
 )
 def test_replaces_only_the_same_subject(newer: str, older: str, expected: bool) -> None:
