@@ -205,9 +205,9 @@ def replaced_by_words(client: Elasticsearch, projects: list[str]) -> dict[str, s
         for doc_id, source in observations_marked_or_naming(client, projects, replaced_names(memories)).items()
     ]
     changes = mark_changes([*memories, *observations])
-    on_observations = {doc_id for doc_id in changes if doc_id in {o.id for o in observations}}
+    on_observations = {o.id for o in observations}
     set_superseded(client, {k: v for k, v in changes.items() if k not in on_observations})
-    set_superseded(client, {k: changes[k] for k in on_observations}, index=OBSERVATION_INDEX)
+    set_superseded(client, {k: v for k, v in changes.items() if k in on_observations}, index=OBSERVATION_INDEX)
     return changes
 
 

@@ -29,6 +29,7 @@ from memory_pipeline.reflect.followthrough import Phrase, stance
 REPLACEABLE = frozenset({"decision", "rule", "observation"})
 OBSERVATION = "observation"  # an observation's marks are all replacement's (reflection marks none)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+Named = tuple[str, str, frozenset[str]]  # (chosen, replaced, subject): `named_replacement`
 
 
 class Stated(BaseModel):
@@ -42,7 +43,7 @@ class Stated(BaseModel):
     superseded_by: str | None = None
 
 
-def named_replacement(text: str) -> tuple[str, str, frozenset[str]] | None:
+def named_replacement(text: str) -> Named | None:
     """(chosen, replaced, subject) when `text` puts one thing in another's place: the subject is the words of
     its sentence up to the replacement (the form `replacement` read: the first of the lexicon's that matches),
     without the two names and the words of choosing ("moving", "uses", "instead"). None when it names no
@@ -85,12 +86,21 @@ def _wants(text: str, name: str) -> bool:
     return not any(_holds(phrase, name) for phrase in stance(text).rejects)
 
 
+def _replacing(named: Named) -> bool:
+    # No subject: "use pnpm instead of npm" is not about anything an older memory can be checked on.
+    return bool(named[2])
+
+
 def replaces(newer: str, older: str) -> bool:
     """Whether `newer` (a memory naming a replacement and a subject) replaces `older` (a decision, rule or
-    observation of its project). Cheapest test first: a fast run reads every stored choice of the project."""
+    observation of its project)."""
     named = named_replacement(newer)
-    if not named or not named[2]:
-        return False  # no subject: "use pnpm instead of npm" is not about anything an older memory can be checked on
+    return named is not None and _replacing(named) and _replaces_named(named, older)
+
+
+def _replaces_named(named: Named, older: str) -> bool:
+    """`replaces`, the newer one read once (a fast run tries it on every stored choice of the project): cheapest
+    test first."""
     chosen, replaced, subject = named
     if not _mentions(older, replaced):
         return False
@@ -106,7 +116,8 @@ def replaced_memories(memories: Iterable[Stated]) -> dict[str, str]:
     ordered: Sequence[Stated] = sorted(memories, key=lambda m: (m.established_at, m.id))
     marks: dict[str, str] = {}
     for newer in ordered:
-        if newer.kind != "decision" or not named_replacement(newer.summary):
+        named = named_replacement(newer.summary) if newer.kind == "decision" else None
+        if not named or not _replacing(named):
             continue
         for older in ordered:
             if older.established_at >= newer.established_at:
@@ -115,7 +126,7 @@ def replaced_memories(memories: Iterable[Stated]) -> dict[str, str]:
                 older.id not in marks
                 and older.project == newer.project
                 and older.kind in REPLACEABLE
-                and replaces(newer.summary, older.summary)
+                and _replaces_named(named, older.summary)
             ):
                 marks[older.id] = newer.id
     return marks
@@ -136,6 +147,7 @@ def mark_changes(stored: Sequence[Stated]) -> dict[str, str | None]:
 
 
 def replaced_names(memories: Iterable[Stated]) -> list[str]:
-    """What the decisions among `memories` name as replaced: the observations worth reading against them."""
+    """What the decisions among `memories` that can replace anything name as replaced: the observations worth
+    reading against them."""
     found = (named_replacement(m.summary) for m in memories if m.kind == "decision")
-    return sorted({named[1] for named in found if named})
+    return sorted({named[1] for named in found if named and _replacing(named)})
