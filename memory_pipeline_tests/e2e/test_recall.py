@@ -24,6 +24,10 @@ from testkit.servers import free_port, memory_service
 
 DAY = "2024-06-20"
 SESSION = "recall-pi-mono"
+# Other tests leave memories of their own (a real pi agent's sessions about rgb colours, under the day they ran):
+# a ranking this module asserts is asked within its own project.
+PROJECT = "/Users/badlogic/workspaces/pi-mono"
+OWN = Filters(project=PROJECT)
 
 
 def _run(settings: Settings) -> tuple[dict, dict]:
@@ -169,17 +173,17 @@ def test_observations_are_indexed_while_the_embedding_server_is_down(local_runti
 
 
 def test_index_layer_is_compact_ranked_and_cites_stable_ids(search: MemorySearch) -> None:
-    rows = search.index("colours should be rgb values, not indices", k=5)
+    rows = search.index("colours should be rgb values, not indices", k=5, filters=OWN)
     assert rows and len(rows) <= 5
     assert rows[0].turn_id == "L000389"
     assert {"id", "kind", "time", "priority", "summary", "project"} <= set(rows[0].to_dict())
-    assert search.index("colours should be rgb values, not indices", k=5)[0].id == rows[0].id
+    assert search.index("colours should be rgb values, not indices", k=5, filters=OWN)[0].id == rows[0].id
 
 
 def test_a_time_named_in_an_old_history_is_read_in_its_own_time(search: MemorySearch) -> None:
     from datetime import date
 
-    scope = Filters(project="/Users/badlogic/workspaces/pi-mono")
+    scope = OWN
     newest = date.fromisoformat(search.recent(scope, k=1)[0].time[:10])
     assert (date.today() - newest).days > 30  # an old history (the fixture's day, or another test's copy)
     search.index("what was fixed in june", k=3, filters=scope)
@@ -295,7 +299,9 @@ def test_serve_runs_the_api_and_mcp_on_localhost(indexed, tmp_path) -> None:  # 
             token = httpx2.AsyncClient(headers={"X-Memory-Token": settings.service_token()}, timeout=30)
             async with Client(streamable_http_client(f"{base}/mcp", http_client=token)) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
-                found = await client.call_tool("memory_search", {"query": "rgb values in themes", "k": 3})
+                found = await client.call_tool(
+                    "memory_search", {"query": "rgb values in themes", "k": 3, "project": PROJECT}
+                )
                 first = found.structured_content["data"][0]["id"]
                 around = await client.call_tool("memory_timeline", {"anchor": first, "window": 2})
                 shown = await client.call_tool("memory_show", {"ids": [first]})
@@ -378,7 +384,9 @@ def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> Non
 
     found = cli("search", "rgb values in themes", "--project", project)
     lines = found.stdout.splitlines()
-    assert found.returncode == 0 and lines[0].split()[0] in {r.id for r in search.index("rgb values in themes")}
+    assert found.returncode == 0 and lines[0].split()[0] in {
+        r.id for r in search.index("rgb values in themes", filters=OWN)
+    }
     assert "bm25" in lines[0] and "sim" in lines[0] and not lines[0].startswith("nothing matched")
     nothing = cli("search", "zqxj vlorp quantum banana", "--project", project)
     assert nothing.stdout.startswith("nothing matched 'zqxj vlorp quantum banana' well; the closest guesses:")
@@ -387,7 +395,7 @@ def test_the_cli_talks_to_people(indexed, search: MemorySearch, tmp_path) -> Non
     assert as_json[0]["id"] == lines[0].split()[0] and as_json[0]["bm25"] > 0
 
     # show: the memory and every message of its turn, tool calls shown; JSON the same records.
-    [memory] = [r for r in search.index("rgb values in themes", k=5) if r.kind == "observation"][:1]
+    [memory] = [r for r in search.index("rgb values in themes", k=5, filters=OWN) if r.kind == "observation"][:1]
     turn = search.detail([memory.id])[0].source_turn
     shown = cli("show", memory.id)
     assert shown.returncode == 0 and f"source turn: {len(turn)} message(s)" in shown.stdout
