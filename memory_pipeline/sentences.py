@@ -12,6 +12,19 @@ import re
 # A full stop inside `util.ts`, `e.g. this` or `v1.2` does not end a sentence.
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s+[A-Z\"'(\[`*]|\s*$)")
 MORE = " […]"
+# A line a terminal or an editor wrapped: it ends mid-clause and the next one goes on in lower case, or with a
+# code span or a bracket ("…respect the `userMessageText`\n theme token for text color…").
+_WRAPPED = re.compile(r"(?<=[^\s.!?:;。！？])[ \t]*\n[ \t]*(?=[a-zß-ÿ`(])")
+_FENCE = "```"
+
+
+def unwrapped_lines(text: str) -> str:
+    """`text` with the line breaks a wrap put inside a sentence taken out, so a sentence read line by line is
+    read whole; code fences are left as they are (a command on the line after prose is not prose)."""
+    if _FENCE in text:
+        parts = text.split(_FENCE)
+        return _FENCE.join(unwrapped_lines(p) if i % 2 == 0 else p for i, p in enumerate(parts))
+    return _WRAPPED.sub(" ", text)
 
 
 def sentence_count(text: str) -> int:

@@ -28,7 +28,7 @@ from memory_pipeline.language.kinds import KIND_PRIORITY, Kind, kind_of
 from memory_pipeline.language.lexicon import DISCLOSURE, IDENTITY, MODAL_FIRST, NEGATION, RULE, is_question
 from memory_pipeline.language.topics import files_of, topics_of
 from memory_pipeline.language.words import STOP_WORDS, THIRD_PERSON, content_words, words
-from memory_pipeline.sentences import sentences
+from memory_pipeline.sentences import sentences, unwrapped_lines
 from memory_pipeline.sessions.envelope import strip_envelope
 from memory_pipeline.summarize.ideas import Drafted, Idea
 from memory_pipeline.summarize.knowledge import (
@@ -357,7 +357,7 @@ def facts_of(turn: TurnText, ideas: Sequence[Idea] = ()) -> list[Idea]:
     found: list[Idea] = []
     for role, said in (("user", strip_envelope(turn.user)), ("assistant", turn.assistant)):
         mine = 0
-        for line in said.splitlines():
+        for line in unwrapped_lines(said).splitlines():
             for sentence in sentences(_BULLET.sub("", line).replace("**", "")):
                 if mine >= FACTS_PER_SIDE or not _FACT_SHAPE.search(sentence) or len(sentence) > 300:
                     continue
@@ -423,7 +423,7 @@ def distinct(ideas: Sequence[Idea]) -> list[Idea]:
 
 # --- a person's remark, reworded from the turn's own words ---
 
-_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_BULLET = re.compile(r"^\s*(?:[-+]\s+\d+\s+)?(?:[-*+]|\d+[.)])\s+")
 # The share of a remark's content words the assistant's sentence must say again to be its echo.
 ECHO_AT = 0.6
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from memory_pipeline.language.kinds import Kind, kind_of
 from memory_pipeline.language.lexicon import FINDING, MODAL_FIRST, PLAN, is_question
 from memory_pipeline.language.words import CAUSE_FRAME, VALUES_FRAME
-from memory_pipeline.sentences import sentences
+from memory_pipeline.sentences import sentences, unwrapped_lines
 from memory_pipeline.sessions.envelope import strip_envelope
 
 # Media and attachment markers a chat bridge leaves in a message's text.
@@ -251,7 +251,7 @@ _SLASH = re.compile(r"^/[a-z][\w-]*")
 
 def said_sentences(text: str) -> list[str]:
     """A person's text in its sentences, a new one at every stop or line, capitalised or not ("…shit. how can we…")."""
-    return [part.strip() for part in _SENTENCE.split(text) if part and part.strip()]
+    return [part.strip() for part in _SENTENCE.split(unwrapped_lines(text)) if part and part.strip()]
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def _with_what_it_points_to(sentence: str, before: str, earlier: list[Piece]) ->
 
 def pieces_of(user_text: str) -> list[Piece]:
     """The rules, decisions and gotchas a person's message states, one piece each, in order."""
-    said = _MEDIA.sub(" ", strip_envelope(user_text)).strip()
+    said = unwrapped_lines(_MEDIA.sub(" ", strip_envelope(user_text)).strip())
     if not said or _SLASH.match(said):
         return []
     pieces: list[Piece] = []
@@ -355,7 +355,7 @@ def pieces_of(user_text: str) -> list[Piece]:
 def findings_of(assistant_text: str) -> list[Piece]:
     """Sentences of the assistant's that state a cause it found (not a plan, not a question)."""
     found = []
-    for sentence in _SENTENCE.split(strip_envelope(assistant_text)):
+    for sentence in _SENTENCE.split(unwrapped_lines(strip_envelope(assistant_text))):
         sentence = " ".join(sentence.split()).lstrip("-*# ").strip()
         if not FINDING.search(sentence) or is_question(sentence) or len(sentence) > 400:
             continue

@@ -9,7 +9,7 @@ import httpx
 import polars as pl
 import pytest
 
-from memory_pipeline.sentences import by_sentence, sentence_count
+from memory_pipeline.sentences import by_sentence, sentence_count, unwrapped_lines
 from memory_pipeline.sessions.messages import session_messages, to_frame
 from memory_pipeline.sessions.parse import parse_session
 from memory_pipeline.sessions.redact import Redactor
@@ -103,6 +103,41 @@ def test_a_stored_memory_is_knowledge_never_a_quote_or_an_envelope(summary: str,
 def test_tags_are_normalised() -> None:
     idea = Idea(summary="Tests run with pytest -x.", tags=["Testing", "py test", "Workflow_Rule"], priority="medium")
     assert idea.tags == ["testing", "py-test", "workflow-rule"]
+
+
+def test_a_wrapped_line_is_joined_and_a_line_that_ends_or_a_code_block_is_not() -> None:
+    # A pasted terminal diff (pi-mono-large-session L000968): its lines wrap mid-sentence.
+    pasted = (
+        "+ 8 - **User Message Text Color**: User messages now respect the `userMessageText`  \n"
+        " theme token for text color (in addition to the existing `userMessageBg`             \n"
+        " background).                                                                        \n"
+        " + 13 - **Component Invalidation**: `Text` component now properly implements         \n"
+        " `invalidate()` method, ensuring theme changes apply correctly."
+    )
+    lines = [line.rstrip() for line in unwrapped_lines(pasted).splitlines()]
+    assert lines[0].endswith("`userMessageText` theme token for text color (in addition to the existing "
+                             "`userMessageBg` background).")  # fmt: skip
+    assert lines[1].endswith("properly implements `invalidate()` method, ensuring theme changes apply correctly.")
+    assert unwrapped_lines("Run the tests:\nnpm test\nDone.\nnext") == "Run the tests:\nnpm test\nDone.\nnext"
+    fenced = "Then run\n```\nmake up\nmake test\n```\nand wait"
+    assert unwrapped_lines(fenced) == fenced  # a command on the line after prose is not prose
+    assert unwrapped_lines("Port 8080 is taken\nUse 8081") == "Port 8080 is taken\nUse 8081"
+
+
+def test_a_wrapped_fact_is_read_whole() -> None:
+    from memory_pipeline.summarize.compose import facts_of
+    from memory_pipeline.summarize.trust import TurnText
+
+    pasted = (
+        " + 9 - **Tool Title & Output Colors**: Tool execution boxes now use separate colors  \n"
+        " for titles (`toolTitle`) and output (`toolOutput`), replacing the unused `toolText` \n"
+        " token.                                                                              \n"
+    )
+    [fact] = facts_of(TurnText(user=pasted, assistant="", other=""))
+    assert fact.summary == (
+        "Tool Title & Output Colors: Tool execution boxes now use separate colors for titles (`toolTitle`) and "
+        "output (`toolOutput`), replacing the unused `toolText` token."
+    )
 
 
 def test_sentence_counting_ignores_file_names() -> None:
