@@ -7,8 +7,8 @@ into a tuning half and a held-out half. The product's own extraction runs on eac
 (prompt, schema, composition, trust review, faithfulness) and the path without the model (the person's pieces,
 the assistant's findings, facts by shape, the same checks), and `summarize.gate` decides what is kept. Each
 turn's candidates are cached in bench/.work/knowledge (by model and code), so the gate is trained on the tuning
-half (`--train`, which writes memory_pipeline/summarize/gate.json) and reported on the held-out half from one
-run of the model.
+halves (`python -m bench keep --gate`, which writes memory_pipeline/summarize/gate.json) and reported on the
+held-out half from one run of the model.
 
 A memory is *correct* when it holds a labelled piece of its turn: its embedding (the embedding server's) is at
 least `SAME_AT` close to the labelled statement, or it holds at least `WORDS_AT` of its content words and every
@@ -59,7 +59,6 @@ from memory_pipeline.summarize.extract import (
 from memory_pipeline.summarize.faithful import invented, unfaithful
 from memory_pipeline.summarize.ideas import Idea
 from memory_pipeline.summarize.knowledge import edited_files, findings_of, pieces_of, values_of
-from memory_pipeline.summarize.logistic import fit, probability
 from memory_pipeline.summarize.prompt import TurnMessage, turn_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -415,40 +414,6 @@ def reading(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) ->
     return rows
 
 
-def train_gate(turns: Sequence[dict], found: Sequence[Sequence[Idea]], verdicts) -> None:
-    """Fit the gate on the tuning half's candidates (a candidate is positive when it holds a labelled piece) and
-    choose its threshold there: the one with the best F1 (the higher on a tie). The held-out half is never read
-    here."""
-    rows, targets = [], []
-    for t, ideas, vs in zip(turns, found, verdicts, strict=True):
-        if t["split"] != "tune":
-            continue
-        text = turn_text(job_of(t).messages)
-        for idea, verdict in zip(ideas, vs, strict=True):
-            rows.append(gate.features(idea, text))
-            targets.append(int(verdict is not None))
-    weights = fit(rows, targets)
-    scores = [probability(weights, r) for r in rows]
-    positives = sum(targets)
-    best, best_f1 = 0.5, -1.0
-    for threshold in np.arange(0.05, 0.95, 0.025):
-        kept = [y for p, y in zip(scores, targets, strict=True) if p >= threshold]
-        hit = sum(kept)
-        precision, recall = (hit / len(kept) if kept else 0.0), (hit / positives if positives else 0.0)
-        f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
-        if f1 >= best_f1:
-            best, best_f1 = float(threshold), f1
-    gate.LEARNED.save(
-        weights,
-        round(best, 3),
-        {
-            "trained_on": f"{LABELS.name} tuning half, {len(rows)} candidates ({positives} positive)",
-            "labels_commit": _labels_commit(),
-        },  # fmt: skip
-    )
-    print(f"gate: {len(rows)} tuning candidates, {positives} positive, threshold {best:.3f}", flush=True)
-
-
 def _sources(turn: dict) -> dict[str, list[Idea]]:
     """The path without the model, by the source of each candidate (for the ablation)."""
     text = turn_text(job_of(turn).messages)
@@ -547,7 +512,6 @@ def main(argv: list[str]) -> None:
     turns = load_turns()
     if "--tune-only" in argv:  # while the code changes: the held-out half is read once, at the end
         turns = [t for t in turns if t["split"] == "tune"]
-    train = "--train" in argv
     rows: dict[str, dict[str, dict]] = {}
     listing: list[list[str]] = []
     runs = {}
@@ -555,8 +519,6 @@ def main(argv: list[str]) -> None:
         found, run = candidates(turns, with_model)
         runs[path] = run
         verdicts = judge(turns, found)
-        if train and with_model:
-            train_gate(turns, found, verdicts)
         kept = [
             gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
             for t, ideas in zip(turns, found, strict=True)
@@ -602,7 +564,7 @@ def main(argv: list[str]) -> None:
         ["", "memorable turns correct", "other turns with any", "precision", "facts"],
         ablation(turns, "tune" if "--tune-only" in argv else "held_out"),
     )
-    write_section("knowledge", "uv run python -m bench knowledge" + (" --train" if train else ""), body)
+    write_section("knowledge", "uv run python -m bench knowledge", body)
     print(body)
 
 

@@ -2,13 +2,14 @@
 
 Rules added one failing turn at a time do not generalise (48 patterns for 37 turns). What they tried to decide
 (is this candidate a piece of knowledge a person would keep, or a greeting prompt's sentence, the assistant
-describing itself, a plan, a one-off order?) is learned here from bench/labels/knowledge_turns.json: a logistic
+describing itself, a plan, a one-off order?) is learned here from both labelled sets of bench/labels: a logistic
 regression over a few plain features of the candidate and its turn (kind, who said it, whether it names
 something particular, negation, replacement, a lexicon marker, question, length, whether the assistant speaks
-of itself, whether the person's message addresses the agent as a prompt does). It is trained on the labels'
-tuning half by `python -m bench knowledge --train`, which writes `gate.json` beside this file (weights, the
-threshold chosen on the tuning half, the labels' commit); its figure is the held-out half's, in
-bench/results.md. It judges facts only (see `keeps`). Without a `gate.json` every candidate is kept.
+of itself, whether the person's message addresses the agent as a prompt does). It is trained on the facts of
+both sets' tuning halves by `python -m bench keep --gate`, which writes `gate.json` beside this file (weights,
+the regularisation and threshold chosen on the tuning halves by cross-validation by turn, the labels'
+commits); its figure is set B's held-out half's, in bench/results.md. It judges facts only (see `keeps`).
+Without a `gate.json` every candidate is kept.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def keeps(idea: Idea, turn: TurnText) -> bool:
     """Whether to store `idea`. A fact is judged here, by the weights of `gate.json` (the sources that find facts
     by shape, `facts_of` and `disclosed`, are the noisy ones); every other kind by the keep filter
     (`summarize.keep`, its own features and `keep.json`, trained on both labelled sets' tuning halves). Over every
-    candidate, trained on the nine positives of set A's tuning half, this gate's features also dropped a
-    person's plain rules ("Always use pnpm, never npm."): they name the kind and the speaker, the keep filter's
-    do not. Neither keeps a memory that does not stand alone (`keep.stands_alone`)."""
+    candidate, trained on set A's tuning half alone, this gate's features also dropped a person's plain rules
+    ("Always use pnpm, never npm."): they name the kind and the speaker, the keep filter's do not.
+    Neither keeps a memory that does not stand alone (`keep.stands_alone`)."""
     if not keep_filter.stands_alone(idea):
         return False
     if idea.kind is Kind.FACT:
