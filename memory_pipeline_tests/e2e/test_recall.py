@@ -195,9 +195,9 @@ def test_a_time_named_in_an_old_history_is_read_in_its_own_time(search: MemorySe
 
 
 def test_filters_narrow_the_results(search: MemorySearch) -> None:
-    summaries = search.index("themes crash", k=10, filters=Filters(kind=("summary",)))
+    summaries = search.index("themes crash", k=10, filters=Filters(project=PROJECT, kind=("summary",)))
     assert summaries and {r.kind for r in summaries} == {"summary"}
-    high = search.index("themes", k=10, filters=Filters(priority=("high",)))
+    high = search.index("themes", k=10, filters=Filters(project=PROJECT, priority=("high",)))
     assert high and {r.priority for r in high} == {"high"}
     assert search.index("themes", k=10, filters=Filters(project="/nowhere")) == []
     late = search.index("themes", k=10, filters=Filters(since="2025-11-21T02:00:00Z", kind=("observation",)))
@@ -205,11 +205,12 @@ def test_filters_narrow_the_results(search: MemorySearch) -> None:
 
 
 def test_timeline_and_detail_layers(search: MemorySearch) -> None:
-    anchor = search.index("file watcher reloads custom themes", k=1, filters=Filters(kind=("observation",)))[0]
+    own_observations = Filters(project=PROJECT, kind=("observation",))
+    anchor = search.index("file watcher reloads custom themes", k=1, filters=own_observations)[0]
     around = search.timeline(anchor.id, window=2)
     assert anchor.id in [r.id for r in around] and len(around) == 5
     assert [r.time for r in around] == sorted(r.time for r in around)
-    by_query = search.timeline("file watcher reloads custom themes", window=1)
+    by_query = search.timeline("file watcher reloads custom themes", window=1, filters=OWN)
     assert len(by_query) == 3
     [record] = search.detail([anchor.id])
     assert record.id == anchor.id and record.source_turn
@@ -217,10 +218,12 @@ def test_timeline_and_detail_layers(search: MemorySearch) -> None:
 
 
 def test_briefing_stays_within_its_token_budget(search: MemorySearch) -> None:
-    text = build_briefing(search, "I want to add a new colour theme to pi", token_budget=200).markdown
+    text = build_briefing(search, "I want to add a new colour theme to pi", token_budget=200, project=PROJECT).markdown
     assert text.startswith("## Memory from earlier sessions") and tokens(text) <= 200
     assert "id `" in text
-    bigger = build_briefing(search, "I want to add a new colour theme to pi", token_budget=1000).markdown
+    bigger = build_briefing(
+        search, "I want to add a new colour theme to pi", token_budget=1000, project=PROJECT
+    ).markdown
     assert tokens(bigger) <= 1000 and bigger.count("\n- ") > text.count("\n- ")
     # The weightier lines first, and no more than six low-priority ones (issue 31: no padding).
     assert "**high**" in bigger and bigger.count("**low**") <= 6
