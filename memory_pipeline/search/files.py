@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
 from memory_pipeline.language.topics import files_of
-
-if TYPE_CHECKING:  # the engine imports these rules; a row is only read here
-    from memory_pipeline.search.models import Row
+from memory_pipeline.search.models import Row
 
 # Tails kept of a path: `a/b/c/d/e.ts` is named at most by its last four segments.
 MAX_SEGMENTS = 4
@@ -27,6 +24,15 @@ FILE_RECALL_MAX = 5
 _ORDER = {"gotcha": 0, "rule": 1, "decision": 2, "fact": 3, "task": 4}
 _NOTE, _FAILURE = 5, 6
 FAILED = "Failed:"  # an observation's part that quotes its turn's first failure (recall/observations.py)
+
+
+def as_failure(row: Row) -> Row:
+    """An earlier turn's observation shown from the failure it quotes on ("Failed: … Outcome: …"): what a
+    reader meeting the same failure needs (what failed and what was found or done), without the request and
+    the tools before it, so the outcome's fix fits the line. Any other row as it is."""
+    if row.kind != "observation" or FAILED not in row.summary:
+        return row
+    return row.model_copy(update={"summary": FAILED + row.summary.split(FAILED, 1)[1]})
 
 
 def file_names(path: str, project: str | None = None) -> list[str]:

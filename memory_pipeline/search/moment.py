@@ -36,7 +36,7 @@ from memory_pipeline.search.briefing import (
 )
 from memory_pipeline.search.consolidate import folded
 from memory_pipeline.search.engine import MemorySearch
-from memory_pipeline.search.files import FAILED, FILE_RECALL_K, file_names
+from memory_pipeline.search.files import FAILED, FILE_RECALL_K, as_failure, file_names
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.search.render import file_text
 from memory_pipeline.stores.injections import Event, InjectedLine, Injection, InjectionLedger
@@ -102,7 +102,7 @@ def error_parts(search: MemorySearch, command: str, project: str | None) -> Part
     except (TransportConnectionError, ConnectionTimeout) as exc:
         return Parts([], "", exc)
     known = [r for r in rows if r.strong and _current(r) and _about_failure(r)]
-    return Parts([("command", [(memory_line(r), r.id) for r in folded(known)])])
+    return Parts([("command", [(memory_line(as_failure(r)), r.id) for r in folded(known)])])
 
 
 def _current(row: Row) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from memory_pipeline.search.consolidate import interval
+from memory_pipeline.search.files import as_failure
 from memory_pipeline.search.models import Detail, Row, TurnMessage
 
 MESSAGE_CHARS = 1500  # a message's shown length unless the whole turn is asked for
@@ -75,7 +76,8 @@ def file_text(rows: list[Row], name: str) -> str:
     header = FILE_MARK.format(name=name) + " earlier sessions recorded (memory_show <id> for the turn):"
     label = {"observation": "failure"}  # an observation is shown here for the failure it quotes
     lines = [
-        f"- {r.knowledge or label.get(r.kind, r.kind)} {r.id} ({r.time[:10] or 'undated'}): {r.one_line}" for r in rows
+        f"- {r.knowledge or label.get(r.kind, r.kind)} {r.id} ({r.time[:10] or 'undated'}): {as_failure(r).one_line}"
+        for r in rows
     ]
     return "\n".join([header, *lines])
 

@@ -3,7 +3,7 @@ the Elasticsearch query and the pi extension are tested end to end in e2e/test_f
 
 from __future__ import annotations
 
-from memory_pipeline.search.files import concerns, file_names, for_file
+from memory_pipeline.search.files import as_failure, concerns, file_names, for_file
 from memory_pipeline.search.models import Row
 from memory_pipeline.search.render import FILE_MARK, file_text
 
@@ -82,3 +82,19 @@ def test_the_reminder_is_marked_whole_and_cites_ids() -> None:
     assert lines[0].startswith("- gotcha m1 (2026-03-01): Colour values") and lines[1].startswith("- failure o1 ")
     assert lines[0].endswith("triples. […]") and len(lines[0]) < 360  # whole sentences, marked when cut
     assert file_text([], NAMES[0]) == ""
+
+
+def test_an_observation_is_shown_from_the_failure_it_met_so_its_fix_fits_the_line() -> None:
+    summary = (
+        "Asked: the routes tests fail, can you look? Tools: bash. Failed: FAILED: permission denied: "
+        "/var/cache/routes Outcome: Found it: the routes cache folder defaults to a system path. The fix: point "
+        "`ROUTES_CACHE_DIR` at a folder under `.cache/` before running them; the suite passes now."
+    )
+    observed = _row("obs_1", kind="observation", summary=summary)
+    assert "ROUTES_CACHE_DIR" not in observed.one_line  # whole, it is cut before the fix
+    shown = as_failure(observed)
+    assert shown.summary.startswith("Failed: FAILED: permission denied") and "ROUTES_CACHE_DIR" in shown.one_line
+    assert "ROUTES_CACHE_DIR" in file_text([observed], "routes.go")
+    quiet = _row("obs_2", kind="observation", summary="Asked: add a test Outcome: Added it.")
+    rule = _row("m1", knowledge="rule", summary="Failed: is no prefix of a rule's text.")
+    assert as_failure(quiet) == quiet and as_failure(rule) == rule
