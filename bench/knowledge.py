@@ -66,7 +66,11 @@ LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
 # Set B (`--labels=b`): 166 more real turns, labelled blind after set A's held-out half had been read while the
 # code changed, with a person's preferences in many forms; a clean held-out half. Its messages name a tool
 # result's role "tool" and its tool "name".
-LABEL_SETS = {"a": LABELS, "b": LABELS.with_name("knowledge_turns_b.json")}
+LABEL_SETS = {
+    "a": LABELS,
+    "b": LABELS.with_name("knowledge_turns_b.json"),
+    "c": LABELS.with_name("knowledge_turns_c.json"),
+}
 WORK = ROOT / "bench" / ".work" / "knowledge"
 ANSWERS = ROOT / "bench" / ".work" / "answers"  # bench.answers.CachedChat's, shared with bench faithful
 MAX_OUTPUT_TOKENS = 512
@@ -611,7 +615,7 @@ def ceiling(turns: Sequence[dict]) -> str:
 def main_other_set(labels: Path, argv: list[str]) -> None:
     """Another frozen set (`--labels=b`): each half, the path without the model and (unless `--no-model`) the
     embedded model's gated memories, as the pipeline stores them; the held-out memories listed to be read. The
-    gate is never trained here: set A's tuning half trained it."""
+    filters are never trained here (`bench keep`)."""
     turns = load_turns(labels)
     if "--fill-answers" in argv:
         fill_answers(turns)
@@ -655,7 +659,8 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
         )
         body += table(["turn", "labelled", "stored"], [r for r in listing if r[1] != "(nothing)" or r[2] != "(none)"])
     flags = [a for a in ("--no-model", "--held-out-only") if a in argv]
-    command = " ".join(["uv run python -m bench knowledge --labels=b", *flags])
+    name = next(k for k, path in LABEL_SETS.items() if path == labels)
+    command = " ".join([f"uv run python -m bench knowledge --labels={name}", *flags])
     write_section(f"knowledge ({labels.stem})", command, body)
     print(body)
 
