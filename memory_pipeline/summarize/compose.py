@@ -343,9 +343,12 @@ def missed_pieces(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     return added
 
 
-# What a fact looks like: a command or code in backticks, a URL, a port, a path, an email address.
+# What a fact looks like: a command or code in backticks, a URL, a port, a path, an email address, or a dotted
+# name of three parts or more (a queue `ledger.audits.updates`, a host `slate.thisness.us`, a setting
+# `channels.telegram.proxy`).
 _FACT_SHAPE = re.compile(
     r"`[^`]{2,}`|https?://\S+|\bport\s+\d{2,5}\b|(?<=[a-z]):\d{2,5}\b|(?<![\w.])(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w.+-]+@[\w-]+\.\w+"
+    r"|(?<![\w.])[a-z][\w-]*(?:\.[a-z][\w-]*){2,}\b"
 )
 FACTS_PER_SIDE = 3
 

@@ -116,3 +116,10 @@ def test_a_statement_cut_mid_sentence_or_mid_list_is_no_memory(text: str) -> Non
 
 def test_a_statement_ending_on_a_word_that_can_end_one_is_whole() -> None:
     assert make_idea(Kind.RULE, "Use pnpm for this.", "use pnpm for this", "user") is not None
+
+
+def test_a_dotted_name_of_three_parts_is_a_facts_shape_and_an_abbreviation_is_not() -> None:
+    [fact] = facts_of(TurnText(user="the queue is ledger.audits.updates", assistant="Right, fixed that.", other=""))
+    assert fact.summary == "The queue is ledger.audits.updates." and fact.evidence_role == "user"
+    said = "We tried it, e.g. with version 1.2.3 and it was fine."
+    assert facts_of(TurnText(user=said, assistant="", other="")) == []
