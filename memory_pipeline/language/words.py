@@ -56,6 +56,9 @@ ENDS_OPEN = frozenset(
     """a an the to of and or but nor with for in on at by from into onto than that is are be if as because although
     unless whether while like including such e.g i.e via per my your our their""".split()  # noqa: SIM905
 )
+# After one of these, a last "that" or "this" is the thing pointed at, and the sentence is whole ("don't read env
+# vars for that."), not a clause left open ("…so that.").
+CLOSES_POINTER = frozenset("to of with for in on at by from into onto than like about after before without".split())  # noqa: SIM905
 
 # A person's words about themselves, said of them for a reader who is not them ("I work for" -> "The person works
 # for"): the openings of a first-person statement and what they become; the rest of the sentence is kept.

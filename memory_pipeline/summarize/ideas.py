@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
 from memory_pipeline.language.kinds import Kind
-from memory_pipeline.language.words import ENDS_OPEN, words
+from memory_pipeline.language.words import CLOSES_POINTER, ENDS_OPEN, words
 from memory_pipeline.sentences import sentence_count
 
 # Bump when the prompt, the schema or the composition of what is stored from the answer changes (compose.py,
@@ -90,8 +90,9 @@ def _whole(text: str) -> str:
     what follows, `language.words.ENDS_OPEN`: "…help you with tasks like."), no list left open ("…these:")."""
     if text.count("`") % 2 or text.count("(") != text.count(")") or text.count('"') % 2:
         raise ValueError("a statement cut short: a code span, bracket or quote left open")
-    last = words(text.rstrip().rstrip(".!"))[-1:]
-    if (last and last[0] in ENDS_OPEN) or re.search(r"[:,;]\s*[.!]?$", text.rstrip()):
+    tail = words(text.rstrip().rstrip(".!"))[-2:]
+    pointed = len(tail) == 2 and tail[1] in ("that", "this") and tail[0] in CLOSES_POINTER
+    if (tail and tail[-1] in ENDS_OPEN and not pointed) or re.search(r"[:,;]\s*[.!]?$", text.rstrip()):
         raise ValueError("a statement cut short: it stops mid-sentence")
     return text
 

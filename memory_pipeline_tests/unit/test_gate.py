@@ -108,7 +108,14 @@ def test_self_descriptions_and_questions_make_no_decision(kind: str, evidence: s
 
 
 @pytest.mark.parametrize(
-    "text", ["I'm here to help you with tasks like.", "The steps are:", "You may need to.", "It uses the"]
+    "text",
+    [
+        "I'm here to help you with tasks like.",
+        "The steps are:",
+        "You may need to.",
+        "It uses the",
+        "We did it so that.",
+    ],
 )
 def test_a_statement_cut_mid_sentence_or_mid_list_is_no_memory(text: str) -> None:
     assert make_idea(Kind.FACT, text, text, "assistant") is None
@@ -116,6 +123,9 @@ def test_a_statement_cut_mid_sentence_or_mid_list_is_no_memory(text: str) -> Non
 
 def test_a_statement_ending_on_a_word_that_can_end_one_is_whole() -> None:
     assert make_idea(Kind.RULE, "Use pnpm for this.", "use pnpm for this", "user") is not None
+    # "that" after a preposition is the thing pointed at, not a clause left open.
+    flags = "Feature flags for fuel go through `flags.fuel_enabled`, don't read env vars for that."
+    assert make_idea(Kind.RULE, flags, flags, "user") is not None
 
 
 def test_a_dotted_name_of_three_parts_is_a_facts_shape_and_an_abbreviation_is_not() -> None:
