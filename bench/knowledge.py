@@ -65,7 +65,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = Path(__file__).with_name("labels") / "knowledge_turns.json"
 # Set B (`--labels=b`): 166 more real turns, labelled blind after set A's held-out half had been read while the
 # code changed, with a person's preferences in many forms; a clean held-out half. Its messages name a tool
-# result's role "tool" and its tool "name".
+# result's role "tool" and its tool "name". Set C (`--labels=c`): 154 real turns of three people neither set holds,
+# labelled blind, never trained on (`bench.keep.TRAINING_SETS`): both its halves are histories nobody tuned for.
 LABEL_SETS = {
     "a": LABELS,
     "b": LABELS.with_name("knowledge_turns_b.json"),
