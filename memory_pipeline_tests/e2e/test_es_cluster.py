@@ -10,6 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from dagster import materialize
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch
 
 from memory_pipeline.assets import ingest
 from memory_pipeline.partitions import instance_with_days
@@ -33,6 +35,25 @@ def expected_ids(corpus: Path) -> set[str]:
     """The id of every message document the corpus should give, from the pure parser alone."""
     frames = [to_frame(session_messages(parse_session(p), Redactor(), "x")[0]) for p in sorted(corpus.rglob("*.jsonl"))]
     return set(pl.concat(frames).filter(pl.col("doc_id").is_not_null())["doc_id"])
+
+
+def settle(client: Elasticsearch, timeout: float = 120) -> None:
+    """Wait until the two nodes left have noticed the third is gone and hold every primary again.
+
+    When the killed node was the elected master, the others answer 503 (no master) until one of them is elected,
+    and a read in that window fails on every node (CI saw `_refresh` fail that way). A person's read would be tried
+    again; the test waits for what the cluster says, not a fixed time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            health = client.cluster.health(wait_for_nodes="2", wait_for_status="yellow", timeout="10s")
+            if not health["timed_out"]:
+                return
+        except (TransportError, ApiError):
+            pass
+        assert time.monotonic() < deadline, "the two nodes left never settled"
+        time.sleep(1)
 
 
 def test_a_node_killed_mid_bulk_loses_and_duplicates_nothing(local_runtime: Settings, tmp_path: Path) -> None:
@@ -95,6 +116,7 @@ def test_a_node_killed_mid_bulk_loses_and_duplicates_nothing(local_runtime: Sett
             assert result.success, "the ingest failed when one node of three died"
             assert all(c.passed for c in result.get_asset_check_evaluations())
 
+            settle(client)
             client.indices.refresh(index=RAW_INDEX)
             stored = stored_hashes(client, RAW_INDEX, {"match_all": {}})
             assert client.count(index=RAW_INDEX)["count"] == len(wanted), "lost or duplicated documents"
