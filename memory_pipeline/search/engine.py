@@ -38,8 +38,6 @@ from memory_pipeline.stores.embeddings import EmbeddingsClient
 from memory_pipeline.stores.folders import unconfigured_sessions
 from memory_pipeline.stores.followthrough_store import counters, demoted_ids, restated_ids
 from memory_pipeline.stores.indices import (
-    NOTES_INDEX,
-    OBSERVATION_INDEX,
     RAW_INDEX,
     REFLECTION_INDEX,
     SEARCH_INDICES,
@@ -374,25 +372,12 @@ class MemorySearch:
 
     def about_file(self, path: str, filters: Filters = Filters(), k: int = file_rules.FILE_RECALL_K) -> list[Row]:
         """The memories that concern the file at `path` (a gotcha, a rule, a decision, a note or a failure that
-        names it; see search/files.py), at most `k`, the most useful first."""
+        names it, then a rule, gotcha or decision about its component; see search/files.py), at most `k`, the
+        most useful first."""
         names = file_rules.file_names(path, filters.project)
         if not names:
             return []
-        # Candidates: memories whose files hold one of the names; notes and failed turns whose text has the
-        # bare name (the rules then read which file their text really names).
-        named = [
-            {"bool": {"filter": [{"term": {"_index": SUMMARY_INDEX}}, {"terms": {"files": names}}]}},
-            {"bool": {"filter": [{"term": {"_index": NOTES_INDEX}}, {"match_phrase": {"summary": names[-1]}}]}},
-            {
-                "bool": {
-                    "filter": [
-                        {"term": {"_index": OBSERVATION_INDEX}},
-                        {"match_phrase": {"summary": names[-1]}},
-                        {"match_phrase": {"summary": file_rules.FAILED}},
-                    ]
-                }
-            },
-        ]
+        parts = file_rules.components(names) if filters.project else []  # another project's `alerts` is not ours
         indices = self._existing(filters.indices())
         if not indices:
             return []
@@ -401,7 +386,13 @@ class MemorySearch:
             size=100,
             source=[*_SOURCE, "files"],
             sort=[{"established_at": "desc"}],
-            query={"bool": {"filter": filters.clauses(), "should": named, "minimum_should_match": 1}},
+            query={
+                "bool": {
+                    "filter": filters.clauses(),
+                    "should": file_rules.candidates(names, parts),
+                    "minimum_should_match": 1,
+                }
+            },
         )["hits"]["hits"]
         rows = [(row_of(h), h["_source"].get("files") or []) for h in hits]
         return file_rules.for_file(rows, names, k)
