@@ -58,6 +58,13 @@ PARTICULAR = re.compile(
     r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*(?:[\w-]*\w)?|\b\w+[._-]\w[\w.-]*"
     r"|\b[a-z]+[A-Z]\w*"
 )
+
+
+def particulars(text: str) -> list[str]:
+    """The particulars `text` names (`PARTICULAR`), without the marks around them (`` `pnpm` `` -> pnpm)."""
+    return [p.strip("`.,;:") for p in PARTICULAR.findall(text) if p.strip("`.,;:")]
+
+
 # The words a negation reaches: up to the end of its clause.
 CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
 # A person correcting what was said or done: the openings and words of "no, that's wrong, we moved to …".

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from memory_pipeline.language.lexicon import particulars
 from memory_pipeline.language.words import content_words
 from memory_pipeline.reflect.similarity import cosine_matrix
 from memory_pipeline.search.models import Row
@@ -43,11 +44,27 @@ def same_knowledge(a: str, b: str) -> bool:
     return _same(_words(a), _words(b))
 
 
+def _particulars(text: str) -> set[str]:
+    return {p.lower() for p in particulars(text)}
+
+
+def apart(a: str, b: str) -> bool:
+    """Whether two memories name different particulars, each one the other does not: the same trap met in two
+    parts of a project (`src/pilots` and `PILOTS_FAKE_CLOCK=1`, `src/tariffs` and `TARIFFS_FAKE_CLOCK=1`) is two
+    pieces of knowledge however alike their words and vectors. A restatement may add one (a port said again with
+    its config file) or leave them out."""
+    pa, pb = _particulars(a), _particulars(b)
+    return bool(pa - pb) and bool(pb - pa)
+
+
 def restates(a: Row, b: Row, vectors: Mapping[str, Sequence[float]]) -> bool:
     """Whether `b` says again what `a` says: most of its words, or (a memory of the same kind) its meaning. A
-    replaced decision never restates a current one: what holds now and what held before stay apart; and a turn's
-    observation ("Asked: … Outcome: …", a record of a turn) never restates a memory or a note (knowledge)."""
+    replaced decision never restates a current one: what holds now and what held before stay apart; a turn's
+    observation ("Asked: … Outcome: …", a record of a turn) never restates a memory or a note (knowledge); and
+    two that name different particulars (`apart`) are two things alike."""
     if bool(a.superseded_by) != bool(b.superseded_by) or (a.kind == "observation") != (b.kind == "observation"):
+        return False
+    if apart(a.summary, b.summary):
         return False
     if same_knowledge(a.summary, b.summary):
         return True

@@ -21,6 +21,7 @@ from pathlib import Path
 from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout
 
+from memory_pipeline.language.lexicon import particulars
 from memory_pipeline.language.words import content_words
 from memory_pipeline.search.briefing import (
     Briefing,
@@ -102,7 +103,17 @@ def error_parts(search: MemorySearch, command: str, project: str | None) -> Part
     except (TransportConnectionError, ConnectionTimeout) as exc:
         return Parts([], "", exc)
     known = [r for r in rows if r.strong and _current(r) and _about_failure(r)]
-    return Parts([("command", [(memory_line(as_failure(r)), r.id) for r in folded(known)])])
+    return Parts(
+        [("command", [(memory_line(as_failure(r)), r.id) for r in folded(same_command_first(known, command))])]
+    )
+
+
+def same_command_first(rows: list[Row], command: str) -> list[Row]:
+    """`rows` with those that name more of the failing command's particulars first (its path, its values), in
+    their order otherwise: the same error met by `pnpm vitest run src/pilots` is a trap of another part of the
+    project than `pnpm vitest run src/tariffs`'s, however alike the two memories read."""
+    named = {p.lower() for p in particulars(command)}
+    return sorted(rows, key=lambda r: -sum(p in r.summary.lower() for p in named))
 
 
 def _current(row: Row) -> bool:

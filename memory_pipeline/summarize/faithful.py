@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from memory_pipeline.language.lexicon import CLAUSE_END, NEGATION, PARTICULAR, RULE, replacement
+from memory_pipeline.language.lexicon import CLAUSE_END, NEGATION, RULE, particulars, replacement
 from memory_pipeline.language.words import (
     CAUSE_FRAME,
     DETERMINERS,
@@ -76,10 +76,6 @@ def _same(a: str, b: str) -> bool:
     return bool(short) and re.search(rf"(?<![\w-]){re.escape(short)}(?![\w-])", long, re.I) is not None
 
 
-def _particulars(text: str) -> list[str]:
-    return [p.strip("`.,;:") for p in PARTICULAR.findall(text) if p.strip("`.,;:")]
-
-
 def _folded(text: str) -> str:
     return " ".join(words(text))
 
@@ -89,7 +85,7 @@ def invented(statement: str, source: str) -> list[str]:
     folded = _folded(source)
     # A file is named by its path's last part as often as by the path ("`dark.json`" of ".../theme/dark.json").
     have = f" {folded} {' '.join(word.rsplit('/', 1)[-1] for word in folded.split() if '/' in word)} "
-    return [p for p in _particulars(statement) if f" {_folded(p)} " not in have]
+    return [p for p in particulars(statement) if f" {_folded(p)} " not in have]
 
 
 def unfaithful(statement: str, evidence: str, turn: str = "") -> str:

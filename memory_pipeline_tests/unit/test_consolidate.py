@@ -106,3 +106,16 @@ def test_paraphrases_of_one_kind_fold_by_their_vectors() -> None:
     assert [r.said_in for r in folded([a, b], vectors={"m1": [1.0, 0.0], "m2": near})] == [2]
     assert len(folded([a, b], vectors={"m1": [1.0, 0.0], "m2": far})) == 2
     assert len(folded([a, c], vectors={"m1": [1.0, 0.0], "m3": near})) == 2  # a rule and a decision stay apart
+
+
+def test_the_same_trap_in_two_parts_of_a_project_is_two_memories() -> None:
+    said = '`pnpm vitest run src/{c}` fails with "expected 2024-03-31": set `{C}_FAKE_CLOCK=1` for the frozen clock.'
+    pilots = _row("m1", said.format(c="pilots", C="PILOTS"), "s1", knowledge="gotcha")
+    tariffs = _row("m2", said.format(c="tariffs", C="TARIFFS"), "s2", knowledge="gotcha")
+    assert same_knowledge(pilots.summary, tariffs.summary)  # alike in words, and in their vectors below
+    assert len(folded([pilots, tariffs], vectors={"m1": [1.0, 0.0], "m2": [1.0, 0.0]})) == 2
+    # Said again with one more particular, or with none, it is the same knowledge.
+    port = _row("m3", "The staging database listens on port 6543.", "s1", knowledge="fact")
+    again = _row("m4", "The staging database listens on port 6543 (`db.yaml`).", "s2", knowledge="fact")
+    plain = _row("m5", "The staging database listens on port 6543!", "s3", knowledge="fact")
+    assert [r.said_in for r in folded([port, again, plain])] == [3]

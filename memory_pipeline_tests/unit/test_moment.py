@@ -11,7 +11,15 @@ import pytest
 from memory_pipeline.reflect.workspace import ensure_project_dir
 from memory_pipeline.search.briefing import HEADER, Parts, line_key, tokens
 from memory_pipeline.search.models import Filters, Row
-from memory_pipeline.search.moment import PROMPT_HEADER, Moment, choose, raised_first, recall, start_parts
+from memory_pipeline.search.moment import (
+    PROMPT_HEADER,
+    Moment,
+    choose,
+    raised_first,
+    recall,
+    same_command_first,
+    start_parts,
+)
 from memory_pipeline.service.hooks.claude_code import HookPayload, context_output, moment_of, parse
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.injections import InjectedLine, Injection, InjectionLedger
@@ -279,3 +287,13 @@ def test_a_files_reminder_is_given_once_per_session_as_the_ledger_tells_a_hook(t
         ("file", "claude-code", "/work/shop/src/theme.ts", ["f9"])
     ]
     assert history.answered("file") == {"/work/shop/src/theme.ts"} and history.answered("error") == set()
+
+
+def test_a_failing_command_is_given_the_trap_of_its_own_part_first() -> None:
+    said = '`pnpm vitest run src/{c}` fails with "expected 2024-03-31, got 2024-04-01": set `{C}_FAKE_CLOCK=1`.'
+    pilots = _row("g1", "medium", said.format(c="pilots", C="PILOTS"), knowledge="gotcha")
+    tariffs = _row("g2", "medium", said.format(c="tariffs", C="TARIFFS"), knowledge="gotcha")
+    other = _row("g3", "medium", "Golden files are regenerated with `UPDATE_GOLDEN=1`.", knowledge="gotcha")
+    command = "pnpm vitest run src/tariffs\nFAILED: assertion failed: expected 2024-03-31, got 2024-04-01"
+    assert [r.id for r in same_command_first([pilots, other, tariffs], command)] == ["g2", "g1", "g3"]
+    assert [r.id for r in same_command_first([pilots, other], "make build")] == ["g1", "g3"]  # order kept
