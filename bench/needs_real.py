@@ -11,8 +11,11 @@ the repository: PATH holds them, each checked against its sha256 in the labels. 
 years (every `timestamp`), so their days are their own in the shared indices, then go through the LLM-free
 assets in one range run; each later session is replayed against the store as of its first timestamp
 (`bench.needs.AsOf`), its prompts in order up to the last one that carries a need, through each delivery:
-the Claude Code hooks as they are today (SessionStart, every prompt), the pi extension's (the briefing at
-the first prompt), and the baseline (the project's last user messages at the first prompt). A need is met
+the product's (the memory service's `POST /api/v1/recall`, which pi's extension and Claude Code's hooks call:
+the start, every prompt, served in this process by `bench.needs_served.ServedHere`), the two deliveries as
+issue 46 found them (Claude Code's hooks briefing for the words "(no prompt)" at the start and for every
+prompt; pi's briefing at the first prompt), and the baseline (the project's last user messages at the first
+prompt). A need is met
 when a line delivered at or before the prompt where the person had to say it names it. Why a need was
 missed: in the project's store but not delivered (selection), only in another working folder's (a
 project-scoped delivery cannot see it), or nowhere in the store as of then (extraction).
@@ -25,10 +28,12 @@ import json
 import re
 import tempfile
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.needs import claude_code_today, today
+from bench.needs_served import ServedHere
 from bench.results_file import table, write_section
 from memory_pipeline.search.briefing import tokens
 from memory_pipeline.search.engine import MemorySearch
@@ -96,9 +101,13 @@ def last_messages(search: MemorySearch, settings: Settings) -> Callable[[RecallE
     return deliver
 
 
+# The product's delivery (the service's `POST /api/v1/recall`, which pi's extension and Claude Code's hooks both
+# call: the start's briefing, every prompt, never a line given before), then the deliveries as issue 46 found
+# them, then the baseline.
+PRODUCT = "memory service (POST /api/v1/recall: start + every prompt)"
 DELIVERIES: dict[str, DeliveryMaker] = {
-    "Claude Code hooks today (start + every prompt)": claude_code_today,
-    "pi extension today (first prompt)": today,
+    "Claude Code hooks as filed (briefing for '(no prompt)', then every prompt)": claude_code_today,
+    "pi extension as filed (first prompt)": today,
     "baseline (last user messages)": last_messages,
 }
 
@@ -115,9 +124,10 @@ def main(argv: list[str]) -> None:
         settings = isolated_settings(base, Path(tmp), claude_projects_dir=folder)
         days = recall_history(settings)
         print(f"  {len(days)} days of the real history ingested", flush=True)
-        with open_search(settings) as search:
+        served = ServedHere()
+        with open_search(settings) as search, closing(served):
             verdicts: dict[tuple[str, str], dict[str, bool]] = {}
-            for name, make in DELIVERIES.items():
+            for name, make in {PRODUCT: served, **DELIVERIES}.items():
                 met = needs = used_tokens = 0
                 for session in sessions:
                     view = AsOf(search, just_before(session["day"]))
