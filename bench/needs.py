@@ -41,7 +41,8 @@ Measured per row, over the later sessions:
 Rows: `baseline` (the project's last user messages, newest first, at the first prompt, within the
 budget), `ceiling` (every labelled piece written as a perfect memory on the day it was planted, a replaced one
 marked superseded, beside the LLM-free run's observations: the same delivery selects), `llm-free` (ingest,
-observations, embeddings), `embedded model` (the whole daily job with the chat model; only with --model).
+observations, embeddings), `embedded model` (the whole daily job with the chat model, a day at a time, each
+later session replayed before its day; only with --model, through the endpoint with --serve).
 """
 
 from __future__ import annotations
@@ -400,8 +401,9 @@ def main(argv: list[str]) -> None:
                 rows.append(run_pipeline(base, truth, sessions, f"llm-free{n}", RECALL_ASSETS, maker, False))
         else:
             rows += run_history(base, truth, sessions, makers)
-        if "--model" in argv:
-            rows.append(run_pipeline(base, truth, sessions, "embedded model", LOCAL_MODEL, make, False))
+        if "--model" in argv:  # through the endpoint when it is served: the product's delivery, as the ceiling's row
+            name, maker = ("embedded model, endpoint", served) if served is not None else ("embedded model", make)
+            rows.append(run_pipeline(base, truth, sessions, name, LOCAL_MODEL, maker, False))
     finally:
         if served is not None:
             served.close()
