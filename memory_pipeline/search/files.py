@@ -137,7 +137,7 @@ def for_file(rows: Sequence[tuple[Row, Sequence[str]]], names: Sequence[str], k:
     learnt: set[tuple[str, str]] = set()
     parts = components(names)
     ordered = sorted(rows, key=lambda pair: pair[0].time, reverse=True)
-    named = [(0, pair) for pair in ordered if concerns(pair[0], pair[1], names)]
+    named = [(0, pair) for pair in ordered if concerns(*pair, names)]
     named += [(1, pair) for pair in ordered if not concerns(*pair, names) and names_component(pair[0], parts)]
     for _, (row, _files) in sorted(named, key=lambda item: (item[0], _rank(item[1][0]))):
         turn = (row.session_id, row.turn_id)
