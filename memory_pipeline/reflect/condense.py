@@ -33,6 +33,7 @@ from memory_pipeline.language.lexicon import replacement
 from memory_pipeline.language.topics import TOPICS
 from memory_pipeline.language.words import content_words
 from memory_pipeline.reflect.models import PRIORITY_RANK, section_for
+from memory_pipeline.reflect.replacing import named_verdict, wants
 from memory_pipeline.reflect.similarity import centroid, clusters, cosine_matrix
 from memory_pipeline.sentences import by_sentence, sentence_count
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
@@ -209,7 +210,15 @@ class Condenser:
 
         A yes/no question is answered "yes" almost always by a small model; naming the subject and both choices
         is something it does well, and whether the choices differ (and are really in the notes) is then checked
-        here (chosen on bench/labels/supersession_pairs.json, which the corpus does not contain)."""
+        here (chosen on bench/labels/supersession_pairs.json, which the corpus does not contain). A newer note
+        that names its replacement and subject is read as the fast path reads it (`replacing.named_verdict`),
+        without the model: "moving the HTTP client in invoices from urllib3 to aiohttp" replaces nothing of
+        vendors' "use requests, not urllib3" (another component, and urllib3 was not its choice), which the model
+        judged replaced. Otherwise the older note must want the choice the model says it made, not only name it
+        ("use requests, not urllib3" did not choose urllib3)."""
+        verdict = named_verdict(newer, older)
+        if verdict is not None:
+            return verdict
         answer = self._ask(
             "Two notes from the same project, older first. Name the subject the newer note decides (what is "
             "chosen: a tool, a storage, a format, a port...), then what the older note chose for that same "
@@ -220,7 +229,10 @@ class Condenser:
             Choices,
             "judge",
         )
-        return isinstance(answer, Choices) and answer.differ_in(older, newer)
+        if not isinstance(answer, Choices) or not answer.differ_in(older, newer):
+            return False
+        choice = answer.older_choice if answer.older_choice.strip().lower() in older.lower() else answer.newer_choice
+        return wants(older, choice.strip())
 
 
 def window_hash(memories: Sequence[Memory], tier: Tier, policy: ReflectPolicy, model: str) -> str:

@@ -79,7 +79,7 @@ def _holds(phrase: Phrase, name: str) -> bool:
     )
 
 
-def _wants(text: str, name: str) -> bool:
+def wants(text: str, name: str) -> bool:
     """Whether `text` asks for `name` (not only rejects it: "use httpx, not urllib3" does not want urllib3)."""
     if not _mentions(text, name):
         return False
@@ -98,16 +98,32 @@ def replaces(newer: str, older: str) -> bool:
     return named is not None and _replacing(named) and _replaces_named(named, older)
 
 
+def named_verdict(newer: str, older: str) -> bool | None:
+    """`replaces` where `newer` names a replacement and its subject ("moving the HTTP client in invoices from
+    urllib3 to aiohttp"): its words settle which older choice it replaced, whatever a model says. None where it
+    names none (a reader must judge)."""
+    named = named_replacement(newer)
+    if named is None or not _replacing(named):
+        return None
+    return _replaces_named(named, older)
+
+
+def names_subject(text: str, subject: str) -> bool:
+    """Whether `text` speaks of `subject`: each of its content words is one of the text's, named shorter or longer
+    ("the HTTP client in invoices" is not a subject of "For the HTTP client in vendors, …")."""
+    words = content_words(text)
+    return all(any(_same(word, theirs) for theirs in words) for word in content_words(subject))
+
+
 def _replaces_named(named: Named, older: str) -> bool:
     """`replaces`, the newer one read once (a fast run tries it on every stored choice of the project): cheapest
     test first."""
     chosen, replaced, subject = named
     if not _mentions(older, replaced):
         return False
-    words = content_words(older)
-    if not all(any(_same(word, theirs) for theirs in words) for word in subject):
+    if not names_subject(older, " ".join(subject)):
         return False
-    return _wants(older, replaced) and not _wants(older, chosen)
+    return wants(older, replaced) and not wants(older, chosen)
 
 
 def replaced_memories(memories: Iterable[Stated]) -> dict[str, str]:

@@ -526,3 +526,19 @@ def test_windows_are_single_days_by_default_and_aligned_blocks_otherwise() -> No
         ("/p", "2024-07-22"): ["m3"],
     }
     assert len(group_windows(memories, daily)) == 3
+
+
+def test_a_newer_note_that_names_its_replacement_is_read_without_the_model() -> None:
+    calls: list[dict] = []
+    condenser = Condenser(chat_client([_judge("urllib3", "aiohttp")] * 2, calls))
+    moving = "We're moving the HTTP client in invoices from urllib3 to aiohttp, urllib3 got in the way."
+    # Another component's choice, which rejected urllib3: the model judged it replaced; the words say not.
+    assert not condenser.replaces("For the HTTP client in vendors, use requests, not urllib3.", moving)
+    assert condenser.replaces("For the HTTP client in invoices, use urllib3, not httpx.", moving)
+    assert calls == []
+
+
+def test_the_older_note_must_have_chosen_what_the_model_says_it_chose() -> None:
+    condenser = Condenser(chat_client([_judge("urllib3", "httpx")], []))
+    # "use requests, not urllib3" names urllib3 only to reject it: nothing of it is replaced by choosing httpx.
+    assert not condenser.replaces("For the HTTP client, use requests, not urllib3.", "The HTTP client is httpx.")
