@@ -34,7 +34,7 @@ _NOTE, _FAILURE = 5, 6
 # The kinds that hold for every file of a component: what to do, what to avoid, what was chosen (a fact about
 # a component, its port or queue, is wanted when asked, not at every file of it).
 STANDING = ("rule", "gotcha", "decision")
-MAX_COMPONENTS = 2  # the innermost component folders of a path (`packages/ui/src/theme/x.ts` -> ui, theme)
+MAX_COMPONENTS = 2  # the innermost component folders of a path (`packages/ui/src/theme/x.ts` -> theme, ui)
 FAILED = "Failed:"  # an observation's part that quotes its turn's first failure (recall/observations.py)
 
 
