@@ -20,8 +20,9 @@ from pathlib import Path
 from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout
 
+from memory_pipeline.language.lexicon import particulars
 from memory_pipeline.language.topics import TOPICS, task_topics, topics_of
-from memory_pipeline.language.words import content_words
+from memory_pipeline.language.words import STOP_WORDS, content_words, words
 from memory_pipeline.recall.observations import estimate_tokens
 from memory_pipeline.reflect.maturity import MATURITY_MARKER
 from memory_pipeline.reflect.review import pending
@@ -133,6 +134,34 @@ def _close(row: Row, floor: float) -> bool:
 
 def _on_topic(row: Row, wanted: set[str]) -> bool:
     return bool(wanted & ((set(row.tags) & TOPICS) | set(topics_of(f"{row.subject} {row.summary}"))))
+
+
+# What an observation's tool list says is no particular of the turn (an MCP tool's name has underscores).
+_TOOLS = re.compile(r"Tools: [^.]*\.")
+_SEGMENT = re.compile(r"[/.]")
+
+
+def says_something(row: Row) -> bool:
+    """Whether a row is worth a line among a prompt's matches: a memory is; an observation only when it names
+    something a session can act on (a path, a value, a command: `lexicon.particulars`). "Asked: Some transfers
+    messages seem stuck, check the broker for them. Outcome: Done, I think." matched a later prompt word for word
+    and told it nothing."""
+    return row.kind != "observation" or bool(particulars(_TOOLS.sub("", row.summary)))
+
+
+def naming_first(rows: list[Row], named: set[str]) -> list[Row]:
+    """`rows` with those that name more of `named` (lower-case words or particulars) first, in their order
+    otherwise."""
+    return sorted(rows, key=lambda r: -sum(n in r.summary.lower() for n in named))
+
+
+def parts_named(prompt: str, rows: Iterable[Row]) -> set[str]:
+    """The prompt's words that name a part of the project: a folder or a file's stem in the paths its matches
+    name ("fees" of `config/fees.env`). A prompt about the fees service is answered by what names fees before what
+    names another service, however alike the two read ("I want to curl the fees service locally" and the same
+    words asked earlier of the subscriptions service)."""
+    segments = {s for r in rows for p in particulars(r.summary) if "/" in p for s in _SEGMENT.split(p.lower()) if s}
+    return {w for w in words(prompt) if w in segments and w not in STOP_WORDS and len(w) > 2}
 
 
 def earned(related: list[Row], filler: int, alone: bool = True) -> list[Row]:
@@ -281,5 +310,7 @@ def _searched(
         )
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
+        and says_something(r)
     ]
+    related = naming_first(related, parts_named(prompt, related))
     return high, earned(related, policy.filler, policy.filler_alone)

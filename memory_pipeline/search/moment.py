@@ -30,6 +30,7 @@ from memory_pipeline.search.briefing import (
     briefing_parts,
     memory_line,
     memory_rules,
+    naming_first,
     render,
     review_notice,
     rule_line,
@@ -112,8 +113,7 @@ def same_command_first(rows: list[Row], command: str) -> list[Row]:
     """`rows` with those that name more of the failing command's particulars first (its path, its values), in
     their order otherwise: the same error met by `pnpm vitest run src/pilots` is a trap of another part of the
     project than `pnpm vitest run src/tariffs`'s, however alike the two memories read."""
-    named = {p.lower() for p in particulars(command)}
-    return sorted(rows, key=lambda r: -sum(p in r.summary.lower() for p in named))
+    return naming_first(rows, {p.lower() for p in particulars(command)})
 
 
 def _current(row: Row) -> bool:

@@ -289,6 +289,17 @@ def _copies_more_than(idea: Idea, piece: Piece, turn: TurnText) -> bool:
     return bool(content_words(idea.summary) - content_words(piece.evidence))
 
 
+def _borrows_the_reply(idea: Idea, turn: TurnText) -> bool:
+    """A memory of the person's piece that holds words of the assistant's reply the person did not say: "I
+    switched the two raw calls to `reminders_client()` from app/reminders/service.py, it adds the auth header and
+    the retries." came back from the 0.5B as the person's rule, its first half the reply's report."""
+    said = content_words(turn.user)
+    return any(
+        w not in said and support(w, turn.user) == 0
+        for w in content_words(idea.summary) & content_words(turn.assistant)
+    )
+
+
 def says_enough(statement: str) -> bool:
     """Whether a memory composed from its evidence alone is still knowledge: it names what it is about (not
     "Needs to be set to 1 for true colors.", whose subject the person left to the conversation) and is no order for
@@ -312,7 +323,8 @@ def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
     sake of breaking our ESM imports").
     A memory of a piece that does not name its choice takes the piece's own statement, and so does one that only
     repeats more of the person's message than the piece ("The thinking level colors are too intense, adjust. and
-    also, the context usage in the footer should be …": a request and a rule copied as one)."""
+    also, the context usage in the footer should be …": a request and a rule copied as one), or that holds words
+    of the reply the person did not say (`_borrows_the_reply`)."""
     pieces = pieces_of(turn.user)
     typed = []
     for idea in ideas:
@@ -321,6 +333,7 @@ def typed_by_the_person(turn: TurnText, ideas: Sequence[Idea]) -> list[Idea]:
             (cites(idea, piece) and says_enough(piece.statement))
             or not names_the_choice(piece, idea.summary)
             or _copies_more_than(idea, piece, turn)
+            or (_borrows_the_reply(idea, turn) and says_enough(piece.statement))
         ):
             idea = make_idea(piece.kind, piece.statement, piece.evidence, piece.role, idea.subject) or idea
         elif piece and piece.kind is not idea.kind:

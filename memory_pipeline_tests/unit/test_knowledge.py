@@ -4,13 +4,18 @@ names."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memory_pipeline.language.kinds import Kind
 from memory_pipeline.language.topics import files_of, task_topics, topics_of
 from memory_pipeline.summarize.compose import make_idea, tags_for, typed_by_the_person
+from memory_pipeline.summarize.extract import TurnJob, summarise_turn
 from memory_pipeline.summarize.knowledge import about_itself, clean_statement, findings_of, pieces_of
+from memory_pipeline.summarize.prompt import TurnMessage
 from memory_pipeline.summarize.trust import TurnText
+from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 
 @pytest.mark.parametrize(
@@ -191,3 +196,45 @@ def test_a_full_width_stop_ends_a_sentence_so_a_question_after_it_leaves_the_rul
     # "…。这样可以吗" ("is that ok?") is a question of its own, typed with no space after the full stop.
     stated = [p.statement for p in pieces_of("Always use pnpm, never npm。这样可以吗")]
     assert stated == ["Always use pnpm, never npm。"]
+
+
+def test_a_draft_that_mixes_the_replys_report_into_the_persons_rule_takes_the_persons_words() -> None:
+    # The embedded model on bench needs (ledger-api): the reply's report and the person's rule drafted as one
+    # rule, which covered both of the person's pieces, so neither was stored in their words.
+    said = (
+        "don't call the reminders api with a raw client. always use reminders_client() from "
+        "app/reminders/service.py, it adds the auth header and the retries"
+    )
+    reply = "Understood: I switched the two raw calls to `reminders_client()`."
+    mixed = (
+        "I switched the two raw calls to `reminders_client()` from app/reminders/service.py, it adds the auth "
+        "header and the retries."
+    )
+    job = TurnJob("s", "t", "/home/dev/ledger", [TurnMessage("user", said), TurnMessage("assistant", reply)])
+    # The draft as the model wrote it: the reply's first sentence, then the person's rule.
+    draft = [
+        {
+            "kind": "decision",
+            "subject": "reminders_client()",
+            "statement": f"{reply} {said.split('. ', 1)[1]}",
+            "evidence": f"The user said: {said}",
+        }
+    ]
+    outcome = summarise_turn(chat_client([completion(json.dumps(draft))], []), job, 4096, 256)
+    stored = sorted(i.summary for i in outcome.ideas)
+    assert stored == [
+        "Always use reminders_client() from app/reminders/service.py, it adds the auth header and the retries.",
+        "Don't call the reminders api with a raw client.",
+    ]
+    assert all(i.evidence_role == "user" for i in outcome.ideas)
+    # Drafted from the reply, the same words are the person's rule in the person's words.
+    turn = TurnText(user=said, assistant=reply, other="")
+    cited = make_idea(Kind.RULE, mixed, reply, "assistant")
+    assert cited is not None
+    [typed] = typed_by_the_person(turn, [cited])
+    assert "switched" not in typed.summary and typed.evidence_role == "user"
+    # A memory that only rewords the person (no word of the reply they did not say) is left as the model had it.
+    turn = TurnText(user="always use pnpm, never npm", assistant="I will use pnpm from now on.", other="")
+    worded = make_idea(Kind.RULE, "Use pnpm, never npm.", "I will use pnpm from now on.", "assistant")
+    assert worded is not None
+    assert [i.summary for i in typed_by_the_person(turn, [worded])] == ["Use pnpm, never npm."]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.reflect.workspace import ensure_project_dir
-from memory_pipeline.search.briefing import HEADER, Parts, line_key, tokens
+from memory_pipeline.search.briefing import HEADER, Parts, line_key, naming_first, parts_named, says_something, tokens
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.search.moment import (
     PROMPT_HEADER,
@@ -297,3 +297,29 @@ def test_a_failing_command_is_given_the_trap_of_its_own_part_first() -> None:
     command = "pnpm vitest run src/tariffs\nFAILED: assertion failed: expected 2024-03-31, got 2024-04-01"
     assert [r.id for r in same_command_first([pilots, other, tariffs], command)] == ["g2", "g1", "g3"]
     assert [r.id for r in same_command_first([pilots, other], "make build")] == ["g1", "g3"]  # order kept
+
+
+def test_a_prompt_gets_the_earlier_answer_about_its_own_part_and_no_empty_observation(tmp_path: Path) -> None:
+    # bench needs (ledger-api): the planting turn's observation held the port, but an earlier session's same
+    # words about another service ranked above it, and observations that said nothing took the budget.
+    prompt = "I want to curl the fees service locally, how do I reach it?"
+    obs = {"kind": "observation", "knowledge": "", "strong": True}
+    asked = "Asked: I want to curl the {s} service locally, how do I reach it?"
+    nothing = _row("o1", "low", asked.format(s="fees") + " Outcome: Done; the tests pass.", **obs)
+    other = _row(
+        "o2", "low", asked.format(s="subscriptions") + " Outcome: The subscriptions service listens on port 9572 "
+        "locally; it is set in `config/subscriptions.env`.", **obs,
+    )  # fmt: skip
+    answer = _row(
+        "o3", "low", "Asked: what port does the fees service listen on locally? Tools: read. Files: config/fees.env. "
+        "Outcome: The fees service listens on port 8612 locally; it is set in `config/fees.env`.", **obs,
+    )  # fmt: skip
+    assert not says_something(nothing) and says_something(other) and says_something(answer)
+    assert says_something(_row("m", "medium", "Deploys are manual."))  # a memory is always worth its line
+    assert parts_named(prompt, [other, answer]) == {"fees"}
+    assert [r.id for r in naming_first([other, answer], {"fees"})] == ["o3", "o2"]
+    search = _Search([], [], {prompt: [nothing, other, answer]})
+    ledger, workspace = _ledger(tmp_path), _workspace(tmp_path)
+    recall(search, ledger, Moment(session_id="s", event="prompt", project=PROJECT, text="hello"), workspace)  # type: ignore[arg-type]
+    later, _ = recall(search, ledger, Moment(session_id="s", event="prompt", project=PROJECT, text=prompt), workspace)  # type: ignore[arg-type]
+    assert later.ids == ["o3", "o2"]
