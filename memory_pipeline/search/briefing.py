@@ -149,6 +149,13 @@ def says_something(row: Row) -> bool:
     return row.kind != "observation" or bool(particulars(_TOOLS.sub("", row.summary)))
 
 
+def replaced_turns(rows: Iterable[Row]) -> set[tuple[str, str]]:
+    """The turns a replaced memory among `rows` came from: their observations tell the old state too ("Asked: no,
+    subscriptions uses rq-scheduler for scheduling", shown on bench needs two months after the move to
+    celery-beat had replaced the decision that turn made)."""
+    return {(r.session_id, r.turn_id) for r in rows if r.superseded_by and r.kind != "observation"}
+
+
 def naming_first(rows: list[Row], named: set[str]) -> list[Row]:
     """`rows` with those that name more of `named` (lower-case words or particulars) first, in their order
     otherwise."""
@@ -299,10 +306,12 @@ def _searched(
         if not r.superseded_by
         and (not policy.important_kinds or r.kind == "note" or r.knowledge in policy.important_kinds)
     ]
+    found = search.index(prompt, k=candidates, filters=scope)
+    replaced = replaced_turns(found)
     # Only what clears the relevance floor: a guess in a briefing is noise an agent reads as knowledge.
     related = [
         r
-        for rank, r in enumerate(search.index(prompt, k=candidates, filters=scope))
+        for rank, r in enumerate(found)
         if (
             (r.strong if policy.related_floor is None else _close(r, policy.related_floor))
             or policy.guesses
@@ -311,6 +320,7 @@ def _searched(
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
         and says_something(r)
+        and (r.kind != "observation" or (r.session_id, r.turn_id) not in replaced)
     ]
     related = naming_first(related, parts_named(prompt, related))
     return high, earned(related, policy.filler, policy.filler_alone)

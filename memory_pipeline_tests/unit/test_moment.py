@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.reflect.workspace import ensure_project_dir
-from memory_pipeline.search.briefing import HEADER, Parts, line_key, naming_first, parts_named, says_something, tokens
+from memory_pipeline.search.briefing import (
+    HEADER,
+    Parts,
+    line_key,
+    naming_first,
+    parts_named,
+    replaced_turns,
+    says_something,
+    tokens,
+)
 from memory_pipeline.search.models import Filters, Row
 from memory_pipeline.search.moment import (
     PROMPT_HEADER,
@@ -323,3 +332,22 @@ def test_a_prompt_gets_the_earlier_answer_about_its_own_part_and_no_empty_observ
     recall(search, ledger, Moment(session_id="s", event="prompt", project=PROJECT, text="hello"), workspace)  # type: ignore[arg-type]
     later, _ = recall(search, ledger, Moment(session_id="s", event="prompt", project=PROJECT, text=prompt), workspace)  # type: ignore[arg-type]
     assert later.ids == ["o3", "o2"]
+
+
+def test_the_observation_of_a_turn_whose_decision_was_replaced_earns_no_line(tmp_path: Path) -> None:
+    # bench needs with the embedded model: a correction's observation ("no, subscriptions uses rq-scheduler")
+    # was shown two months after the move to celery-beat had replaced the decision that turn made.
+    prompt = "schedule the subscriptions cleanup"
+    turn = {"session_id": "s7", "turn_id": "t3"}
+    old = _row("d1", "high", "Subscriptions uses rq-scheduler for scheduling.", knowledge="decision",
+               superseded_by="d2", strong=True, **turn)  # fmt: skip
+    new = _row("d2", "high", "Scheduling in subscriptions moved from rq-scheduler to celery-beat.",
+               knowledge="decision", strong=True)  # fmt: skip
+    said = "Asked: no, subscriptions uses rq-scheduler for scheduling Files: app/subscriptions/service.py."
+    seen = _row("o1", "low", said, kind="observation", knowledge="", strong=True, **turn)
+    other = _row("o2", "low", said.replace("no, ", ""), kind="observation", knowledge="", strong=True)
+    assert replaced_turns([old, new, seen, other]) == {("s7", "t3")}
+    search = _Search([], [], {prompt: [old, new, seen, other]})
+    got, _ = recall(search, _ledger(tmp_path), Moment(session_id="s", event="prompt", project=PROJECT, text=prompt),
+                    _workspace(tmp_path))  # type: ignore[arg-type]  # fmt: skip
+    assert "d2" in got.ids and "o2" in got.ids and "o1" not in got.ids and "d1" not in got.ids
