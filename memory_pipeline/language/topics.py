@@ -6,6 +6,8 @@
   library for the map" -> package manager), so a briefing can show the rule about the tool a task will use
   although the task never names it.
 - `files_of`: the file names and paths a statement names.
+- `LAYOUT_DIRS`: the folder names that lay a source tree out rather than name a part of the product (`src`,
+  `internal`, `components`), so a file's other folders (`src/fuel/FuelPanel.tsx` -> fuel) name its component.
 """
 
 from __future__ import annotations
@@ -171,3 +173,20 @@ def files_of(text: str) -> list[str]:
         if match not in found:
             found.append(match)
     return found
+
+
+# Folders that arrange a source tree in most ecosystems (JS/TS, Python, Go, Rust, JVM, Ruby, PHP) and so say
+# nothing about which part of the product a file belongs to; any other folder of a path names a component.
+LAYOUT_DIRS = frozenset(
+    """
+    src source sources lib libs internal pkg pkgs cmd app apps packages package modules module crates crate
+    components component utils util utilities helpers helper common shared core base misc
+    test tests testing spec specs __tests__ e2e fixtures mocks __mocks__ testdata
+    api apis server servers client clients web frontend backend public assets static resources res
+    scripts script bin tools tooling docs doc examples example build dist out target vendor node_modules
+    config configs conf settings models model types typings interfaces services service hooks pages routes
+    views templates layouts styles css scss store stores state features feature domain domains infra
+    data db database migrations schema schemas main java kotlin scala python go js ts rust ruby php
+    handlers controllers middleware middlewares providers contexts context plugins extensions ext
+    """.split()  # noqa: SIM905
+)

@@ -25,6 +25,7 @@ from memory_pipeline.language.topics import TOPICS, task_topics, topics_of
 from memory_pipeline.language.words import STOP_WORDS, content_words, words
 from memory_pipeline.recall.observations import estimate_tokens
 from memory_pipeline.reflect.maturity import MATURITY_MARKER
+from memory_pipeline.reflect.replacing import replaces
 from memory_pipeline.reflect.review import pending
 from memory_pipeline.reflect.workspace import project_dir
 from memory_pipeline.search.consolidate import folded
@@ -154,6 +155,17 @@ def replaced_turns(rows: Iterable[Row]) -> set[tuple[str, str]]:
     subscriptions uses rq-scheduler for scheduling", shown on bench needs two months after the move to
     celery-beat had replaced the decision that turn made)."""
     return {(r.session_id, r.turn_id) for r in rows if r.superseded_by and r.kind != "observation"}
+
+
+def outdated(observation: Row, rows: Iterable[Row]) -> bool:
+    """Whether a current decision among `rows`, newer than `observation`, replaces what the observation's turn
+    wanted (`replacing.replaces`: the same subject, the replaced choice wanted, the new one not), as when the
+    correction's own memory was not among the matches to be marked."""
+    return any(
+        r.knowledge == "decision" and not r.superseded_by and r.time > observation.time
+        and replaces(r.summary, observation.summary)
+        for r in rows
+    )  # fmt: skip
 
 
 def naming_first(rows: list[Row], named: set[str]) -> list[Row]:
@@ -320,7 +332,7 @@ def _searched(
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
         and says_something(r)
-        and (r.kind != "observation" or (r.session_id, r.turn_id) not in replaced)
+        and (r.kind != "observation" or ((r.session_id, r.turn_id) not in replaced and not outdated(r, found)))
     ]
     related = naming_first(related, parts_named(prompt, related))
     return high, earned(related, policy.filler, policy.filler_alone)

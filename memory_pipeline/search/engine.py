@@ -372,10 +372,12 @@ class MemorySearch:
 
     def about_file(self, path: str, filters: Filters = Filters(), k: int = file_rules.FILE_RECALL_K) -> list[Row]:
         """The memories that concern the file at `path` (a gotcha, a rule, a decision, a note or a failure that
-        names it; see search/files.py), at most `k`, the most useful first."""
+        names it, then a rule, gotcha or decision about its component; see search/files.py), at most `k`, the
+        most useful first."""
         names = file_rules.file_names(path, filters.project)
         if not names:
             return []
+        parts = file_rules.components(names) if filters.project else []  # another project's `alerts` is not ours
         indices = self._existing(filters.indices())
         if not indices:
             return []
@@ -387,7 +389,7 @@ class MemorySearch:
             query={
                 "bool": {
                     "filter": filters.clauses(),
-                    "should": file_rules.candidates(names),
+                    "should": file_rules.candidates(names, parts),
                     "minimum_should_match": 1,
                 }
             },

@@ -5,6 +5,11 @@ file, which rows really concern it, and in what order the few that fit are shown
 its text did (`theme.ts`, `src/ui/theme.ts`, `./src/ui/theme.ts`), so a path matches a memory when one of its
 tails on a `/` boundary is the name the memory holds: `src/ui/theme.ts` is concerned by `theme.ts` and
 `ui/theme.ts`, never by `lib/theme.ts`.
+
+A standing statement about a part of the product concerns its files too: "Amounts in gates are integer cents"
+when `src/gates/GatesPanel.tsx` is read. A rule, a gotcha or a decision concerns a file when it names one of
+the file's component folders (`components`: the folders that are not source-tree layout), after the memories
+that name the file itself.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from memory_pipeline.language.topics import files_of
+from memory_pipeline.language.lexicon import lasting
+from memory_pipeline.language.topics import LAYOUT_DIRS, files_of
+from memory_pipeline.language.words import stem, words
 from memory_pipeline.search.models import Row
 from memory_pipeline.stores.indices import NOTES_INDEX, OBSERVATION_INDEX, SUMMARY_INDEX
 
@@ -25,6 +32,10 @@ FILE_RECALL_MAX = 5
 # note kept on purpose; then a failure an earlier turn met that named the file.
 _ORDER = {"gotcha": 0, "rule": 1, "decision": 2, "fact": 3, "task": 4}
 _NOTE, _FAILURE = 5, 6
+# The kinds that hold for every file of a component: what to do, what to avoid, what was chosen (a fact about
+# a component, its port or queue, is wanted when asked, not at every file of it).
+STANDING = ("rule", "gotcha", "decision")
+MAX_COMPONENTS = 2  # the innermost component folders of a path (`packages/ui/src/theme/x.ts` -> theme, ui)
 FAILED = "Failed:"  # an observation's part that quotes its turn's first failure (recall/observations.py)
 
 
@@ -54,11 +65,34 @@ def file_names(path: str, project: str | None = None) -> list[str]:
     return ["/".join(parts[i:]) for i in range(len(parts))]
 
 
-def candidates(names: Sequence[str]) -> list[dict[str, Any]]:
+def components(names: Sequence[str]) -> list[str]:
+    """The component folders of the file called `names` (`file_names`), innermost first: the folders of its
+    longest name that do not lay the source tree out (`src/gates/GatesPanel.tsx` -> gates)."""
+    folders = names[0].split("/")[:-1] if names else []
+    found = [f.lower() for f in reversed(folders) if f.lower() not in LAYOUT_DIRS and f[:1].isalpha()]
+    return found[:MAX_COMPONENTS]
+
+
+def names_component(row: Row, parts: Sequence[str]) -> bool:
+    """Whether a standing memory (`STANDING`) names one of the component folders `parts` as a word of its text
+    or subject (compared by `stem`: the `refunds` folder, "refunded"). A rule must say that it lasts (the
+    lexicon's markers: "always", "never", "must", "don't"): beside every file of pi-mono's `tui` folder, the
+    one-off orders the own-words path still stores as rules ("Fix the tui test sources.") were all the component
+    recall showed."""
+    if row.kind != "summary" or row.knowledge not in STANDING or not parts:
+        return False
+    if row.knowledge == "rule" and not lasting(row.summary):
+        return False
+    said = {stem(w) for w in words(f"{row.summary} {row.subject}")}
+    return any(stem(part) in said for part in parts)
+
+
+def candidates(names: Sequence[str], parts: Sequence[str]) -> list[dict[str, Any]]:
     """The Elasticsearch clauses (any one suffices) that fetch what may concern the file called `names`:
-    memories whose files hold one of the names; notes and failed turns whose text has the bare name.
-    `for_file` then reads which file their text really names."""
-    return [
+    memories whose files hold one of the names; standing memories whose text has one of its component folders
+    `parts`; notes and failed turns whose text has the bare name. `for_file` then reads which file, and which
+    component, their text really names."""
+    clauses: list[dict[str, Any]] = [
         {"bool": {"filter": [{"term": {"_index": SUMMARY_INDEX}}, {"terms": {"files": list(names)}}]}},
         {"bool": {"filter": [{"term": {"_index": NOTES_INDEX}}, {"match_phrase": {"summary": names[-1]}}]}},
         {
@@ -71,6 +105,10 @@ def candidates(names: Sequence[str]) -> list[dict[str, Any]]:
             }
         },
     ]
+    if parts:
+        standing = [{"term": {"_index": SUMMARY_INDEX}}, {"terms": {"kind": list(STANDING)}}]
+        clauses.append({"bool": {"filter": [*standing, {"match": {"summary": " ".join(parts)}}]}})
+    return clauses
 
 
 def _named(text: str, names: Sequence[str]) -> bool:
@@ -97,15 +135,19 @@ def _rank(row: Row) -> int:
 
 
 def for_file(rows: Sequence[tuple[Row, Sequence[str]]], names: Sequence[str], k: int = FILE_RECALL_K) -> list[Row]:
-    """The `k` rows that concern the file, the most useful kind first and the newest first within a kind. A
-    replaced decision is left out (its successor is what holds), and so is the failure of a turn whose
-    memory is shown already (the memory is what was learnt from it)."""
+    """The `k` rows that concern the file, the most useful kind first and the newest first within a kind,
+    those about its component (`names_component`) after every row that names the file. A replaced decision
+    is left out (its successor is what holds), and so is the failure of a turn whose memory is shown already
+    (the memory is what was learnt from it)."""
     kept: list[Row] = []
     learnt: set[tuple[str, str]] = set()
+    parts = components(names)
     ordered = sorted(rows, key=lambda pair: pair[0].time, reverse=True)
-    for row, files in sorted(ordered, key=lambda pair: _rank(pair[0])):
+    named = [(0, pair) for pair in ordered if concerns(*pair, names)]
+    named += [(1, pair) for pair in ordered if not concerns(*pair, names) and names_component(pair[0], parts)]
+    for _, (row, _files) in sorted(named, key=lambda item: (item[0], _rank(item[1][0]))):
         turn = (row.session_id, row.turn_id)
-        if row.superseded_by or not concerns(row, files, names):
+        if row.superseded_by:
             continue
         if row.kind == "observation" and turn in learnt:
             continue

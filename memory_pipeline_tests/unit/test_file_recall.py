@@ -3,7 +3,7 @@ the Elasticsearch query and the pi extension are tested end to end in e2e/test_f
 
 from __future__ import annotations
 
-from memory_pipeline.search.files import as_failure, concerns, file_names, for_file
+from memory_pipeline.search.files import as_failure, components, concerns, file_names, for_file
 from memory_pipeline.search.models import Row
 from memory_pipeline.search.render import FILE_MARK, file_text
 
@@ -72,6 +72,30 @@ def test_the_most_useful_come_first_and_what_no_longer_holds_is_left_out() -> No
     assert [r.id for r in for_file(rows, NAMES, k=10)] == ["gotcha", "new-rule", "old-rule", "fact", "fail"]
     assert [r.id for r in for_file(rows, NAMES, k=2)] == ["gotcha", "new-rule"]
     assert for_file(rows, file_names("README.md"), k=10) == []
+
+
+def test_a_component_is_named_by_the_folders_that_do_not_lay_the_tree_out() -> None:
+    assert components(file_names("/work/shop/src/gates/GatesPanel.tsx", PROJECT)) == ["gates"]
+    assert components(file_names("internal/alerts/alerts.go")) == ["alerts"]
+    assert components(file_names("packages/billing/src/invoices/pdf.ts")) == ["invoices", "billing"]
+    assert components(NAMES) == ["ui"] and components(file_names("src/lib/utils/x.ts")) == []  # layout only
+    assert components(file_names("README.md")) == [] and components([]) == []
+
+
+def test_a_standing_memory_about_the_component_follows_those_that_name_the_file() -> None:
+    names = file_names("src/gates/GatesPanel.tsx")
+    rows = [
+        (_row("cents", knowledge="rule", summary="Amounts in gates are integer cents, never floats."), []),
+        (_row("named", knowledge="fact", summary="GatesPanel.tsx renders the gate list."), ["GatesPanel.tsx"]),
+        (_row("port", knowledge="fact", summary="The gates service listens on port 8123."), []),  # not standing
+        (_row("other", knowledge="rule", summary="Amounts in berths are integer cents, never floats."), []),
+        (_row("order", knowledge="rule", summary="Fix the gates test sources."), []),  # an order, not lasting
+        (_row("old", knowledge="decision", summary="Gates uses moq.", superseded_by="new"), []),
+        (_row("failed", "observation", summary="Asked: x. Failed: gates broke. Outcome: y"), []),
+    ]
+    assert [r.id for r in for_file(rows, names, k=10)] == ["named", "cents"]
+    assert [r.id for r in for_file(rows, names, k=1)] == ["named"]
+    assert for_file(rows, file_names("src/berths/BerthsPanel.tsx"), k=10)[0].id == "other"
 
 
 def test_the_reminder_is_marked_whole_and_cites_ids() -> None:

@@ -14,6 +14,7 @@ from memory_pipeline.search.briefing import (
     Parts,
     line_key,
     naming_first,
+    outdated,
     parts_named,
     replaced_turns,
     says_something,
@@ -351,3 +352,14 @@ def test_the_observation_of_a_turn_whose_decision_was_replaced_earns_no_line(tmp
     got, _ = recall(search, _ledger(tmp_path), Moment(session_id="s", event="prompt", project=PROJECT, text=prompt),
                     _workspace(tmp_path))  # type: ignore[arg-type]  # fmt: skip
     assert "d2" in got.ids and "o2" in got.ids and "o1" not in got.ids and "d1" not in got.ids
+    # Without its turn's memory among the matches, the newer move still says the observation is outdated.
+    moved = _row("d3", "high", "We're moving scheduling in subscriptions from rq-scheduler to celery-beat.",
+                 knowledge="decision", time="2026-12-01T10:00:00Z", strong=True)  # fmt: skip
+    assert outdated(seen, [moved]) and not outdated(seen, [new])  # d2 names no move the lexicon reads
+    assert not outdated(_row("o3", "low", "Asked: taxes uses rq-scheduler for scheduling", kind="observation"), [moved])
+    later = _row("o4", "low", said, kind="observation", time="2026-12-02T10:00:00Z")
+    assert not outdated(later, [moved])  # said again after the move: not the move's to hide
+    search = _Search([], [], {prompt: [moved, seen]})
+    got, _ = recall(search, _ledger(tmp_path), Moment(session_id="s2", event="prompt", project=PROJECT, text=prompt),
+                    _workspace(tmp_path))  # type: ignore[arg-type]  # fmt: skip
+    assert "d3" in got.ids and "o1" not in got.ids
