@@ -332,7 +332,9 @@ def _searched(
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
         and says_something(r)
-        and (r.kind != "observation" or ((r.session_id, r.turn_id) not in replaced and not outdated(r, found)))
+        and (
+            r.kind != "observation" or ((r.session_id, r.turn_id) not in replaced and not outdated(r, [*high, *found]))
+        )
     ]
     related = naming_first(related, parts_named(prompt, related))
     return high, earned(related, policy.filler, policy.filler_alone)

@@ -363,3 +363,8 @@ def test_the_observation_of_a_turn_whose_decision_was_replaced_earns_no_line(tmp
     got, _ = recall(search, _ledger(tmp_path), Moment(session_id="s2", event="prompt", project=PROJECT, text=prompt),
                     _workspace(tmp_path))  # type: ignore[arg-type]  # fmt: skip
     assert "d3" in got.ids and "o1" not in got.ids
+    # The move among the newest important memories only (not the prompt's matches) says it as well.
+    search = _Search([moved], [], {prompt: [seen, other]})
+    got, _ = recall(search, _ledger(tmp_path), Moment(session_id="s3", event="prompt", project=PROJECT, text=prompt),
+                    _workspace(tmp_path))  # type: ignore[arg-type]  # fmt: skip
+    assert "d3" in got.ids and "o1" not in got.ids and "o2" not in got.ids
