@@ -319,7 +319,7 @@ def _searched(
         and (not policy.important_kinds or r.kind == "note" or r.knowledge in policy.important_kinds)
     ]
     found = search.index(prompt, k=candidates, filters=scope)
-    replaced = replaced_turns(found)
+    replaced, current = replaced_turns(found), [*high, *found]
     # Only what clears the relevance floor: a guess in a briefing is noise an agent reads as knowledge.
     related = [
         r
@@ -332,9 +332,7 @@ def _searched(
         and not r.superseded_by
         and (policy.observations or r.kind != "observation")
         and says_something(r)
-        and (
-            r.kind != "observation" or ((r.session_id, r.turn_id) not in replaced and not outdated(r, [*high, *found]))
-        )
+        and (r.kind != "observation" or ((r.session_id, r.turn_id) not in replaced and not outdated(r, current)))
     ]
     related = naming_first(related, parts_named(prompt, related))
     return high, earned(related, policy.filler, policy.filler_alone)

@@ -293,11 +293,8 @@ def _borrows_the_reply(idea: Idea, turn: TurnText) -> bool:
     """A memory of the person's piece that holds words of the assistant's reply the person did not say: "I
     switched the two raw calls to `reminders_client()` from app/reminders/service.py, it adds the auth header and
     the retries." came back from the 0.5B as the person's rule, its first half the reply's report."""
-    said = content_words(turn.user)
-    return any(
-        w not in said and support(w, turn.user) == 0
-        for w in content_words(idea.summary) & content_words(turn.assistant)
-    )
+    borrowed = content_words(idea.summary) & content_words(turn.assistant)
+    return any(support(word, turn.user) == 0 for word in borrowed)  # not even a stem or prefix of theirs
 
 
 def says_enough(statement: str) -> bool:
