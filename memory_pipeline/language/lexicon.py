@@ -53,10 +53,10 @@ NEGATION = re.compile(
     r"|n't\b"
 )
 # Particulars: a code span, a URL, a path or file, a number (a port, a version, a size, with the unit it is joined
-# to: "2-space" is one particular, not "2"), a name with code marks.
+# to: "2-space" is one particular, not "2"), a version ("v2" of an API), a name with code marks.
 PARTICULAR = re.compile(
     r"`[^`]+`|https?://\S+|(?<![\w.])(?:[\w.-]+/)+[\w.-]+|\b\d[\d.,:]*(?:[\w-]*\w)?|\b\w+[._-]\w[\w.-]*"
-    r"|\b[a-z]+[A-Z]\w*"
+    r"|\b[a-z]+[A-Z]\w*|\bv\d+\b"
 )
 
 
@@ -155,7 +155,10 @@ REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
         r"(?: (?!from\b)[\w`@./+#-]+){0,5}?|went|go|going) from "
         r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) to (?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)"
         r"(?=$|[\s,.;:!?)(])",
-        r"\b(?P<chosen>[\w`@./+#-]+) over (?P<replaced>[\w`@./+#-]+)\b",
+        # "Tailwind over styled-components"; not a preposition's "over" after a pronoun ("talk to each other over
+        # gRPC", "send it over SSH").
+        r"\b(?!(?:other|it|them|this|that|these|those|one|everything|anything)\b)"
+        r"(?P<chosen>[\w`@./+#-]+) over (?P<replaced>[\w`@./+#-]+)\b",
     )
 )
 # The words of choosing and replacing, as `words.stem` leaves them ("moving" -> "mov"): not what a choice is about.

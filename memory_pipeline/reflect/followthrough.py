@@ -46,7 +46,7 @@ from memory_pipeline.language.lexicon import (
     replacement,
 )
 from memory_pipeline.language.topics import topics_of
-from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, words
+from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, tokens, words
 from memory_pipeline.reflect.conventions import convention_kept, version_kept
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
@@ -142,7 +142,8 @@ def _keys(text: str) -> frozenset[str]:
     for name in names(text):
         keys.add(name)
         keys |= {part for part in re.split(r"[\s/.=:_@-]+", name) if len(part) > 2 and part not in STOP_WORDS}
-    for token in re.findall(r"[^\W_][\w+-]*", _CODE.sub(" ", text)):
+    # The one tokenizer's words (a CJK character is a word of its own: "i18nはやめる" names i18n), in their parts.
+    for token in (part for t in tokens(_CODE.sub(" ", text)) for part in re.split(r"[./#'_]+", t) if part):
         if (token[0].isupper() or any(c.isdigit() for c in token)) and token.lower() not in STOP_WORDS:
             keys.add(token.lower())
     return frozenset(k for k in keys if len(k) > 1)
@@ -414,6 +415,7 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
         return Outcome(outcome="no_signal")
     ignored: tuple[int, str] | None = None
     followed: tuple[int, str] | None = None
+    acted: tuple[int, str] | None = None  # the agent's last call that did something (not a read)
     restated = False
     for index, message in enumerate(turn):
         content = message.content or ""
@@ -422,13 +424,19 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
             if content.strip() and _against(memory, kind, content, person):
                 return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
                                decided_by="rule")  # fmt: skip
-            if person and ignored and _agrees(memory, stance(_spoken(content))):
-                restated = True
+            if person and _agrees(memory, stance(_spoken(content))):
+                restated = restated or ignored is not None
+                # The person saying the memory again after the agent acted without it ("we already have one at
+                # api/openapi.yaml, why start a new one?"): the agent went its own way.
+                if ignored is None and followed is None and acted is not None:
+                    ignored, restated = acted, True
         if message.role != "assistant":
             continue
         if ignored is None and _skips(memory, content):
             ignored = (index, content)
         for call in message.tool_calls:
+            if call.name.rsplit("__", 1)[-1].lower() not in _READ_TOOLS:
+                acted = (index, action_text(call))
             setting = _setting(text, call)
             setting = _checked(text, call) if setting is None else setting
             if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):

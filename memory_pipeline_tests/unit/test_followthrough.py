@@ -95,6 +95,44 @@ def test_a_turn_in_another_language_that_drops_the_memory_s_subject_contradicts(
     )
 
 
+def test_a_subject_written_against_cjk_text_is_still_named() -> None:
+    # Japanese and Chinese do not separate words by spaces: "Quillaは" names Quilla (the one tokenizer's words).
+    memory = "State lives in Quilla stores under src/store/."
+    dropped = {"role": "user", "content": "Quillaはもう使わないことにしました。"}
+    assert decide("decision", memory, turn_of([dropped])).outcome == "contradicted"
+    assert decide("decision", memory, turn_of([{"role": "user", "content": "Quillaで書いてください。"}])).outcome == (
+        "no_signal"
+    )
+
+
+def test_a_version_is_a_name_and_over_after_a_pronoun_chooses_nothing() -> None:
+    versions = "Call the billing API v3 endpoints; v2 is deprecated."
+    assert ("v3",) in stance(versions).wants and ("v2",) in stance(versions).rejects
+    assert decide("rule", versions, turn_of([_bash("curl -s https://billing.example.com/v3/invoices")])).outcome == (
+        "followed"
+    )
+    assert decide("rule", versions, turn_of([_bash("curl -s https://billing.example.com/v2/invoices")])).outcome == (
+        "ignored"
+    )
+    # "over" as a preposition: the workers talk over gRPC, nothing is chosen over it.
+    bus = stance("The workers report to each other over gRPC.")
+    assert ("grpc",) in bus.wants and not bus.rejects
+
+
+def test_a_person_saying_the_memory_again_after_the_agent_acted_without_it_is_ignored() -> None:
+    memory = "The design tokens are in styles/tokens.css."
+    wrote = {
+        "role": "assistant",
+        "content": "I'll add a tokens file.",
+        "tool_calls": [{"name": "write", "arguments": {"path": "src/theme/colors.css", "content": ":root {}"}}],
+    }
+    again = {"role": "user", "content": "we keep them in styles/tokens.css, why a new file?"}
+    said = decide("fact", memory, turn_of([wrote, again]))
+    assert said.outcome == "ignored" and said.evidence_index == 0 and said.restated
+    # Said again before the agent did anything, it is the person's request, not a sign of anything ignored.
+    assert decide("fact", memory, turn_of([again, wrote])).outcome == "no_signal"
+
+
 def test_briefing_lines_give_the_memory_s_kind_and_words() -> None:
     line = "- **high** Use pnpm, not npm. _(2026-11-30, rule, said in 2 sessions, id `abc`)_\n"
     assert memory_of_line("abc", line) == ("rule", "Use pnpm, not npm.")
