@@ -250,6 +250,9 @@ def _runs(command: str, phrase: Phrase) -> bool:
                 return True
             continue
         program, name = _program(segment), phrase[0]
+        # A service a command connects to, by its URL's scheme (DATABASE_URL=postgres://…, redis://cache:6379).
+        if re.search(rf"(?<![\w+-]){re.escape(name)}(?:ql)?(?:\+\w+)?://", segment, re.I):
+            return True
         if program[:1] == [name] or (len(program) > 1 and program[1] == name and topics_of(program[0])):
             return True
         if len(program) > 2 and topics_of(program[0]) and program[1] in _INSTALL and name in program[2:]:

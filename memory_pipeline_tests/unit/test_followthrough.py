@@ -119,6 +119,16 @@ def test_a_version_is_a_name_and_over_after_a_pronoun_chooses_nothing() -> None:
     assert ("grpc",) in bus.wants and not bus.rejects
 
 
+def test_a_service_is_named_by_the_scheme_of_the_url_a_command_connects_to() -> None:
+    moved = "We moved local dev from SQLite to Postgres."
+    assert decide(
+        "decision", moved, turn_of([_bash("DATABASE_URL=postgresql://dev@localhost/app pytest")])
+    ).outcome == ("followed")
+    assert decide("decision", moved, turn_of([_bash("DATABASE_URL=sqlite:///dev.db pytest -x")])).outcome == "ignored"
+    # A word before "://" that only ends in the name is another scheme.
+    assert decide("decision", moved, turn_of([_bash("curl mypostgres://x")])).outcome == "no_signal"
+
+
 def test_a_person_saying_the_memory_again_after_the_agent_acted_without_it_is_ignored() -> None:
     memory = "The design tokens are in styles/tokens.css."
     wrote = {
