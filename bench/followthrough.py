@@ -29,11 +29,20 @@ from memory_pipeline.reflect.followthrough_model import ModelPass
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.llm import chat_client
 
-CORPUS = Path(__file__).parent / "corpus" / "followthrough" / "events.jsonl"
-SPLITS = ("tune", "held")
+HERE = Path(__file__).parent / "corpus" / "followthrough"
+CORPUS = HERE / "events.jsonl"
+# A second tuning set, written blind on 2026-12-06 by a helper that read neither the decider nor events.jsonl: the
+# first tuning third had been read so often that its figure no longer said what the rules do on new turns.
+TUNE_B = HERE / "events_tune_b.jsonl"
+# Each event of events.jsonl read blind for what deciding it takes: "names" (what is literally there: a tool, a
+# path, a port, the person's plain words in any language) or "meaning" (what code or an action means). The ceiling
+# of a decider that reads names, and where the rules fall short of it.
+READING = HERE / "reading.jsonl"
+SPLITS = ("tune", "tune_b", "held")
 
 
 def load(path: Path = CORPUS) -> list[dict[str, Any]]:
+    """The labelled events of `path`; of CORPUS, with the second tuning set's events after them (split `tune_b`)."""
     events = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -42,7 +51,31 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
             events.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise SystemExit(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    if path == CORPUS and TUNE_B.exists():
+        events += [{**e, "split": "tune_b"} for e in load(TUNE_B)]
     return events
+
+
+def readings(path: Path = READING) -> dict[str, str]:
+    """Each event's reading ("names" or "meaning") by id."""
+    return {line["id"]: line["reading"] for line in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+def by_reading(events: list[dict[str, Any]], decider: Decider = decide) -> list[list[str]]:
+    """Per split of events.jsonl: the rules right on the events that names decide, on those that need meaning,
+    and on no_signal (a decider's default); and the ceiling of a decider that reads names, right on every
+    names event and on every no_signal one, wrong on every meaning one."""
+    reading = readings()
+    rows = []
+    for split in ("tune", "held"):
+        part = [e for e in events if e["split"] == split]
+        groups: dict[str, list[bool]] = {"names": [], "meaning": [], "no_signal": []}
+        for event in part:
+            group = "no_signal" if event["label"] == "no_signal" else reading[event["id"]]
+            groups[group].append(decided(event, decider).outcome == event["label"])
+        ceiling = len(groups["names"]) + len(groups["no_signal"])
+        rows.append([split, *(_percent(sum(g), len(g)) for g in groups.values()), _percent(ceiling, len(part))])
+    return rows
 
 
 Decider = Callable[[str, str, list[Any]], Outcome]
@@ -85,7 +118,8 @@ def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) ->
     body = [
         f"{sum(r['n'] for (s, _), r in results.items() if s == 'rules')} events. "
         "Corpus: `bench/corpus/followthrough/events.jsonl` (written blind, before the decider; held = ids "
-        "divisible by 3). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
+        "divisible by 3) and, as `tune_b`, `events_tune_b.jsonl` (a second tuning set, written blind on "
+        "2026-12-06). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
         "model's pass asked where the rules find no signal and the agent's doings touch the memory; it may say "
         "followed or ignored with the agent's line that shows it, never contradicted"
         + (f" (`{model}`, `--model`)." if model else "; not run (`--model`)."),
@@ -110,12 +144,23 @@ def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) ->
     return "\n".join(body)
 
 
+def _reading_table(events: list[dict[str, Any]]) -> str:
+    return "\n".join([
+        "", "The rules by what deciding takes (`reading.jsonl`, each event of events.jsonl read blind: names, what is "
+        "literally there; meaning, what code or an action means), and the ceiling of a decider that reads names "
+        "(every names and no_signal event right, every meaning event wrong):", "",
+        table(["split", "names", "meaning", "no_signal", "ceiling of a names decider"], by_reading(events)),
+    ])  # fmt: skip
+
+
 def _with_model(events: list[dict[str, Any]], results: dict[tuple[str, str], dict[str, Any]]) -> str:
     settings = load_settings()
     with chat_client(settings, timeout=600) as chat:
         model = chat.model_id()
         judge = ModelPass(chat)
-        for split in ("held", "tune"):  # held first: the figure that counts
+        for split in ("held", "tune", "tune_b"):  # held first: the figure that counts
+            if not any(e["split"] == split for e in events):
+                continue
             results[("rules + model", split)] = score([e for e in events if e["split"] == split], judge.decide)
             print(f"rules + model, {split}: {results[('rules + model', split)]['right']} right; {judge.calls} calls, "
                   f"{judge.failures} failed, {judge.unfounded} unfounded, {judge.by_verdict}", file=sys.stderr,
@@ -126,13 +171,14 @@ def _with_model(events: list[dict[str, Any]], results: dict[tuple[str, str], dic
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     events = load()
-    results = {("rules", split): score([e for e in events if e["split"] == split]) for split in SPLITS}
+    splits = [split for split in SPLITS if any(e["split"] == split for e in events)]
+    results = {("rules", split): score([e for e in events if e["split"] == split]) for split in splits}
     model = _with_model(events, results) if "--model" in argv else None
-    order = [(setting, split) for setting in ("rules", "rules + model") for split in SPLITS]
-    text = render({key: results[key] for key in order if key in results}, model)
+    order = [(setting, split) for setting in ("rules", "rules + model") for split in splits]
+    text = render({key: results[key] for key in order if key in results}, model) + _reading_table(events)
     print(text)
     if "--failures" in argv:
-        for event in (e for e in events if e["split"] == "tune"):
+        for event in (e for e in events if e["split"] != "held"):
             got = decided(event).outcome
             if got != event["label"]:
                 print(f"\n{event['id']} label={event['label']} decided={got}  memory={event['memory']['text']!r}")

@@ -7,6 +7,7 @@ content or of json.dumps(arguments) of one tool call in the turn; no memory text
 used more than 3 times. Exit status 1 on any problem.
 
     python3 bench/corpus/followthrough/check.py
+    python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/events_tune_b.jsonl
 """
 
 import collections
@@ -44,9 +45,11 @@ def main(path=HERE / "events.jsonl"):
     for i, e in enumerate(events, 1):
         eid = e.get("id")
         where = f"{eid}"
-        if eid != f"ft-{i:03d}":
-            problems.append(f"{where}: expected id ft-{i:03d}")
-        want_split = "held" if i % 3 == 0 else "tune"
+        # The second tuning set (events_tune_b.jsonl, fb-001 ...) is tuning data only.
+        second = path.name == "events_tune_b.jsonl"
+        if eid != f"{'fb' if second else 'ft'}-{i:03d}":
+            problems.append(f"{where}: expected id {'fb' if second else 'ft'}-{i:03d}")
+        want_split = "tune" if second or i % 3 else "held"
         if e.get("split") != want_split:
             problems.append(f"{where}: split should be {want_split}")
         if set(e) != {"id", "split", "memory", "agent", "turn", "label", "evidence", "note"}:
