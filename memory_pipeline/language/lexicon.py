@@ -48,8 +48,8 @@ TROUBLE = re.compile(
 )
 # A negation: what flips the polarity of a statement.
 NEGATION = re.compile(
-    r"(?i)\b(?:no|not|never|don'?t|do not|doesn'?t|does not|won'?t|will not|without|avoid|nothing|none"
-    r"|no longer|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
+    r"(?i)\b(?:no longer|no|not|never|don'?t|do not|doesn'?t|does not|won'?t|will not|without|avoid|nothing|none"
+    r"|nobody|neither|nor|cannot|can'?t|isn'?t|aren'?t|wasn'?t|shouldn'?t|mustn'?t|stop(?:ped)? using)\b"
     r"|n't\b"
 )
 # Particulars: a code span, a URL, a path or file, a number (a port, a version, a size, with the unit it is joined
@@ -66,7 +66,8 @@ def particulars(text: str) -> list[str]:
 
 
 # The words a negation reaches: up to the end of its clause.
-CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|and|instead|because|so)\b", re.I)
+# A mark ends a clause only before a space or the end: "02:30", "1.82.0" and "app.py" are each one name.
+CLAUSE_END = re.compile(r"[,;:.!?](?=\s|$)|[()]|\b(?:but|and|instead|because|so)\b", re.I)
 # A person correcting what was said or done: the openings and words of "no, that's wrong, we moved to …".
 CORRECTION = re.compile(
     r"(?i)(?:^|[.!?]\s+)(?:no|nope|nah|wait|stop)\b|\b(?:wrong|incorrect|actually|not anymore|no longer|any ?more"
@@ -91,7 +92,8 @@ NO_LONGER = re.compile(
     r"(?i)\b(?:no longer|not any ?more|any ?more|anymore|was(?:n'?t| not)|were(?:n'?t| not)|was never"
     r"|were never|never was|(?:is|was|were) wrong|(?:is|was) outdated|out of date|red herring|nothing to do with"
     r"|not the (?:cause|reason|problem)|roll(?:ing|ed)? back|bring(?:ing)? \S+(?: \S+)? back|(?:moved|migrated|switched"
-    r"|upgraded|went|changed) (?:\S+ )?(?:from|to|off)|replaced|dropped|got rid of|does(?:n'?t| not) exist|no such"
+    r"|upgraded|bumped|went|changed) (?:\S+ ){0,2}(?:from|to|off)|replaced|dropped|got rid of|does(?:n'?t| not) exist"
+    r"|no such"
     r"|there(?:'s| is) no|is gone|are gone|now(?=\s*[.!]|\s*$))\b"
 )
 # The same in the other languages people write to their agents (German, Spanish, French, Russian, Chinese,
@@ -102,6 +104,11 @@ NO_LONGER_ABROAD = re.compile(
     r"|n'est plus|ne \w+ plus|remplac|pass[ée]s? (?:à|a)\b|abandonn|d[ée]sormais|maintenant|больше не|уже не|отказались"
     r"|не был|замени|перешли|теперь|не используем|不再|不用|已经|升级到|换成|改用|弃用|废弃|现在用|不是"
     r"|やめ|もう|ではなく|じゃなく|移行|変更|今は|使わない|廃止"
+    # Italian, Portuguese, Dutch, Polish, Korean; Russian "we brought back".
+    r"|\bnon \w+ più\b|\badesso\b|sostitu|\bpassati a\b|\bnon era\b|\bnão \w+ mais\b|\bagora\b|trocamos|mudamos"
+    r"|substitu"
+    r"|deixamos de|\bnão era\b|niet meer|\bgeen\b.*\bmeer\b|overgestapt|vervangen|\bnu\b|helemaal niet|\bjuż\b"
+    r"|przenie|zamiast|\bteraz\b|zastąpi|nie był|더 이상|이제|바꿨|вернули"
 )
 # Said by a person only (an agent narrates its own edits in these words): something was taken away or undone.
 TAKEN_AWAY = re.compile(
@@ -132,7 +139,8 @@ DOCUMENT_LINE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 # A cause refuted: what said why something broke was wrong.
 REFUTED = re.compile(
     r"(?i)\b(?:was wrong|were wrong|diagnosis|red herring|nothing to do with|not the (?:cause|reason|problem)|never the"
-    r"|wasn'?t (?:the|it|about)|was not (?:the|it)|no era la causa|war nicht|n'était pas)\b"
+    r"|wasn'?t (?:the|it|about)|was not (?:the|it)|no era la causa|war nicht|n'était pas|non era|não era|helemaal niet"
+    r"|was niet|nie był)\b"
 )
 # An agent saying it leaves out what it was asked to do ("I'll skip clippy this time", "skipping gofmt").
 SKIPPING = re.compile(
@@ -142,18 +150,22 @@ SKIPPING = re.compile(
 # A person letting a rule go once, which neither changes nor breaks it ("skip it this time", "just for now").
 EXEMPTION = re.compile(r"(?i)\b(?:this time|just this once|for now|this once|for this one|one-?off|today only)\b")
 # One thing put in another's place, in the forms people write it: (chosen, replaced). Checked in this order.
+# A code span is one name on the side a pattern reads lazily ("instead of `cargo test`" replaces `cargo test`,
+# not `cargo`).
+_SPAN = r"`[^`]+`(?=$|[\s,.;:!?)(])|"
 REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.I)
     for pattern in (
         r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}) (?:instead of|rather than|in place of) "
-        r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
-        r"\breplac(?:e|ed|es|ing) (?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) (?:with|by) "
-        r"(?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)(?=$|[\s,.;:!?)(])",
+        rf"(?P<replaced>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?)(?=$|[\s,.;:!?)(])",
+        rf"\breplac(?:e|ed|es|ing) (?P<replaced>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?) (?:with|by) "
+        rf"(?P<chosen>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?)(?=$|[\s,.;:!?)(])",
         # "moving the HTTP client in invoices from urllib3 to aiohttp": what moves may stand between (a few words);
         # not after "go" ("going through the logs from Monday to Friday" replaces nothing).
         r"\b(?:(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating)"
         r"(?: (?!from\b)[\w`@./+#-]+){0,5}?|went|go|going) from "
-        r"(?P<replaced>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?) to (?P<chosen>[\w`@./+#-]+(?: [\w`@./+#-]+){0,3}?)"
+        rf"(?P<replaced>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?) to "
+        rf"(?P<chosen>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?)"
         r"(?=$|[\s,.;:!?)(])",
         # "Tailwind over styled-components"; not a preposition's "over" after a pronoun ("talk to each other over
         # gRPC", "send it over SSH").

@@ -37,6 +37,8 @@ _TOPICS: dict[str, tuple[str, ...]] = {
         "apt-get",
     ),
     "test-runner": (
+        "nextest",
+        "gotestsum",
         "jest",
         "vitest",
         "mocha",
@@ -97,7 +99,33 @@ _TOPICS: dict[str, tuple[str, ...]] = {
     "cli-framework": ("cobra", "urfave/cli", "click", "typer", "argparse", "clap", "commander", "yargs"),
     "state-management": ("redux", "zustand", "mobx", "jotai", "recoil", "pinia", "vuex"),
     "date-library": ("date-fns", "moment", "dayjs", "luxon", "pendulum", "arrow"),
+    # Not `make` nor `just`: English words first ("make sure", "I just want"); a memory names them as code.
+    "build-tool": ("gradle", "gradlew", "maven", "mvn", "bazel", "sbt", "cmake", "meson", "ninja"),
+    "infrastructure": ("terraform", "tofu", "opentofu", "pulumi", "ansible", "cloudformation", "cdk"),
+    "app-server": ("gunicorn", "uvicorn", "granian", "hypercorn", "daphne", "puma", "waitress"),
+    "web-server": ("nginx", "caddy", "traefik", "haproxy", "httpd"),
+    "secrets-manager": ("doppler", "sops", "infisical", "1password"),
+    "feature-flags": ("unleash", "launchdarkly", "flagsmith", "growthbook", "flipt"),
 }
+# The other names a tool goes by, or the command it is run by: one tool, whichever a text or a command says.
+ALIASES: dict[str, str] = {
+    "mvn": "maven",
+    "postgresql": "postgres",
+    "psql": "postgres",
+    "opentofu": "tofu",
+    "k8s": "kubernetes",
+    "golang": "go",
+    "python3": "python",
+    "nodejs": "node",
+    "podman-compose": "podman",
+}
+
+
+def canonical(name: str) -> str:
+    """The one name of a tool (`mvn` -> maven); any other name as it is."""
+    return ALIASES.get(name, name)
+
+
 TOPICS = frozenset(_TOPICS)
 _TOPIC_OF = {name: topic for topic, names in _TOPICS.items() for name in names}
 _NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*[a-z0-9]|[a-z0-9]", re.I)

@@ -1,6 +1,7 @@
-"""Conventions a command or a written file shows at once, for follow-through (`followthrough.decide`): a
-runtime's pinned version, a commit message's and a new branch's form. Pure; each says kept (True), broken
-(False) or not shown (None).
+"""Conventions and values a command or a written file shows at once, for follow-through
+(`followthrough.decide`): a runtime's pinned version, a commit message's and a new branch's form, a setting's
+value, a value the memory gives used in another form. Pure; the first three say kept (True), broken (False) or
+not shown (None).
 """
 
 from __future__ import annotations
@@ -85,3 +86,57 @@ def convention_kept(memory_text: str, command: str) -> bool | None:
         if found:
             return bool(_branch_shape(example[1]).match(found[1]))
     return None
+
+
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=|\s+is\s+)([^\s`'\"]+?)[.,;]?(?=\s|$|`)")
+
+
+def setting_kept(memory_text: str, written: str) -> bool | None:
+    """For a memory that gives a setting its value (`DATABASE_URL is postgres://…`), whether a command or a written
+    file sets it to that value (True), to another (False), or does not set it (None)."""
+    for name, value in _SETTING.findall(memory_text):
+        for found in re.findall(rf"\b{re.escape(name)}=[\"']?([^\s\"']+)", written):
+            return found.rstrip(".,;") == value
+    return None
+
+
+# The shapes of a value a memory can give and a command or a file can hold instead: an absolute path, a URL (any
+# scheme), an environment variable's name, a dashed identifier (a bucket, a cluster, a host).
+_PATH = re.compile(r"(?<![\w.~-])/(?:[\w.-]+/)+[\w.-]+")
+_VALUE_SHAPES = (
+    _PATH,
+    re.compile(r"\b[a-z][a-z0-9+]*://[^\s'\"`)]+"),
+    re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),
+    re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b"),
+)
+
+
+def _parts(value: str) -> set[str]:
+    return {p for p in re.split(r"[^a-z0-9]+", value.lower()) if len(p) > 2}
+
+
+def _missed(value: str, other: str, shape: re.Pattern[str]) -> bool:
+    if shape is _PATH:  # the same file under other folders that share a name with the value's
+        name = value.rsplit("/", 1)[-1]
+        return other.rsplit("/", 1)[-1] == name and bool((_parts(other) & _parts(value)) - {name})
+    return len(_parts(other) & _parts(value)) >= 2
+
+
+def value_missed(given: list[str], done: str) -> bool:
+    """Whether `done` (a command, a written file) uses a value of `given` (a memory's names) in another form and
+    never the value itself: the same file under another folder (/opt/ledger/logs/app.log of
+    /var/log/ledger/app.log), or a URL, variable or bucket sharing two of its words (NEW_CHECKOUT_ENABLED of
+    FF_NEW_CHECKOUT, s3://acme-uploads of acme-prod-uploads-eu). A value the memory also names is no miss."""
+    lowered = done.lower()
+    for shape in _VALUE_SHAPES:
+        # A path the memory gives is named without its leading slash (var/log/app.log).
+        values = [v for v in given if shape.fullmatch(v) or shape.fullmatch(v.upper()) or shape.fullmatch("/" + v)]
+        if not values or any(v in lowered for v in values):
+            continue
+        for found in shape.findall(done):
+            other = found.lower().rstrip(".,;:")
+            if any(other in v or v in other for v in given):
+                continue
+            if any(_missed(value, other, shape) for value in values):
+                return True
+    return False

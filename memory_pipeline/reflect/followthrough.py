@@ -47,7 +47,8 @@ from memory_pipeline.language.lexicon import (
 )
 from memory_pipeline.language.topics import topics_of
 from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, tokens, words
-from memory_pipeline.reflect.conventions import convention_kept, version_kept
+from memory_pipeline.reflect.conventions import convention_kept, setting_kept, value_missed, version_kept
+from memory_pipeline.reflect.shell import NUMBER, Phrase, has, runs
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
 LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
@@ -56,20 +57,14 @@ SNIPPET = 200  # characters of the evidence message kept with an outcome
 _ACTION_FIELDS = ("command", "cmd", "path", "file_path", "filePath", "file", "paths", "script", "args", "pattern")
 _CONTENT_FIELDS = ("content", "new_string", "newText", "new_str", "text", "input", "patch", "edits")
 _READ_TOOLS = frozenset({"read", "read_file", "grep", "glob", "ls", "find", "view", "search", "list_directory"})
-_INSTALL = frozenset({"add", "install", "i", "require", "get", "upgrade", "update", "remove", "uninstall", "rm"})
-_RUNNERS = frozenset({"npx", "pnpx", "bunx", "sudo", "env", "time", "exec", "nohup", "uvx", "pipx"})
-_SEGMENT = re.compile(r"&&|\|\||;|\||\n")
-_NUMBER = re.compile(r"^\d{2,}$")
 _CODE = re.compile(r"`([^`]+)`")
 _FLAG = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*")
-_DATA_FILE = r"\.(?:ya?ml|json|lock|toml|md|txt|cfg|ini|env)\b"
 _MOVE = re.compile(r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$")
 _PASSIVE = re.compile(r"(?i)\b(?:is|was|were|are|been|be|got)\s+$")
 _ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)[^>]*>.*?</\1>|```.*?```")
 
 # The kinds whose truth an agent can check (a port, a path, a cause): its word that they are not so counts.
 FACTUAL = frozenset({"fact", "gotcha", "root_cause"})
-Phrase = tuple[str, ...]  # a name ("pnpm", "docker compose", "src/api/"), or words that must all be there
 
 
 class ToolCall(BaseModel):
@@ -166,8 +161,10 @@ def stance(text: str) -> Stance:
         left = LEFT_BEHIND.search(clause)
         negation = NEGATION.search(clause)
         if replaced:
-            wants |= _named(replaced[0], plain=True)
-            rejects |= _named(replaced[1], plain=True)
+            # A side written as code is one name ("`cargo nextest run` instead of `cargo test`").
+            chosen, left_out = (f"`{side}`" if f"`{side}`" in clause else side for side in replaced)
+            wants |= _named(chosen, plain=True)
+            rejects |= _named(left_out, plain=True)
         elif moved:
             rejects |= _named(moved[1], plain=True)
             wants |= _named(moved[2], plain=True)
@@ -191,18 +188,6 @@ def stance(text: str) -> Stance:
         else:
             wants |= _named(clause)
     return Stance(frozenset(wants - rejects), frozenset(rejects), _keys(text), frozenset(content_words(text)))
-
-
-def _mention(text: str, name: str) -> bool:
-    """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
-    if "/" in name:
-        return name.strip("/.") in text.lower()
-    # `docker-compose.yml` is a data file, not the `docker-compose` binary (`webpack.config.js` is webpack's).
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-]|{_DATA_FILE})", text, re.I) is not None
-
-
-def _has(text: str, phrase: Phrase) -> bool:
-    return all(_mention(text, word) for word in phrase)
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -230,36 +215,6 @@ def action_text(call: ToolCall) -> str:
     return " ".join(_text(v) for v in picked or arguments.values())
 
 
-def _program(segment: str) -> list[str]:
-    """A shell segment's words from its program on (env assignments, `sudo`, `npx` and paths left out)."""
-    parts = [w for w in re.split(r"\s+", segment.strip()) if w]
-    while parts and (("=" in parts[0] and not parts[0].startswith("-")) or parts[0] in _RUNNERS):
-        parts = parts[1:]
-    if parts:
-        parts[0] = parts[0].rsplit("/", 1)[-1]
-    return [p.strip("'\"").lower() for p in parts]
-
-
-def _runs(command: str, phrase: Phrase) -> bool:
-    """Whether a shell command uses `phrase`: a tool as its program (or one run through a package manager, or
-    installed by one), anything else named anywhere in it."""
-    tool = len(phrase) == 1 and " " not in phrase[0] and bool(topics_of(phrase[0]))
-    for segment in _SEGMENT.split(command):
-        if not tool:
-            if _has(segment, phrase):
-                return True
-            continue
-        program, name = _program(segment), phrase[0]
-        # A service a command connects to, by its URL's scheme (DATABASE_URL=postgres://…, redis://cache:6379).
-        if re.search(rf"(?<![\w+-]){re.escape(name)}(?:ql)?(?:\+\w+)?://", segment, re.I):
-            return True
-        if program[:1] == [name] or (len(program) > 1 and program[1] == name and topics_of(program[0])):
-            return True
-        if len(program) > 2 and topics_of(program[0]) and program[1] in _INSTALL and name in program[2:]:
-            return True
-    return False
-
-
 def _acts(call: ToolCall, phrase: Phrase) -> bool:
     """Whether a tool call uses or touches `phrase`: a command that runs it, a file written that names it."""
     arguments = _arguments(call)
@@ -267,12 +222,9 @@ def _acts(call: ToolCall, phrase: Phrase) -> bool:
         return False
     command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
     if command:
-        return _runs(command, phrase)
+        return runs(command, phrase)
     written = " ".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
-    return _has(written, phrase)
-
-
-_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)(?:=|\s+is\s+)([^\s`'\"]+?)[.,;]?(?=\s|$|`)")
+    return has(written, phrase)
 
 
 def _setting(memory_text: str, call: ToolCall) -> bool | None:
@@ -280,10 +232,7 @@ def _setting(memory_text: str, call: ToolCall) -> bool | None:
     that value (True), to another (False), or does not set it (None)."""
     arguments = _arguments(call)
     written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
-    for name, value in _SETTING.findall(memory_text):
-        for found in re.findall(rf"\b{re.escape(name)}=[\"']?([^\s\"']+)", written):
-            return found.rstrip(".,;") == value
-    return None
+    return setting_kept(memory_text, written)
 
 
 def _checked(memory_text: str, call: ToolCall) -> bool | None:
@@ -296,9 +245,18 @@ def _checked(memory_text: str, call: ToolCall) -> bool | None:
     return convention_kept(memory_text, command) if kept is None else kept
 
 
+def _near_miss(memory: Stance, call: ToolCall) -> bool:
+    """Whether a call that is not a read uses a value the memory gives in another form (`value_missed`)."""
+    if call.name.rsplit("__", 1)[-1].lower() in _READ_TOOLS:
+        return False
+    arguments = _arguments(call)
+    done = " ".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
+    return value_missed([p[0] for p in memory.wants if len(p) == 1], done)
+
+
 def _same_sort(a: str, b: str) -> bool:
     """Two names that can stand for one another: two numbers, or two tools of one category."""
-    if _NUMBER.match(a) and _NUMBER.match(b):
+    if NUMBER.match(a) and NUMBER.match(b):
         return True
     return bool(set(topics_of(a)) & set(topics_of(b)))
 
@@ -308,15 +266,19 @@ def _conflict(memory: Stance, said: Stance) -> bool:
     subject another value of the same sort ("the port is 8080" of "the dev server is on port 5173")."""
     if said.rejects & memory.wants or said.wants & memory.rejects:
         return True
-    if said.wants & memory.wants:
-        return False
     others = {p[0] for p in said.wants - memory.wants - memory.rejects if len(p) == 1}
     mine = {p[0] for p in memory.wants if len(p) == 1}
+    about = memory.keys & said.keys or {w for w in memory.words & said.words if not w.isdigit()}
+    # Another number or version of the subject both name, whatever else they share ("we bumped the toolchain to
+    # 1.85, rust-toolchain.toml says so" of "the toolchain is pinned to 1.82.0 (rust-toolchain.toml)").
+    if about and any(NUMBER.match(o) and NUMBER.match(w) for o in others for w in mine):
+        return True
+    if said.wants & memory.wants:
+        return False
     # Another tool of the memory's tool's category ("it's bun now" of "use pnpm"), or another value (a number) of
     # the subject both name ("the port is 8080" of "the dev server listens on port 5173").
     if any(topics_of(o) and _same_sort(o, w) for o in others for w in mine):
         return True
-    about = memory.keys & said.keys or {w for w in memory.words & said.words if not w.isdigit()}
     return bool(about) and any(_same_sort(o, w) for o in others for w in mine)
 
 
@@ -333,6 +295,11 @@ def _sentences(text: str) -> list[str]:
     return [x for x in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if x.strip()]
 
 
+def _value(phrase: Phrase) -> bool:
+    """A name that is a value of the memory (a number, a path, a flag, a command), not a lone tool's name."""
+    return len(phrase) == 1 and not (re.fullmatch(r"[a-z][a-z0-9.+-]*", phrase[0]) and topics_of(phrase[0]))
+
+
 def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
     """Whether a message says the memory no longer holds (or never did): words that go against its stance with a
     cue, or a sentence that says something no longer holds (not asked, not agreeing) about its subject."""
@@ -342,10 +309,15 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
         return False
     said = stance(text)
     changed = NO_LONGER.search(text) or NO_LONGER_ABROAD.search(text) or (person and TAKEN_AWAY.search(text))
-    if (changed or (person and (CORRECTION.search(text) or replacement(text)))) and _conflict(memory, said):
+    # The agent speaks of what it saw: its words go against the memory when they give a value (a number, a path, a
+    # name with code marks), not when they only name a tool ("kubectl says that context doesn't exist").
+    valued = person or any(_value(p) for p in said.rejects | said.wants)
+    if (changed or (person and (CORRECTION.search(text) or replacement(text)))) and valued and _conflict(memory, said):
         return True
-    # The agent that checked a fact or a cause and says its value is not so ("on 3000 here, not 5173").
-    if not person and kind in FACTUAL and said.rejects & memory.wants and memory.keys & said.keys:
+    # The agent that checked a fact or a cause and says its value is not so ("on 3000 here, not 5173"): a value
+    # (a number, a path, a name with code marks), not a tool ("kubectl says that context doesn't exist").
+    denied = {p for p in said.rejects & memory.wants if _value(p)}
+    if not person and kind in FACTUAL and denied and memory.keys & said.keys:
         return True
     for sentence in _sentences(text):
         abroad = NO_LONGER_ABROAD.search(sentence)
@@ -357,7 +329,11 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
         refuted = REFUTED.search(sentence)
         if own.rejects & memory.rejects or (not abroad and not refuted and own.wants & memory.wants):
             continue
-        if memory.keys & own.keys:
+        # A person's words name the memory's subject in passing too, lower-cased ("vendor/", "gunicornは").
+        spoken = {part for w in words(sentence) for part in (w, *re.split(r"[./#'_]+", w)) if part} if person else set()
+        shared = memory.keys & (own.keys | spoken)
+        # The agent speaks of what it saw: its word counts when it names the memory's own value, not a tool.
+        if shared and (person or any(_value((k,)) for k in shared)):
             return True
         # A cause refuted in other words than the memory's names ("the earlier diagnosis was wrong: listeners…").
         if refuted and len(memory.words & own.words) >= 2:
@@ -374,7 +350,7 @@ def _skips(memory: Stance, content: str) -> bool:
 
 
 def _mentions_rejected(memory: Stance, sentence: str) -> bool:
-    return any(_has(sentence, phrase) for phrase in memory.rejects)
+    return any(has(sentence, phrase) for phrase in memory.rejects)
 
 
 @dataclass(frozen=True)
@@ -427,6 +403,10 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
             if content.strip() and _against(memory, kind, content, person):
                 return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
                                decided_by="rule")  # fmt: skip
+            # A person letting the memory go once ("just this once run plain cargo test"): what the agent then does
+            # against it neither follows nor ignores it.
+            if person and EXEMPTION.search(_spoken(content)) and memory.keys & _keys(_spoken(content)):
+                return Outcome(outcome="no_signal")
             if person and _agrees(memory, stance(_spoken(content))):
                 restated = restated or ignored is not None
                 # The person saying the memory again after the agent acted without it ("we already have one at
@@ -442,7 +422,8 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
                 acted = (index, action_text(call))
             setting = _setting(text, call)
             setting = _checked(text, call) if setting is None else setting
-            if ignored is None and (setting is False or any(_acts(call, r) for r in memory.rejects)):
+            missed = _near_miss(memory, call)
+            if ignored is None and (setting is False or missed or any(_acts(call, r) for r in memory.rejects)):
                 ignored = (index, action_text(call))
             elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):
                 followed = (index, action_text(call))

@@ -129,6 +129,64 @@ def test_a_service_is_named_by_the_scheme_of_the_url_a_command_connects_to() -> 
     assert decide("decision", moved, turn_of([_bash("curl mypostgres://x")])).outcome == "no_signal"
 
 
+def test_a_tool_is_found_behind_a_shell_a_package_manager_s_run_and_its_other_names() -> None:
+    ruff = "Format Python with `ruff format`, not black."
+    assert decide("rule", ruff, turn_of([_bash("poetry run black src/")])).outcome == "ignored"
+    codex = {"role": "assistant", "content": "", "tool_calls": [
+        {"name": "shell", "arguments": {"command": ["bash", "-lc", "uv run black --check ."]}}]}  # fmt: skip
+    assert decide("rule", ruff, turn_of([codex])).outcome == "ignored"
+    gradle = "Build with the Gradle wrapper (`./gradlew`), not Maven."
+    assert decide("rule", gradle, turn_of([_bash("mvn -q package")])).outcome == "ignored"
+    assert decide("rule", gradle, turn_of([_bash("./gradlew build -x test")])).outcome == "followed"
+    # A code span is one name on either side of "instead of": `cargo test` is rejected, not cargo.
+    nextest = "Run the tests with `cargo nextest run` instead of `cargo test`."
+    assert decide("rule", nextest, turn_of([_bash("cargo nextest run -p core")])).outcome == "followed"
+    assert decide("rule", nextest, turn_of([_bash("cargo test -p core")])).outcome == "ignored"
+    # "X is no longer run" rejects X (the negation read whole, not as "no").
+    assert ("mypy",) in stance("Type-check with pyright; mypy is no longer run.").rejects
+
+
+def test_a_one_off_exemption_by_the_person_is_no_signal_whatever_the_agent_then_does() -> None:
+    rule = "Never skip the hooks with `git commit --no-verify`."
+    once = {"role": "user", "content": "The hook is broken, just this once commit with --no-verify."}
+    assert decide("rule", rule, turn_of([once, _bash("git commit --no-verify -m fix")])).outcome == "no_signal"
+    assert decide("rule", rule, turn_of([_bash("git commit --no-verify -m fix")])).outcome == "ignored"
+
+
+def test_the_agent_s_word_contradicts_a_fact_only_when_it_gives_a_value() -> None:
+    fact = "The nightly export runs at 02:30 UTC."
+    checked = {"role": "assistant", "content": "The schedule is actually 04:15 UTC, not 02:30."}
+    assert decide("fact", fact, turn_of([checked])).outcome == "contradicted"
+    context = "The staging context is `stg-west4`; always pass it to kubectl with --context."
+    lost = {"role": "assistant", "content": "kubectl says that context doesn't exist."}
+    assert decide("fact", context, turn_of([lost])).outcome == "no_signal"
+
+
+def test_another_version_of_the_subject_contradicts_and_a_version_may_go_on_with_a_dash() -> None:
+    pinned = "The Rust toolchain is pinned to 1.82.0 (rust-toolchain.toml)."
+    bumped = {"role": "user", "content": "We bumped the toolchain to 1.85, rust-toolchain.toml says so."}
+    assert decide("fact", pinned, turn_of([bumped])).outcome == "contradicted"
+    edit = {"role": "assistant", "content": "", "tool_calls": [{"name": "edit", "arguments": {
+        "path": "Dockerfile", "oldText": "FROM rust:1.79-slim", "newText": "FROM rust:1.82.0-slim"}}]}  # fmt: skip
+    assert decide("fact", pinned, turn_of([edit])).outcome == "followed"
+
+
+def test_a_person_s_words_in_more_languages_drop_a_memory() -> None:
+    memory = "Release branches are cut as `release/YYYY.MM`."
+    for said in ("Non usiamo più i branch release/, adesso usiamo i tag.", "We gebruiken geen release/ branches meer.",
+                 "Nie używamy już gałęzi release/."):  # fmt: skip
+        assert decide("decision", memory, turn_of([{"role": "user", "content": said}])).outcome == "contradicted"
+
+
+def test_a_value_given_in_another_form_is_ignored() -> None:
+    log = "The ledger writes its logs to /var/log/ledger/app.log."
+    assert decide("fact", log, turn_of([_bash("tail -n 50 /opt/ledger/logs/app.log")])).outcome == "ignored"
+    assert decide("fact", log, turn_of([_bash("tail -n 50 /var/log/ledger/app.log")])).outcome == "followed"
+    assert decide("fact", log, turn_of([_bash("tail -n 50 /var/log/nginx/access.log")])).outcome == "no_signal"
+    flag = "The redesign is behind `FF_NEW_CHECKOUT`."
+    assert decide("fact", flag, turn_of([_bash("NEW_CHECKOUT_ENABLED=1 pnpm dev")])).outcome == "ignored"
+
+
 def test_a_person_saying_the_memory_again_after_the_agent_acted_without_it_is_ignored() -> None:
     memory = "The design tokens are in styles/tokens.css."
     wrote = {
