@@ -31,18 +31,20 @@ from memory_pipeline.stores.llm import chat_client
 
 HERE = Path(__file__).parent / "corpus" / "followthrough"
 CORPUS = HERE / "events.jsonl"
-# A second tuning set, written blind on 2026-12-06 by a helper that read neither the decider nor events.jsonl: the
-# first tuning third had been read so often that its figure no longer said what the rules do on new turns.
-TUNE_B = HERE / "events_tune_b.jsonl"
+# More tuning sets (events_tune_b.jsonl, events_tune_c.jsonl), each written blind on 2026-12-06 by a helper that
+# read neither the decider nor the other sets: the first tuning third had been read so often that its figure no
+# longer said what the rules do on new turns. Each is scored before any code is tuned on it (in the commit that
+# adds it), then tuned on; the held third is never read.
+MORE_TUNING = sorted(HERE.glob("events_tune_*.jsonl"))
 # Each event of events.jsonl read blind for what deciding it takes: "names" (what is literally there: a tool, a
 # path, a port, the person's plain words in any language) or "meaning" (what code or an action means). The ceiling
 # of a decider that reads names, and where the rules fall short of it.
 READING = HERE / "reading.jsonl"
-SPLITS = ("tune", "tune_b", "held")
+SPLITS = ("tune", *(more.stem.removeprefix("events_") for more in MORE_TUNING), "held")
 
 
 def load(path: Path = CORPUS) -> list[dict[str, Any]]:
-    """The labelled events of `path`; of CORPUS, with the second tuning set's events after them (split `tune_b`)."""
+    """The labelled events of `path`; of CORPUS, with the other tuning sets' events after them (split `tune_b`, …)."""
     events = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -51,8 +53,9 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
             events.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise SystemExit(f"{path}:{number}: not JSON ({exc.msg})") from exc
-    if path == CORPUS and TUNE_B.exists():
-        events += [{**e, "split": "tune_b"} for e in load(TUNE_B)]
+    if path == CORPUS:
+        for more in MORE_TUNING:
+            events += [{**e, "split": more.stem.removeprefix("events_")} for e in load(more)]
     return events
 
 
@@ -118,8 +121,8 @@ def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) ->
     body = [
         f"{sum(r['n'] for (s, _), r in results.items() if s == 'rules')} events. "
         "Corpus: `bench/corpus/followthrough/events.jsonl` (written blind, before the decider; held = ids "
-        "divisible by 3) and, as `tune_b`, `events_tune_b.jsonl` (a second tuning set, written blind on "
-        "2026-12-06). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
+        "divisible by 3) and, as `tune_b` and `tune_c`, `events_tune_b.jsonl` and `events_tune_c.jsonl` (more "
+        "tuning sets, written blind on 2026-12-06). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
         "model's pass asked where the rules find no signal and the agent's doings touch the memory; it may say "
         "followed or ignored with the agent's line that shows it, never contradicted"
         + (f" (`{model}`, `--model`)." if model else "; not run (`--model`)."),
@@ -158,7 +161,7 @@ def _with_model(events: list[dict[str, Any]], results: dict[tuple[str, str], dic
     with chat_client(settings, timeout=600) as chat:
         model = chat.model_id()
         judge = ModelPass(chat)
-        for split in ("held", "tune", "tune_b"):  # held first: the figure that counts
+        for split in ("held", *(s for s in SPLITS if s != "held")):  # held first: the figure that counts
             if not any(e["split"] == split for e in events):
                 continue
             results[("rules + model", split)] = score([e for e in events if e["split"] == split], judge.decide)

@@ -8,6 +8,7 @@ used more than 3 times. Exit status 1 on any problem.
 
     python3 bench/corpus/followthrough/check.py
     python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/events_tune_b.jsonl
+    python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/events_tune_c.jsonl
 """
 
 import collections
@@ -45,11 +46,11 @@ def main(path=HERE / "events.jsonl"):
     for i, e in enumerate(events, 1):
         eid = e.get("id")
         where = f"{eid}"
-        # The second tuning set (events_tune_b.jsonl, fb-001 ...) is tuning data only.
-        second = path.name == "events_tune_b.jsonl"
-        if eid != f"{'fb' if second else 'ft'}-{i:03d}":
-            problems.append(f"{where}: expected id {'fb' if second else 'ft'}-{i:03d}")
-        want_split = "tune" if second or i % 3 else "held"
+        # The other tuning sets (events_tune_b.jsonl: fb-001 ..., events_tune_c.jsonl: fc-001 ...) are tuning data.
+        prefix = {"events_tune_b.jsonl": "fb", "events_tune_c.jsonl": "fc"}.get(path.name, "ft")
+        if eid != f"{prefix}-{i:03d}":
+            problems.append(f"{where}: expected id {prefix}-{i:03d}")
+        want_split = "tune" if prefix != "ft" or i % 3 else "held"
         if e.get("split") != want_split:
             problems.append(f"{where}: split should be {want_split}")
         if set(e) != {"id", "split", "memory", "agent", "turn", "label", "evidence", "note"}:
