@@ -122,8 +122,9 @@ def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) ->
         f"{sum(r['n'] for (s, _), r in results.items() if s == 'rules')} events. "
         "Corpus: `bench/corpus/followthrough/events.jsonl` (written blind, before the decider; held = ids "
         "divisible by 3) and, as `tune_b` and `tune_c`, `events_tune_b.jsonl` and `events_tune_c.jsonl` (more "
-        "tuning sets, written blind on 2026-12-06). Demoted without evidence: decided contradicted where the label is not. Model: the chat "
-        "model's pass asked where the rules find no signal and the agent's doings touch the memory; it may say "
+        "tuning sets, written blind on 2026-12-06). Demoted without evidence: decided contradicted where the label "
+        "is not. Model: the chat model's pass asked where the rules find no signal and the agent's doings touch the "
+        "memory; it may say "
         "followed or ignored with the agent's line that shows it, never contradicted"
         + (f" (`{model}`, `--model`)." if model else "; not run (`--model`)."),
         "",
