@@ -80,8 +80,9 @@ CORRECTION = re.compile(
 # the names beside it are rejected, as a negation's are.
 LEFT_BEHIND = re.compile(
     r"(?i)\b(?:removed|dropped|deprecated|abandoned|retired|replaced|legacy|obsolete|gone|old|stale"
+    r"|cancell?ed|discontinued|decommissioned|shut down|sunset"
     r"|instead of|rather than|got rid of|moved (?:away )?from|migrated (?:away )?from|switched (?:away )?from"
-    r"|went from|moving from)\b"
+    r"|went from|moving from|renamed from)\b"
 )
 # The other side of a move ("from SQLite to Postgres", "in favour of Tailwind"): the names after it are chosen.
 CHOSEN_AFTER = re.compile(r"(?i)\b(?:in favou?r of|for|to|with|by)\b")
@@ -103,7 +104,7 @@ NO_LONGER_ABROAD = re.compile(
     r"|\bjetzt\b|\bya no\b|\bno era\b|reemplaz|cambiamos|migramos|dejamos de|abandonamos|\bahora\b|\bplus de\b"
     r"|n'est plus|ne \w+ plus|remplac|pass[ée]s? (?:à|a)\b|abandonn|d[ée]sormais|maintenant|больше не|уже не|отказались"
     r"|не был|замени|перешли|теперь|не используем|不再|不用|已经|升级到|换成|改用|弃用|废弃|现在用|不是"
-    r"|やめ|もう|ではなく|じゃなく|移行|変更|今は|使わない|廃止"
+    r"|やめ|もう|ではなく|じゃなく|移行|変更|変え|古い|今は|使わない|廃止"
     # Italian, Portuguese, Dutch, Polish, Korean; Russian "we brought back".
     r"|\bnon \w+ più\b|\badesso\b|sostitu|\bpassati a\b|\bnon era\b|\bnão \w+ mais\b|\bagora\b|trocamos|mudamos"
     r"|substitu"
@@ -139,8 +140,8 @@ DOCUMENT_LINE = re.compile(r"(?m)^\s*(?:#{1,6} |[-*] |\d+\. |<\w+>)")
 # A cause refuted: what said why something broke was wrong.
 REFUTED = re.compile(
     r"(?i)\b(?:was wrong|were wrong|diagnosis|red herring|nothing to do with|not the (?:cause|reason|problem)|never the"
-    r"|wasn'?t (?:the|it|about)|was not (?:the|it)|no era la causa|war nicht|n'était pas|non era|não era|helemaal niet"
-    r"|was niet|nie był)\b"
+    r"|(?:wasn|isn)'?t (?:the|it|about)|(?:was|is) not (?:the|it)|no era la causa|war nicht|n'était pas|non era"
+    r"|não era|helemaal niet|was niet|nie był)\b"
 )
 # An agent saying it leaves out what it was asked to do ("I'll skip clippy this time", "skipping gofmt").
 SKIPPING = re.compile(
@@ -162,7 +163,7 @@ REPLACEMENTS: tuple[re.Pattern[str], ...] = tuple(
         rf"(?P<chosen>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?)(?=$|[\s,.;:!?)(])",
         # "moving the HTTP client in invoices from urllib3 to aiohttp": what moves may stand between (a few words);
         # not after "go" ("going through the logs from Monday to Friday" replaces nothing).
-        r"\b(?:(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating)"
+        r"\b(?:(?:switch|switched|switching|move|moved|moving|migrate|migrated|migrating|rename|renamed|renaming)"
         r"(?: (?!from\b)[\w`@./+#-]+){0,5}?|went|go|going) from "
         rf"(?P<replaced>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?) to "
         rf"(?P<chosen>{_SPAN}[\w`@./+#-]+(?: [\w`@./+#-]+){{0,3}}?)"

@@ -100,6 +100,8 @@ _TOPICS: dict[str, tuple[str, ...]] = {
     "state-management": ("redux", "zustand", "mobx", "jotai", "recoil", "pinia", "vuex"),
     "date-library": ("date-fns", "moment", "dayjs", "luxon", "pendulum", "arrow"),
     # Not `make` nor `just`: English words first ("make sure", "I just want"); a memory names them as code.
+    "migrations": ("alembic", "flyway", "liquibase", "goose", "dbmate"),
+    "codegen": ("buf", "protoc", "sqlc", "openapi-generator", "openapi-generator-cli"),
     "build-tool": ("gradle", "gradlew", "maven", "mvn", "bazel", "sbt", "cmake", "meson", "ninja"),
     "infrastructure": ("terraform", "tofu", "opentofu", "pulumi", "ansible", "cloudformation", "cdk"),
     "app-server": ("gunicorn", "uvicorn", "granian", "hypercorn", "daphne", "puma", "waitress"),
@@ -127,6 +129,12 @@ def canonical(name: str) -> str:
 
 
 TOPICS = frozenset(_TOPICS)
+# The categories whose tools are commands: a file uses one when a line of it runs it (a script, a Makefile recipe, a
+# CI step), not when it holds the word ("background: black" is a colour); a library is used wherever it is named.
+COMMANDS = frozenset(
+    {"package-manager", "test-runner", "linter", "formatter", "bundler", "container", "build-tool", "infrastructure",
+     "type-checker", "version-control", "migrations", "codegen"}
+)  # fmt: skip
 _TOPIC_OF = {name: topic for topic, names in _TOPICS.items() for name in names}
 _NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*[a-z0-9]|[a-z0-9]", re.I)
 

@@ -7,6 +7,11 @@ not shown (None).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from memory_pipeline.language.lexicon import RULE
+from memory_pipeline.language.topics import topics_of
+from memory_pipeline.reflect.shell import SEGMENT, Phrase, has, mention, runs
 
 # A runtime or a server and the version a memory pins it to ("requires go 1.22", "targets Python 3.12", "Node
 # 20"), and the names a command or a file gives it (an image `golang:1.20-alpine`, `python-version: ['3.10']`).
@@ -140,3 +145,25 @@ def value_missed(given: list[str], done: str) -> bool:
             if any(_missed(value, other, shape) for value in values):
                 return True
     return False
+
+
+def flags_kept(memory_text: str, wants: Iterable[Phrase], command: str) -> bool | None:
+    """For a rule that a tool always runs with a flag ("always run pytest with -p no:cacheprovider", "every commit
+    needs a sign-off (git commit -s)"), whether a command that runs it passes every such flag (True) or leaves one
+    out (False); None when it runs none, or the memory is no lasting rule ("run X with --dry-run before …"). A flag
+    written in a code span (or brackets) belongs to the command before it there (`git commit -s`: a `git add`
+    needs none). `wants`: the memory's stance's."""
+    wanted = [p for p in wants if len(p) == 1]
+    flags = [p[0] for p in wanted if p[0].startswith("-")]
+    tools = [p for p in wanted if not p[0].startswith("-") and topics_of(p[0])]
+    if not flags or not tools or not RULE.search(memory_text):
+        return None
+    spans = [s.lower() for pair in re.findall(r"`([^`]+)`|\(([^()]+)\)", memory_text) for s in pair if s]
+    # Each flag with the words of the command it belongs to (none: the tool alone).
+    owners = {f: next((s[: s.index(f)].split() for s in spans if f in s.split()), []) for f in flags}
+    for segment in SEGMENT.split(command):
+        if any(runs(segment, tool) for tool in tools):
+            due = [f for f, owner in owners.items() if has(segment, tuple(owner))]
+            if due:
+                return all(mention(segment, f) for f in due)
+    return None

@@ -47,8 +47,14 @@ from memory_pipeline.language.lexicon import (
 )
 from memory_pipeline.language.topics import topics_of
 from memory_pipeline.language.words import SPEECH_WORDS, STOP_WORDS, content_words, tokens, words
-from memory_pipeline.reflect.conventions import convention_kept, setting_kept, value_missed, version_kept
-from memory_pipeline.reflect.shell import NUMBER, Phrase, has, runs
+from memory_pipeline.reflect.conventions import (
+    convention_kept,
+    flags_kept,
+    setting_kept,
+    value_missed,
+    version_kept,
+)
+from memory_pipeline.reflect.shell import NUMBER, Phrase, has, runs, written_use
 
 Label = Literal["followed", "ignored", "contradicted", "no_signal"]
 LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
@@ -58,8 +64,11 @@ _ACTION_FIELDS = ("command", "cmd", "path", "file_path", "filePath", "file", "pa
 _CONTENT_FIELDS = ("content", "new_string", "newText", "new_str", "text", "input", "patch", "edits")
 _READ_TOOLS = frozenset({"read", "read_file", "grep", "glob", "ls", "find", "view", "search", "list_directory"})
 _CODE = re.compile(r"`([^`]+)`")
+_FOLDER = re.compile(r"(?<![\w/.-])([\w.-]+/)(?=[\s,;:.)]|$)")  # a folder named alone: "never edit vendor/"
 _FLAG = re.compile(r"(?<![\w-])--?[a-zA-Z][\w-]*")
-_MOVE = re.compile(r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$")
+_MOVE = re.compile(
+    r"(?i)\b(?:mov|migrat|switch|went|go|going|chang|upgrad|port|renam)\w*\b.*?\bfrom\s+(.+?)\s+to\s+(.+)$"
+)
 _PASSIVE = re.compile(r"(?i)\b(?:is|was|were|are|been|be|got)\s+$")
 _ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)[^>]*>.*?</\1>|```.*?```")
 
@@ -114,6 +123,7 @@ def names(text: str) -> list[str]:
             found.append(name)
     found += [flag.lower() for flag in _FLAG.findall(rest)]
     found += [word for word in words(rest) if topics_of(word)]
+    found += [folder.lower() for folder in _FOLDER.findall(rest)]
     return list(dict.fromkeys(found))
 
 
@@ -155,6 +165,7 @@ def stance(text: str) -> Stance:
     wanted."""
     wants: set[Phrase] = set()
     rejects: set[Phrase] = set()
+    previous: set[Phrase] = set()
     for clause in _clauses(text):
         replaced = replacement(clause)
         moved = _MOVE.search(clause)
@@ -174,7 +185,9 @@ def stance(text: str) -> Stance:
             rejects |= _named(after[: chosen.start()] if chosen else after)
             wants |= _named(after[chosen.end() :], plain=True) if chosen else set()
             if _PASSIVE.search(clause[: left.start()]) or not _named(after):
-                rejects |= _named(clause[: left.start()], plain=True)
+                subject = _named(clause[: left.start()], plain=True)
+                # "The API v1 (/v1/orders) was shut down": what was left behind is named before the bracket.
+                rejects |= subject or (previous if _PASSIVE.fullmatch(clause[: left.start()].lstrip()) else set())
         elif negation:
             before, after = clause[: negation.start()], clause[negation.end() :]
             end = CLAUSE_END.search(after)
@@ -187,6 +200,7 @@ def stance(text: str) -> Stance:
                 rejects |= _named(before)
         else:
             wants |= _named(clause)
+        previous = _named(clause)
     return Stance(frozenset(wants - rejects), frozenset(rejects), _keys(text), frozenset(content_words(text)))
 
 
@@ -215,16 +229,17 @@ def action_text(call: ToolCall) -> str:
     return " ".join(_text(v) for v in picked or arguments.values())
 
 
-def _acts(call: ToolCall, phrase: Phrase) -> bool:
-    """Whether a tool call uses or touches `phrase`: a command that runs it, a file written that names it."""
+def _acts(call: ToolCall, phrase: Phrase, reading: bool = True) -> bool:
+    """Whether a tool call uses or touches `phrase`: a command that runs it (with `reading` False, not one that
+    only reads), a file written that names it."""
     arguments = _arguments(call)
     if call.name.rsplit("__", 1)[-1].lower() in _READ_TOOLS:
         return False
     command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
     if command:
-        return runs(command, phrase)
-    written = " ".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
-    return has(written, phrase)
+        return runs(command, phrase, reading)
+    written = "\n".join(_text(arguments[k]) for k in (*_ACTION_FIELDS, *_CONTENT_FIELDS) if k in arguments)
+    return written_use(written, phrase)
 
 
 def _setting(memory_text: str, call: ToolCall) -> bool | None:
@@ -242,7 +257,8 @@ def _checked(memory_text: str, call: ToolCall) -> bool | None:
     command = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script") if k in arguments)
     written = " ".join(_text(arguments[k]) for k in ("command", "cmd", "script", *_CONTENT_FIELDS) if k in arguments)
     kept = version_kept(memory_text, written)
-    return convention_kept(memory_text, command) if kept is None else kept
+    kept = convention_kept(memory_text, command) if kept is None else kept
+    return flags_kept(memory_text, stance(memory_text).wants, command) if kept is None else kept
 
 
 def _near_miss(memory: Stance, call: ToolCall) -> bool:
@@ -295,6 +311,27 @@ def _sentences(text: str) -> list[str]:
     return [x for x in re.split(r"(?<=[.!?。！？])\s+|\n+", text) if x.strip()]
 
 
+def _replaces(memory: Stance, text: str) -> bool:
+    """Whether `text` puts one thing in another's place among what the memory speaks of: a side it names, the other
+    named by it too or of the same sort ("npm instead of pnpm" of "use pnpm"; not "pure black instead of #111" of
+    "we removed black")."""
+    found = replacement(text)
+    if not found:
+        return False
+    mine = {p[0] for p in memory.wants | memory.rejects if len(p) == 1}
+    sides = [{n for (n,) in _named(side) if n} for side in found]
+    for this, other in (sides, sides[::-1]):
+        if this & mine and (other & mine or any(_same_sort(o, m) for o in other for m in mine)):
+            return True
+    return False
+
+
+def _no_longer(text: str, person: bool) -> bool:
+    """A cue that something no longer holds. "… now." is the person's only: the agent ends its own report so ("The
+    fix is on release/2.x now.")."""
+    return any(person or m[0].lower() != "now" for m in NO_LONGER.finditer(text))
+
+
 def _value(phrase: Phrase) -> bool:
     """A name that is a value of the memory (a number, a path, a flag, a command), not a lone tool's name."""
     return len(phrase) == 1 and not (re.fullmatch(r"[a-z][a-z0-9.+-]*", phrase[0]) and topics_of(phrase[0]))
@@ -308,11 +345,15 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
     if not text.strip() or EXEMPTION.search(text):
         return False
     said = stance(text)
-    changed = NO_LONGER.search(text) or NO_LONGER_ABROAD.search(text) or (person and TAKEN_AWAY.search(text))
+    changed = _no_longer(text, person) or NO_LONGER_ABROAD.search(text) or (person and TAKEN_AWAY.search(text))
     # The agent speaks of what it saw: its words go against the memory when they give a value (a number, a path, a
     # name with code marks), not when they only name a tool ("kubectl says that context doesn't exist").
     valued = person or any(_value(p) for p in said.rejects | said.wants)
-    if (changed or (person and (CORRECTION.search(text) or replacement(text)))) and valued and _conflict(memory, said):
+    if (
+        (changed or (person and (CORRECTION.search(text) or _replaces(memory, text))))
+        and valued
+        and _conflict(memory, said)
+    ):
         return True
     # The agent that checked a fact or a cause and says its value is not so ("on 3000 here, not 5173"): a value
     # (a number, a path, a name with code marks), not a tool ("kubectl says that context doesn't exist").
@@ -321,12 +362,12 @@ def _against(memory: Stance, kind: str, content: str, person: bool) -> bool:
         return True
     for sentence in _sentences(text):
         abroad = NO_LONGER_ABROAD.search(sentence)
-        changed = abroad or NO_LONGER.search(sentence) or (person and TAKEN_AWAY.search(sentence))
+        refuted = REFUTED.search(sentence)
+        changed = abroad or refuted or _no_longer(sentence, person) or (person and TAKEN_AWAY.search(sentence))
         if not changed:
             continue
         # Agreeing by naming what the memory wants is read in English only: "мы отказались от date-fns" names it.
         own = stance(sentence)
-        refuted = REFUTED.search(sentence)
         if own.rejects & memory.rejects or (not abroad and not refuted and own.wants & memory.wants):
             continue
         # A person's words name the memory's subject in passing too, lower-cased ("vendor/", "gunicornは").
@@ -405,7 +446,12 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
                                decided_by="rule")  # fmt: skip
             # A person letting the memory go once ("just this once run plain cargo test"): what the agent then does
             # against it neither follows nor ignores it.
-            if person and EXEMPTION.search(_spoken(content)) and memory.keys & _keys(_spoken(content)):
+            spoken = _spoken(content)
+            if (
+                person
+                and EXEMPTION.search(spoken)
+                and (memory.keys & _keys(spoken) or memory.words & content_words(spoken))
+            ):
                 return Outcome(outcome="no_signal")
             if person and _agrees(memory, stance(_spoken(content))):
                 restated = restated or ignored is not None
@@ -422,8 +468,8 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
                 acted = (index, action_text(call))
             setting = _setting(text, call)
             setting = _checked(text, call) if setting is None else setting
-            missed = _near_miss(memory, call)
-            if ignored is None and (setting is False or missed or any(_acts(call, r) for r in memory.rejects)):
+            broken = _near_miss(memory, call) or any(_acts(call, r, reading=False) for r in memory.rejects)
+            if ignored is None and (setting is False or broken):
                 ignored = (index, action_text(call))
             elif followed is None and (setting or any(_acts(call, w) for w in memory.wants)):
                 followed = (index, action_text(call))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memory_pipeline.language.topics import canonical, topics_of
+from memory_pipeline.language.topics import COMMANDS, canonical, topics_of
 
 Phrase = tuple[str, ...]  # a name ("pnpm", "docker compose", "src/api/"), or words that must all be there
 INSTALL = frozenset({"add", "install", "i", "require", "get", "upgrade", "update", "remove", "uninstall", "rm"})
@@ -23,6 +23,8 @@ DATA_FILE = r"\.(?:ya?ml|json|lock|toml|md|txt|cfg|ini|env)\b"
 
 def mention(text: str, name: str) -> bool:
     """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
+    if name.endswith("/") and name.count("/") == 1:  # a folder alone: `gen/` is not in `buf generate`
+        return re.search(rf"(?<![\w.-]){re.escape(name)}", text, re.I) is not None
     if "/" in name:
         return name.strip("/.") in text.lower()
     # `docker-compose.yml` is a data file, not the `docker-compose` binary (`webpack.config.js` is webpack's).
@@ -48,13 +50,26 @@ def program(segment: str) -> list[str]:
     return [p.strip("'\"").lower() for p in parts]
 
 
-def runs(command: str, phrase: Phrase) -> bool:
+READERS = frozenset(
+    {"ls", "cat", "head", "tail", "less", "more", "grep", "rg", "find", "wc", "stat", "tree", "du", "file"}
+)
+GIT_READS = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "grep"})
+
+
+def _reads(said: list[str]) -> bool:
+    """Whether a command's words (from its program on) only read: `cat`, `grep`, `git status`, `git log` …"""
+    return bool(said) and (said[0] in READERS or (said[0] == "git" and len(said) > 1 and said[1] in GIT_READS))
+
+
+def runs(command: str, phrase: Phrase, reading: bool = True) -> bool:
     """Whether a shell command uses `phrase`: a tool as its program (or one run through a package manager, or
-    installed by one), anything else named anywhere in it."""
+    installed by one), anything else named anywhere in it; with `reading` False, not by a command that only reads
+    (what a memory rejects is not broken by a look at it)."""
     tool = len(phrase) == 1 and " " not in phrase[0] and bool(topics_of(phrase[0]))
     for segment in SEGMENT.split(command):
         if not tool:
-            if has(segment, phrase):
+            # Reading a path does nothing to it: `git status gen/` edits nothing under gen/.
+            if has(segment, phrase) and (reading or not _reads(program(segment))):
                 return True
             continue
         said, name = [canonical(w) for w in program(segment)], canonical(phrase[0].rsplit("/", 1)[-1])
@@ -69,3 +84,19 @@ def runs(command: str, phrase: Phrase) -> bool:
         if len(said) > 2 and topics_of(said[0]) and said[1] in INSTALL and name in said[2:]:
             return True
     return False
+
+
+# What opens a line of a file before the command it runs: a list mark, a key (`run:`, `"test": "`, `RUN`), quotes.
+# A key is a quoted one (package.json's scripts) or a step's (`run:`); a CSS property's ("--bg: black;") is not.
+_LINE_OPENING = re.compile(
+    r"""^\s*(?:[-*+]\s*)?(?:"[\w:.-]+"\s*:\s*|(?:run|script|command|cmd|entrypoint)\s*[:=]\s*"""
+    r"""|(?:RUN|CMD|ENTRYPOINT|exec)\s+)?["'\[]*"""
+)
+
+
+def written_use(text: str, phrase: Phrase) -> bool:
+    """Whether a file written (`text`) uses `phrase`: a command's tool when a line of it runs the tool, anything
+    else when the file names it whole."""
+    if len(phrase) == 1 and set(topics_of(phrase[0])) & COMMANDS:
+        return any(runs(_LINE_OPENING.sub("", line), phrase) for line in text.splitlines())
+    return has(text, phrase)

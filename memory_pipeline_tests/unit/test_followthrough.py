@@ -187,6 +187,49 @@ def test_a_value_given_in_another_form_is_ignored() -> None:
     assert decide("fact", flag, turn_of([_bash("NEW_CHECKOUT_ENABLED=1 pnpm dev")])).outcome == "ignored"
 
 
+def test_a_flag_a_rule_always_runs_a_tool_with_is_checked_on_the_command_it_belongs_to() -> None:
+    rule = "Always run pytest with -p no:cacheprovider in this repo."
+    assert decide("rule", rule, turn_of([_bash("uv run pytest -q tests/unit")])).outcome == "ignored"
+    assert decide("rule", rule, turn_of([_bash("pytest -p no:cacheprovider -q")])).outcome == "followed"
+    signed = "Every commit needs a DCO sign-off (git commit -s)."
+    assert decide("rule", signed, turn_of([_bash("git add -A && git commit -s -m fix")])).outcome == "followed"
+    assert decide("rule", signed, turn_of([_bash("git add -A && git commit -m fix")])).outcome == "ignored"
+    # Not a lasting rule: the flag is for one step, not every run.
+    once = "Run kubectl apply with --dry-run=server before applying a change to prod."
+    assert decide("rule", once, turn_of([_bash("kubectl apply -f app.yaml")])).outcome != "ignored"
+
+
+def test_what_was_shut_down_or_renamed_is_rejected_and_a_look_at_it_breaks_nothing() -> None:
+    shut = "The partner API v1 (/v1/orders) was shut down; /v2/orders replaces it."
+    assert decide("fact", shut, turn_of([_bash("curl -s https://p.example.com/v1/orders")])).outcome == "ignored"
+    renamed = "The integration branch was renamed from develop to next."
+    assert decide("fact", renamed, turn_of([_bash("gh pr create --base next --fill")])).outcome == "followed"
+    generated = "Never edit files under gen/ by hand; run `buf generate`."
+    assert decide("rule", generated, turn_of([_bash("buf generate && git status --short gen/")])).outcome == (
+        "followed"
+    )
+    assert decide("rule", generated, turn_of([_bash("sed -i s/a/b/ gen/go/user.pb.go")])).outcome == "ignored"
+
+
+def test_a_file_uses_a_command_when_a_line_of_it_runs_it_not_when_it_holds_the_word() -> None:
+    ruff = "Format Python with `ruff format`; we removed black from the toolchain."
+    css = {"role": "assistant", "content": "", "tool_calls": [{"name": "write", "arguments": {
+        "path": "web/dark.css", "content": ":root {\n  --dashboard-bg: black;\n}\n"}}]}  # fmt: skip
+    assert decide("rule", ruff, turn_of([css])).outcome == "no_signal"
+    ci = {"role": "assistant", "content": "", "tool_calls": [{"name": "write", "arguments": {
+        "path": ".github/workflows/ci.yml", "content": "steps:\n  - run: black --check .\n"}}]}  # fmt: skip
+    assert decide("rule", ruff, turn_of([ci])).outcome == "ignored"
+    # "pure black instead of #111" puts nothing the memory speaks of in another's place.
+    colour = {"role": "user", "content": "the background should be pure black instead of #111"}
+    assert decide("rule", ruff, turn_of([colour])).outcome == "no_signal"
+
+
+def test_the_agent_ending_its_report_with_now_contradicts_nothing() -> None:
+    rule = "Never commit directly to release/2.x; make the fix on a fix/ branch."
+    report = {"role": "assistant", "content": "The null check is on release/2.x now."}
+    assert decide("rule", rule, turn_of([report])).outcome == "no_signal"
+
+
 def test_a_person_saying_the_memory_again_after_the_agent_acted_without_it_is_ignored() -> None:
     memory = "The design tokens are in styles/tokens.css."
     wrote = {
