@@ -6,16 +6,18 @@ demoted without evidence (decided contradicted where the label is not): the erro
 two of them stop a memory being injected. `--failures` prints the tune split's mistakes (never the held
 split's: it is not looked at while tuning).
 
+`--against=COMMIT` adds the rules of an earlier commit on the same events (a baseline from the same run).
 `--model` adds a row per split for the rules with the chat model's pass (`reflect/followthrough_model.py`,
 asked only where the rules find no signal but the agent's doings touch the memory) against the configured chat
 server (the local one by default; LLAMA_URL for another), with the time per event.
 
-    uv run python -m bench followthrough [--model] [--failures]
+    uv run python -m bench followthrough [--model] [--failures] [--against=COMMIT]
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.baseline import code_at
 from bench.results_file import table, write_section
 from memory_pipeline.reflect.followthrough import LABELS, Outcome, decide, turn_of
 from memory_pipeline.reflect.followthrough_model import ModelPass
@@ -40,7 +43,21 @@ MORE_TUNING = sorted(HERE.glob("events_tune_*.jsonl"))
 # path, a port, the person's plain words in any language) or "meaning" (what code or an action means). The ceiling
 # of a decider that reads names, and where the rules fall short of it.
 READING = HERE / "reading.jsonl"
-SPLITS = ("tune", *(more.stem.removeprefix("events_") for more in MORE_TUNING), "held")
+# A second held-out set (heldout_b.jsonl, split `held_b`), written blind on 2026-12-06 after the rules had been
+# tuned on the tuning sets, never tuned on: with `--against=COMMIT`, the same events decided by an earlier code's
+# rules, so what the tuning did on turns nobody read is a ratio from one run.
+HELD_B = HERE / "heldout_b.jsonl"
+SPLITS = ("tune", *(more.stem.removeprefix("events_") for more in MORE_TUNING), "held", "held_b")
+WORK = Path(__file__).with_name(".work") / "followthrough"
+_BASELINE_RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from memory_pipeline.reflect.followthrough import decide, turn_of
+assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1])
+events = json.load(open(sys.argv[2]))
+json.dump([decide(e["memory"]["kind"], e["memory"]["text"], turn_of(e["turn"])).outcome for e in events],
+          open(sys.argv[3], "w"))
+"""
 
 
 def load(path: Path = CORPUS) -> list[dict[str, Any]]:
@@ -56,6 +73,8 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
     if path == CORPUS:
         for more in MORE_TUNING:
             events += [{**e, "split": more.stem.removeprefix("events_")} for e in load(more)]
+        if HELD_B.exists():
+            events += [{**e, "split": "held_b"} for e in load(HELD_B)]
     return events
 
 
@@ -89,9 +108,12 @@ def decided(event: dict[str, Any], decider: Decider = decide) -> Outcome:
     return decider(memory["kind"], memory["text"], turn_of(event["turn"]))
 
 
-def score(events: list[dict[str, Any]], decider: Decider = decide) -> dict[str, Any]:
+def score(
+    events: list[dict[str, Any]], decider: Decider = decide, outcomes: list[Outcome] | None = None
+) -> dict[str, Any]:
+    """The figures of `decider` on `events` (or of `outcomes` decided elsewhere, one per event)."""
     begin = time.perf_counter()
-    outcomes = [decided(e, decider) for e in events]
+    outcomes = [decided(e, decider) for e in events] if outcomes is None else outcomes
     seconds = time.perf_counter() - begin
     pairs = [(e["label"], o.outcome) for e, o in zip(events, outcomes, strict=True)]
     confusion = Counter(pairs)
@@ -172,13 +194,33 @@ def _with_model(events: list[dict[str, Any]], results: dict[tuple[str, str], dic
     return model
 
 
+def against(commit: str, events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per split, the rules of `commit` (its memory_pipeline, in a process of its own) on the same events."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    code = code_at(commit, WORK)
+    wanted, out = WORK / "events.json", WORK / f"outcomes-{commit}.json"
+    wanted.write_text(json.dumps(events), encoding="utf-8")
+    subprocess.run([sys.executable, "-W", "ignore", "-c", _BASELINE_RUN, str(code), str(wanted), str(out)], check=True)
+    then = [Outcome(outcome=o) for o in json.loads(out.read_text(encoding="utf-8"))]
+    return {
+        split: score([e for e in events if e["split"] == split],
+                     outcomes=[o for e, o in zip(events, then, strict=True) if e["split"] == split])
+        for split in SPLITS
+        if any(e["split"] == split for e in events)
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     events = load()
     splits = [split for split in SPLITS if any(e["split"] == split for e in events)]
     results = {("rules", split): score([e for e in events if e["split"] == split]) for split in splits}
     model = _with_model(events, results) if "--model" in argv else None
-    order = [(setting, split) for setting in ("rules", "rules + model") for split in splits]
+    commit = next((a.split("=", 1)[1] for a in argv if a.startswith("--against=")), None)
+    if commit:
+        results |= {(f"rules at {commit}", split): r for split, r in against(commit, events).items()}
+    settings = ("rules", *([f"rules at {commit}"] if commit else []), "rules + model")
+    order = [(setting, split) for setting in settings for split in splits]
     text = render({key: results[key] for key in order if key in results}, model) + _reading_table(events)
     print(text)
     if "--failures" in argv:
@@ -188,7 +230,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"\n{event['id']} label={event['label']} decided={got}  memory={event['memory']['text']!r}")
                 print(f"  evidence={event['evidence']!r} note={event['note']!r}")
     else:
-        write_section("followthrough", "uv run python -m bench followthrough" + (" --model" if model else ""), text)
+        flags = (" --model" if model else "") + (f" --against={commit}" if commit else "")
+        write_section("followthrough", "uv run python -m bench followthrough" + flags, text)
 
 
 if __name__ == "__main__":
