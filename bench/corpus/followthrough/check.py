@@ -9,6 +9,7 @@ used more than 3 times. Exit status 1 on any problem.
     python3 bench/corpus/followthrough/check.py
     python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/events_tune_b.jsonl
     python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/events_tune_c.jsonl
+    python3 bench/corpus/followthrough/check.py bench/corpus/followthrough/heldout_b.jsonl
 """
 
 import collections
@@ -47,10 +48,12 @@ def main(path=HERE / "events.jsonl"):
         eid = e.get("id")
         where = f"{eid}"
         # The other tuning sets (events_tune_b.jsonl: fb-001 ..., events_tune_c.jsonl: fc-001 ...) are tuning data.
-        prefix = {"events_tune_b.jsonl": "fb", "events_tune_c.jsonl": "fc"}.get(path.name, "ft")
+        prefix = {"events_tune_b.jsonl": "fb", "events_tune_c.jsonl": "fc", "heldout_b.jsonl": "fh"}.get(
+            path.name, "ft"
+        )
         if eid != f"{prefix}-{i:03d}":
             problems.append(f"{where}: expected id {prefix}-{i:03d}")
-        want_split = "tune" if prefix != "ft" or i % 3 else "held"
+        want_split = "held" if prefix == "fh" else "tune" if prefix != "ft" or i % 3 else "held"
         if e.get("split") != want_split:
             problems.append(f"{where}: split should be {want_split}")
         if set(e) != {"id", "split", "memory", "agent", "turn", "label", "evidence", "note"}:
