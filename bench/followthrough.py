@@ -27,8 +27,9 @@ from typing import Any
 
 from bench.baseline import code_at
 from bench.results_file import table, write_section
-from memory_pipeline.reflect.followthrough import LABELS, Outcome, decide, turn_of
+from memory_pipeline.reflect.followthrough import decide
 from memory_pipeline.reflect.followthrough_model import ModelPass
+from memory_pipeline.reflect.turn_messages import LABELS, Outcome, turn_of
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.llm import chat_client
 
@@ -52,7 +53,11 @@ WORK = Path(__file__).with_name(".work") / "followthrough"
 _BASELINE_RUN = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from memory_pipeline.reflect.followthrough import decide, turn_of
+from memory_pipeline.reflect.followthrough import decide
+try:
+    from memory_pipeline.reflect.turn_messages import turn_of
+except ImportError:  # before turn_messages.py
+    from memory_pipeline.reflect.followthrough import turn_of
 assert sys.modules["memory_pipeline"].__file__.startswith(sys.argv[1])
 events = json.load(open(sys.argv[2]))
 json.dump([decide(e["memory"]["kind"], e["memory"]["text"], turn_of(e["turn"])).outcome for e in events],

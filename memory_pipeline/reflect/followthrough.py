@@ -23,11 +23,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import Any
 
 from memory_pipeline.language.lexicon import (
     CHOSEN_AFTER,
@@ -55,10 +53,8 @@ from memory_pipeline.reflect.conventions import (
     version_kept,
 )
 from memory_pipeline.reflect.shell import NUMBER, Phrase, has, runs, written_use
+from memory_pipeline.reflect.turn_messages import SNIPPET, Outcome, ToolCall, TurnMessage
 
-Label = Literal["followed", "ignored", "contradicted", "no_signal"]
-LABELS: tuple[Label, ...] = ("followed", "ignored", "contradicted", "no_signal")
-SNIPPET = 200  # characters of the evidence message kept with an outcome
 # The argument fields of a tool call that name what it ran or touched, and those that hold what it wrote.
 _ACTION_FIELDS = ("command", "cmd", "path", "file_path", "filePath", "file", "paths", "script", "args", "pattern")
 _CONTENT_FIELDS = ("content", "new_string", "newText", "new_str", "text", "input", "patch", "edits")
@@ -74,28 +70,6 @@ _ENVELOPE = re.compile(r"(?is)<(system-reminder|environment_context|env|context)
 
 # The kinds whose truth an agent can check (a port, a path, a cause): its word that they are not so counts.
 FACTUAL = frozenset({"fact", "gotcha", "root_cause"})
-
-
-class ToolCall(BaseModel):
-    name: str = ""
-    arguments: dict[str, Any] | list[Any] | str = Field(default_factory=dict)
-
-
-class TurnMessage(BaseModel):
-    """One message of a turn, as memory-raw stores it and the labelled corpus writes it."""
-
-    role: str
-    content: str | None = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_name: str | None = None
-
-
-class Outcome(BaseModel):
-    outcome: Label
-    evidence_index: int | None = Field(None, description="The message of the turn that shows it.")
-    evidence: str = ""
-    decided_by: Literal["rule", "model", "none"] = "none"
-    restated: bool = Field(False, description="The person said the memory again after it was ignored.")
 
 
 @dataclass(frozen=True)
@@ -424,6 +398,10 @@ def restates(text: str, message: TurnMessage) -> bool:
     return message.role == "user" and _agrees(stance(text), stance(_spoken(message.content or "")))
 
 
+def _both_sides(memory: Stance, text: str) -> bool:
+    return any(has(text, p) for p in memory.wants) and any(has(text, p) for p in memory.rejects)
+
+
 def _snippet(text: str) -> str:
     return " ".join(text.split())[:SNIPPET]
 
@@ -441,6 +419,11 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
         content = message.content or ""
         person = message.role == "user"
         if person or message.role == "assistant":
+            # Right after the agent used what the memory rejects, a person naming both sides of its move corrects
+            # the agent ("packages/common ya no existe, ahora es packages/contracts"), in any language.
+            if person and ignored and _both_sides(memory, _spoken(content)):
+                restated = True
+                continue
             if content.strip() and _against(memory, kind, content, person):
                 return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
                                decided_by="rule")  # fmt: skip
@@ -480,17 +463,3 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
         return Outcome(outcome="followed", evidence_index=followed[0], evidence=_snippet(followed[1]),
                        decided_by="rule")  # fmt: skip
     return Outcome(outcome="no_signal")
-
-
-def turn_of(messages: Iterable[dict[str, Any]]) -> list[TurnMessage]:
-    """A turn's messages from memory-raw rows or corpus lines (tool calls with JSON-string or dict arguments)."""
-    return [
-        TurnMessage(
-            role=m.get("role") or "",
-            content=m.get("content") or "",
-            tool_calls=[ToolCall(name=c.get("name") or "", arguments=c.get("arguments") or {})
-                        for c in (m.get("tool_calls") or [])],
-            tool_name=m.get("tool_name"),
-        )
-        for m in messages
-    ]  # fmt: skip

@@ -18,14 +18,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from memory_pipeline.language.words import content_words
-from memory_pipeline.reflect.followthrough import (
-    SNIPPET,
-    Outcome,
-    TurnMessage,
-    action_text,
-    decide,
-    stance,
-)
+from memory_pipeline.reflect.followthrough import action_text, decide, stance
+from memory_pipeline.reflect.turn_messages import SNIPPET, Outcome, TurnMessage
 from memory_pipeline.stores.llm import ChatClient, InvalidAnswer
 from memory_pipeline.stores.openai_compat import ServerError
 

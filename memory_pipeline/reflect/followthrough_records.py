@@ -17,15 +17,8 @@ from datetime import UTC, datetime
 import polars as pl
 
 from memory_pipeline.language.kinds import Kind, kind_of
-from memory_pipeline.reflect.followthrough import (
-    Outcome,
-    TurnMessage,
-    correction,
-    decide,
-    restates,
-    stance,
-    turn_of,
-)
+from memory_pipeline.reflect.followthrough import correction, decide, restates, stance
+from memory_pipeline.reflect.turn_messages import Outcome, TurnMessage, turn_of
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import FollowThrough
 from memory_pipeline.stores.injections import Injection

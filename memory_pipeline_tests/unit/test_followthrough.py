@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from memory_pipeline.reflect.followthrough import decide, stance, turn_of
+from memory_pipeline.reflect.followthrough import decide, stance
 from memory_pipeline.reflect.followthrough_proposals import candidates_by_project, repeated_correction
 from memory_pipeline.reflect.followthrough_records import (
     correction_records,
@@ -22,6 +22,7 @@ from memory_pipeline.reflect.followthrough_records import (
 )
 from memory_pipeline.reflect.proposals import stage
 from memory_pipeline.reflect.review import CONTRADICTED, apply_review, parse_review
+from memory_pipeline.reflect.turn_messages import turn_of
 from memory_pipeline.sessions.messages import MESSAGE_SCHEMA
 from memory_pipeline.sessions.redact import Redactor
 from memory_pipeline.stores.followthrough_store import Counters, FollowThrough
@@ -222,6 +223,17 @@ def test_a_file_uses_a_command_when_a_line_of_it_runs_it_not_when_it_holds_the_w
     # "pure black instead of #111" puts nothing the memory speaks of in another's place.
     colour = {"role": "user", "content": "the background should be pure black instead of #111"}
     assert decide("rule", ruff, turn_of([colour])).outcome == "no_signal"
+
+
+def test_a_person_naming_both_sides_of_the_move_after_the_agent_used_the_old_one_corrects_it() -> None:
+    moved = "Shared types moved from packages/common to packages/contracts; packages/common was deleted."
+    wrote = {"role": "assistant", "content": "", "tool_calls": [{"name": "write", "arguments": {
+        "path": "packages/common/src/refund.ts", "content": "export interface Refund {}"}}]}  # fmt: skip
+    fixed = {"role": "user", "content": "packages/common ya no existe, ahora es packages/contracts."}
+    said = decide("decision", moved, turn_of([wrote, fixed]))
+    assert said.outcome == "ignored" and said.restated
+    # The same words before the agent did anything say nothing was ignored; they are no correction of it.
+    assert decide("decision", moved, turn_of([fixed])).outcome != "ignored"
 
 
 def test_the_agent_ending_its_report_with_now_contradicts_nothing() -> None:

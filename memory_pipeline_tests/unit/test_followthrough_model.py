@@ -8,8 +8,9 @@ import json
 
 import httpx
 
-from memory_pipeline.reflect.followthrough import TurnMessage, decide, turn_of
+from memory_pipeline.reflect.followthrough import decide
 from memory_pipeline.reflect.followthrough_model import SCHEMA, ModelPass, render, touches
+from memory_pipeline.reflect.turn_messages import TurnMessage, turn_of
 from memory_pipeline_tests.unit.mock_llm import chat_client, completion
 
 ALTER = "Schema changes go through `alembic revision --autogenerate`; never hand-run ALTER TABLE against prod."
