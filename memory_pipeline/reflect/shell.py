@@ -19,10 +19,16 @@ RUNNERS = frozenset({"npx", "pnpx", "bunx", "sudo", "env", "time", "exec", "nohu
 SEGMENT = re.compile(r"&&|\|\||;|\||\n")
 NUMBER = re.compile(r"^\d{2,}$|^v?\d+(?:\.\d+)+$")  # a port, a count, a version
 DATA_FILE = r"\.(?:ya?ml|json|lock|toml|md|txt|cfg|ini|env)\b"
+# The programs that only read what they name (and git's reading commands).
+READERS = frozenset(
+    {"ls", "cat", "head", "tail", "less", "more", "grep", "rg", "find", "wc", "stat", "tree", "du", "file"}
+)
+GIT_READS = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "grep"})
 
 
 def mention(text: str, name: str) -> bool:
-    """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`)."""
+    """Whether `text` holds `name` whole (`npm` is not in `pnpm` nor in `npm-run-all`; a folder named alone with its
+    slash, `gen/`; a number or a version even when a dash goes on, `rust:1.82.0-slim`)."""
     if name.endswith("/") and name.count("/") == 1:  # a folder alone: `gen/` is not in `buf generate`
         return re.search(rf"(?<![\w.-]){re.escape(name)}", text, re.I) is not None
     if "/" in name:
@@ -48,12 +54,6 @@ def program(segment: str) -> list[str]:
     if parts:
         parts[0] = parts[0].rsplit("/", 1)[-1]
     return [p.strip("'\"").lower() for p in parts]
-
-
-READERS = frozenset(
-    {"ls", "cat", "head", "tail", "less", "more", "grep", "rg", "find", "wc", "stat", "tree", "du", "file"}
-)
-GIT_READS = frozenset({"status", "log", "diff", "show", "blame", "ls-files", "grep"})
 
 
 def _reads(said: list[str]) -> bool:
