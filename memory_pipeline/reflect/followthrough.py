@@ -419,24 +419,24 @@ def decide(kind: str, text: str, turn: Sequence[TurnMessage]) -> Outcome:
         content = message.content or ""
         person = message.role == "user"
         if person or message.role == "assistant":
+            spoken = _spoken(content)  # the message's own words, envelopes and pasted code out
             # Right after the agent used what the memory rejects, a person naming both sides of its move corrects
             # the agent ("packages/common ya no existe, ahora es packages/contracts"), in any language.
-            if person and ignored and _both_sides(memory, _spoken(content)):
+            if person and ignored and _both_sides(memory, spoken):
                 restated = True
                 continue
             if content.strip() and _against(memory, kind, content, person):
-                return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(_spoken(content)),
+                return Outcome(outcome="contradicted", evidence_index=index, evidence=_snippet(spoken),
                                decided_by="rule")  # fmt: skip
             # A person letting the memory go once ("just this once run plain cargo test"): what the agent then does
             # against it neither follows nor ignores it.
-            spoken = _spoken(content)
             if (
                 person
                 and EXEMPTION.search(spoken)
                 and (memory.keys & _keys(spoken) or memory.words & content_words(spoken))
             ):
                 return Outcome(outcome="no_signal")
-            if person and _agrees(memory, stance(_spoken(content))):
+            if person and _agrees(memory, stance(spoken)):
                 restated = restated or ignored is not None
                 # The person saying the memory again after the agent acted without it ("we already have one at
                 # api/openapi.yaml, why start a new one?"): the agent went its own way.
