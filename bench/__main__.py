@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [--flags]`: run benchmarks (runtime, ingest, summarize, knowledge, recall, reflect,
 rough, secrets, secrets_heldout, service, executor, scale, scaleout, hard, next_session, needs, fresh, compaction,
 fixture_memories, slow_server, sources, turn_gate, samples, heavy, redaction_speed, stage_speed, followthrough,
-person_words);
+person_words, sentence_ceiling);
 `faults` only when named (it runs test files).
 
 All of them when none is named; each rewrites its section of bench/results.md. `selection` runs only when
@@ -41,6 +41,7 @@ from bench import (
     secrets,
     secrets_heldout,
     selection,
+    sentence_ceiling,
     service,
     slow_server,
     sources,
@@ -78,6 +79,7 @@ BENCHMARKS = {
     "stage_speed": stage_speed.main,
     "followthrough": followthrough.main,
     "person_words": person_words.main,
+    "sentence_ceiling": sentence_ceiling.main,
 }
 # Not a measurement: `python -m bench screenshots` (make screenshots) redraws docs/screenshots/.
 TOOLS = {"screenshots": screenshots.main}
