@@ -44,11 +44,15 @@ MORE_TUNING = sorted(HERE.glob("events_tune_*.jsonl"))
 # path, a port, the person's plain words in any language) or "meaning" (what code or an action means). The ceiling
 # of a decider that reads names, and where the rules fall short of it.
 READING = HERE / "reading.jsonl"
+# The same reading of each event of heldout_b.jsonl (`reading_heldout_b.jsonl`, written blind by a helper that read
+# the README and heldout_b.jsonl only): the names decider's ceiling on the set never tuned on.
+READING_HELD_B = HERE / "reading_heldout_b.jsonl"
 # A second held-out set (heldout_b.jsonl, split `held_b`), written blind on 2026-12-06 after the rules had been
 # tuned on the tuning sets, never tuned on: with `--against=COMMIT`, the same events decided by an earlier code's
 # rules, so what the tuning did on turns nobody read is a ratio from one run.
 HELD_B = HERE / "heldout_b.jsonl"
 SPLITS = ("tune", *(more.stem.removeprefix("events_") for more in MORE_TUNING), "held", "held_b")
+HELD_OUT = ("held", "held_b")
 WORK = Path(__file__).with_name(".work") / "followthrough"
 _BASELINE_RUN = """
 import json, sys
@@ -83,19 +87,26 @@ def load(path: Path = CORPUS) -> list[dict[str, Any]]:
     return events
 
 
-def readings(path: Path = READING) -> dict[str, str]:
-    """Each event's reading ("names" or "meaning") by id."""
-    return {line["id"]: line["reading"] for line in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+def readings() -> dict[str, str]:
+    """Each event's reading ("names" or "meaning") by id, of every set that has one."""
+    found = {}
+    for path in (READING, READING_HELD_B):
+        if path.exists():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            found |= {line["id"]: line["reading"] for line in map(json.loads, lines)}
+    return found
 
 
 def by_reading(events: list[dict[str, Any]], decider: Decider = decide) -> list[list[str]]:
-    """Per split of events.jsonl: the rules right on the events that names decide, on those that need meaning,
-    and on no_signal (a decider's default); and the ceiling of a decider that reads names, right on every
-    names event and on every no_signal one, wrong on every meaning one."""
+    """Per split whose events were read (events.jsonl's, heldout_b.jsonl's): the rules right on the events that
+    names decide, on those that need meaning, and on no_signal (a decider's default); and the ceiling of a decider
+    that reads names, right on every names event and on every no_signal one, wrong on every meaning one."""
     reading = readings()
     rows = []
-    for split in ("tune", "held"):
+    for split in SPLITS:
         part = [e for e in events if e["split"] == split]
+        if not part or any(e["id"] not in reading for e in part):
+            continue
         groups: dict[str, list[bool]] = {"names": [], "meaning": [], "no_signal": []}
         for event in part:
             group = "no_signal" if event["label"] == "no_signal" else reading[event["id"]]
@@ -177,9 +188,9 @@ def render(results: dict[tuple[str, str], dict[str, Any]], model: str | None) ->
 
 def _reading_table(events: list[dict[str, Any]]) -> str:
     return "\n".join([
-        "", "The rules by what deciding takes (`reading.jsonl`, each event of events.jsonl read blind: names, what is "
-        "literally there; meaning, what code or an action means), and the ceiling of a decider that reads names "
-        "(every names and no_signal event right, every meaning event wrong):", "",
+        "", "The rules by what deciding takes (`reading.jsonl`, `reading_heldout_b.jsonl`: each event read blind: "
+        "names, what is literally there; meaning, what code or an action means), and the ceiling of a decider that "
+        "reads names (every names and no_signal event right, every meaning event wrong):", "",
         table(["split", "names", "meaning", "no_signal", "ceiling of a names decider"], by_reading(events)),
     ])  # fmt: skip
 
@@ -228,8 +239,8 @@ def main(argv: list[str] | None = None) -> None:
     order = [(setting, split) for setting in settings for split in splits]
     text = render({key: results[key] for key in order if key in results}, model) + _reading_table(events)
     print(text)
-    if "--failures" in argv:
-        for event in (e for e in events if e["split"] != "held"):
+    if "--failures" in argv:  # of the tuning sets only: a held-out set's failures are never read
+        for event in (e for e in events if e["split"] not in HELD_OUT):
             got = decided(event).outcome
             if got != event["label"]:
                 print(f"\n{event['id']} label={event['label']} decided={got}  memory={event['memory']['text']!r}")
