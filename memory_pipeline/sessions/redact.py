@@ -148,12 +148,13 @@ class Redactor:
                 self._blank_reach[index],
                 self._lead[index],
             )
-            if opening is not None and junctions is None:
+            if opening is not None:
                 starts = sorted({p for k in rule.keywords for p in hits.get(k, ())})
                 matches = _lead_matches(rule.pattern, text, starts, *opening)
-                found.extend(
-                    _accepted(rule, rule.pattern.finditer(text) if matches is None else matches, masked, cover)
-                )
+                read: Iterable[re.Match[str]] = rule.pattern.finditer(text) if matches is None else matches
+                if junctions is not None:  # on the joined text only a match across a junction can be kept
+                    read = [m for m in read if _holds_junction(m.span(), junctions)]
+                found.extend(_accepted(rule, read, masked, cover))
                 continue
             if rule.in_runs:
                 runs = runs if runs is not None else _runs(text, junctions)
