@@ -433,7 +433,7 @@ SHAPE_RULES: tuple[Rule, ...] = (
     # A password typed beside an email address, no label: `me@gmail.com / Hunter2024!`, `me@x.io pass: …`.
     # It starts only where a run of address characters starts (the lookbehind): the same matches, since a start
     # inside the run reaches the same `@` and the same rest, and a match ends before a space; but a long run with
-    # no `@` (a hash, base64) is read once, not once from each of its characters (a third of the heavy history's
+    # no `@` (a hash, base64) is read once, not once from each of its characters (a quarter of the heavy history's
     # redaction time went there).
     Rule(
         "email-password",
