@@ -331,6 +331,15 @@ def baseline(turns: Sequence[dict], with_model: bool) -> dict[str, list[list[Ide
     return found
 
 
+def as_stored(turns: Sequence[dict], found: Sequence[Sequence[Idea]]) -> list[list[Idea]]:
+    """Each turn's candidates as the pipeline stores them: through the learned gate, the turn's own words in the
+    place of what it drops."""
+    return [
+        gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
+        for t, ideas in zip(turns, found, strict=True)
+    ]
+
+
 def _holds(memory: str, label: dict, similarity: float) -> bool:
     if similarity >= SAME_AT:
         return True
@@ -524,10 +533,7 @@ def main(argv: list[str]) -> None:
         found, run = candidates(turns, with_model)
         runs[path] = run
         verdicts = judge(turns, found)
-        kept = [
-            gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
-            for t, ideas in zip(turns, found, strict=True)
-        ]
+        kept = as_stored(turns, found)
         kept_verdicts = judge(turns, kept)  # the gate may put the turn's own words in a dropped memory's place
         # The gate over every candidate, as first trained and measured (not what `gate.keeps` does: see there).
         everywhere = [
@@ -630,10 +636,7 @@ def main_other_set(labels: Path, argv: list[str]) -> None:
     for path, with_model in paths:
         found, run = candidates(turns, with_model)
         runs[path] = run
-        kept = [
-            gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
-            for t, ideas in zip(turns, found, strict=True)
-        ]
+        kept = as_stored(turns, found)
         verdicts = judge(turns, kept)
         for split in sorted({t["split"] for t in turns}, reverse=True):
             at = [n for n, t in enumerate(turns) if t["split"] == split]

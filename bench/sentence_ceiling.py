@@ -25,14 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.knowledge import LABEL_SETS, _holds, candidates, job_of, judge, load_turns
+from bench.knowledge import LABEL_SETS, _holds, _share, as_stored, candidates, job_of, judge, load_turns
 from bench.results_file import table, write_section
 from memory_pipeline.language import lexicon
 from memory_pipeline.sentences import sentences
 from memory_pipeline.settings import load_settings
 from memory_pipeline.stores.embeddings import embeddings_client
-from memory_pipeline.summarize import gate
-from memory_pipeline.summarize.extract import gate_with_own_words
 from memory_pipeline.summarize.prompt import turn_text
 
 SETS = {"a": LABEL_SETS["a"], "b": LABEL_SETS["b"], "c": LABEL_SETS["c"]}
@@ -102,32 +100,18 @@ def load() -> list[Turn]:
     with embeddings_client(load_settings()) as embedder:
         for name, path in SETS.items():
             labelled = load_turns(path)
-            found, _ = candidates(labelled, False)
-            stored = [
-                gate_with_own_words(ideas, turn_text(job_of(t).messages), gate.keeps)[0]
-                for t, ideas in zip(labelled, found, strict=True)
-            ]
-            verdicts = judge(labelled, stored)
+            verdicts = judge(labelled, as_stored(labelled, candidates(labelled, False)[0]))
             for t, verdict in zip(labelled, verdicts, strict=True):
                 mine = _sentences(t)
-                if mine and t["knowledge"]:
+                if mine:
                     vectors = np.array(embedder.embed([s.text for s in mine]))
-                    close = vectors @ np.array(embedder.embed([k["statement"] for k in t["knowledge"]])).T
+                    labels = t["knowledge"]
+                    close = vectors @ np.array(embedder.embed([k["statement"] for k in labels])).T if labels else None
                     for i, s in enumerate(mine):
                         s.vector = vectors[i]
-                        s.hit = next(
-                            (j for j, k in enumerate(t["knowledge"]) if _holds(s.text, k, float(close[i, j]))), None
-                        )
-                elif mine:
-                    vectors = np.array(embedder.embed([s.text for s in mine]))
-                    for s, v in zip(mine, vectors, strict=True):
-                        s.vector = v
+                        s.hit = next((j for j, k in enumerate(labels) if _holds(s.text, k, float(close[i, j]))), None)
                 turns.append(Turn((name, t["id"]), t["split"], bool(t["memorable"]), mine, list(verdict)))
     return turns
-
-
-def _share(n: int, total: int) -> str:
-    return f"{n} / {total} ({n / total:.0%})" if total else "0 / 0"
 
 
 def ceiling_rows(turns: Sequence[Turn]) -> list[list[str]]:
